@@ -1,0 +1,59 @@
+"""Credits ID: the OpenID Connect provider of the music-credits platform."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask
+
+from app.config import PROJECT_ROOT, check_settings, flask_config, load_settings
+
+
+def create_app(overrides: dict[str, Any] | None = None) -> Flask:
+    """config -> extensions -> oauth -> blueprints -> cli -> errors."""
+    settings = load_settings(overrides)
+    check_settings(settings)
+
+    app = Flask(
+        __name__,
+        template_folder=str(PROJECT_ROOT / "templates"),
+        static_folder=str(PROJECT_ROOT / "static"),
+    )
+    app.config.update(flask_config(settings))
+    app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
+
+    from app.auth.passwords import passwords
+    from app.extensions import csrf, db, migrate
+    from app.jwks import keystore
+
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
+    csrf.init_app(app)
+    keystore.init_app(app)
+    passwords.init_app(app)
+
+    from app.oauth.metadata import init_metadata
+    from app.oauth.server import init_oauth
+
+    init_oauth(app)
+    init_metadata(app)
+
+    from app.auth.views import bp as auth_bp
+    from app.consent.views import bp as consent_bp
+    from app.oauth.views import bp as oauth_bp
+
+    app.register_blueprint(oauth_bp)
+    app.register_blueprint(auth_bp)
+    app.register_blueprint(consent_bp)
+
+    from app.cli import register_cli
+
+    register_cli(app)
+
+    from app.errors import register_error_handlers
+    from app.security import init_security
+
+    register_error_handlers(app)
+    init_security(app)
+
+    return app

@@ -1,0 +1,87 @@
+"""The login page. It knows nothing of OAuth beyond the interaction reference it was given:
+after a successful login it sends the browser back to resume the parked request."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, redirect, render_template, request, url_for
+from flask_wtf import FlaskForm
+from wtforms import EmailField, HiddenField, PasswordField
+from wtforms.validators import DataRequired, Length
+
+from app.auth.passwords import passwords
+from app.auth.sessions import current_user, end_login, start_login
+from app.extensions import db
+from app.models import User
+from app.oauth.authorize import find_interaction
+
+bp = Blueprint("auth", __name__)
+
+INVALID_CREDENTIALS = "Incorrect email or password."
+
+
+class LoginForm(FlaskForm):
+    email = EmailField("Email", validators=[DataRequired(), Length(max=254)])
+    password = PasswordField("Password", validators=[DataRequired(), Length(max=1024)])
+    interaction = HiddenField()
+    next = HiddenField()
+
+
+def safe_next(target: str | None) -> str | None:
+    """Only same-site paths: never an open redirect."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return None
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> Response | str:
+    form = LoginForm()
+    uid = request.values.get("interaction") or None
+    interaction = find_interaction(uid) if uid else None
+    if request.method == "GET":
+        form.interaction.data = uid
+        form.next.data = safe_next(request.args.get("next")) or ""
+        if interaction is not None:
+            form.email.data = interaction.params.get("login_hint", "")[:254]
+        return _page(form, interaction)
+
+    if not form.validate_on_submit():
+        return _page(form, interaction, error="Enter your email and password.", status=400)
+    user = db.session.scalar(db.select(User).where(User.email == User.normalize_email(form.email.data)))
+    if not passwords.verify(user, form.password.data):
+        return _page(form, interaction, error=INVALID_CREDENTIALS, status=401)
+
+    session_row = start_login(user)
+    if interaction is not None:
+        interaction.login_session_id = session_row.id
+    db.session.commit()
+    if interaction is not None:
+        return redirect(url_for("oauth.resume", interaction=interaction.id))
+    return redirect(safe_next(form.next.data) or url_for("auth.signed_in"))
+
+
+def _page(form: LoginForm, interaction, error: str | None = None, status: int = 200):
+    return (
+        render_template("auth/login.html", form=form, client=interaction.client if interaction else None, error=error),
+        status,
+    )
+
+
+@bp.get("/")
+def home() -> Response:
+    return redirect(url_for("auth.signed_in"))
+
+
+@bp.get("/signed-in")
+def signed_in() -> Response | str:
+    user = current_user()
+    if user is None:
+        return redirect(url_for("auth.login"))
+    return render_template("auth/signed_in.html", user=user)
+
+
+@bp.post("/logout")
+def logout() -> Response:
+    end_login()
+    db.session.commit()
+    return redirect(url_for("auth.login"))

@@ -1,0 +1,178 @@
+"""`flask` commands for scripts and admins. Every command can answer in JSON (`--json`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+
+import click
+from flask import Flask
+from flask.cli import AppGroup
+
+from app.extensions import db
+from app.jwks import KeyStoreError, keystore
+from app.members import MemberError, create_member
+from app.models import Client, Role, Tier
+from app.models.base import new_secret
+from app.registration import NewClient, RegistrationError, register_client
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+
+
+def emit(data, as_json: bool, human: Callable[[object], str]) -> None:
+    click.echo(json.dumps(data, indent=2, default=str) if as_json else human(data))
+
+
+def fail(message: str) -> None:
+    raise click.ClickException(message)
+
+
+users = AppGroup("users", help="Members of the platform.")
+clients = AppGroup("clients", help="Registered applications (OAuth clients).")
+keys = AppGroup("keys", help="ID-token signing keys.")
+demo = AppGroup("demo", help="Demo data for a local run.")
+
+
+@users.command("create")
+@click.option("--email", required=True)
+@click.option("--name", required=True)
+@click.option("--tier", type=click.Choice([t.value for t in Tier]), default=Tier.BASIC.value, show_default=True)
+@click.option("--admin", is_flag=True, help="Give the member the admin role.")
+@click.option("--role", type=click.Choice([r.value for r in Role]), default=None, help="Role (overrides --admin).")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@click.option("--profile-id", default=None, help="Link the member to a catalog profile.")
+@json_option
+def users_create(email, name, tier, admin, role, password_stdin, profile_id, as_json):
+    """Create a member. Without --password-stdin a random password is generated and shown once."""
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else new_secret(12)
+    try:
+        user = create_member(email, name, password, tier=tier, role=role or (Role.ADMIN if admin else Role.MEMBER),
+                             profile_id=profile_id)
+    except MemberError as exc:
+        fail(str(exc))
+    data = {"id": user.id, "sub": user.sub, "email": user.email, "tier": user.tier, "role": user.role,
+            "profile_id": user.profile_id}
+    if not password_stdin:
+        data["password"] = password
+    emit(data, as_json, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
+
+
+@clients.command("create")
+@click.option("--name", required=True)
+@click.option("--redirect-uri", "redirect_uris", multiple=True, required=True, help="Repeat for several.")
+@click.option("--post-logout-redirect-uri", "logout_uris", multiple=True)
+@click.option("--public", is_flag=True, help="A public client (native or browser app): no secret, PKCE.")
+@click.option("--auth-method", type=click.Choice(["client_secret_basic", "client_secret_post"]),
+              default="client_secret_basic", show_default=True)
+@click.option("--scope", default=None, help="Allowed scopes (space-separated); default: all.")
+@click.option("--trusted", is_flag=True, help="First-party app: consent is skipped.")
+@click.option("--no-pkce", is_flag=True, help="Do not require PKCE (confidential legacy apps only).")
+@click.option("--client-id", default=None, help="Choose the client id (default: random).")
+@json_option
+def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope, trusted, no_pkce, client_id,
+                   as_json):
+    """Register an application. Its secret is printed once; only a hash is stored."""
+    spec = NewClient(name=name, redirect_uris=list(redirect_uris), post_logout_redirect_uris=list(logout_uris),
+                     public=public, auth_method=auth_method, trusted=trusted, require_pkce=not no_pkce,
+                     client_id=client_id)
+    if scope is not None:
+        spec.scope = scope
+    if client_id and db.session.scalar(db.select(Client.id).where(Client.client_id == client_id)):
+        fail(f"client id {client_id} is taken")
+    try:
+        client, secret = register_client(spec)
+    except RegistrationError as exc:
+        fail(str(exc))
+    data = {"client_id": client.client_id, "client_secret": secret, "name": client.name,
+            "type": client.client_type, "token_endpoint_auth_method": client.token_endpoint_auth_method,
+            "redirect_uris": client.redirect_uris, "scope": client.allowed_scopes}
+    emit(data, as_json, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items() if v is not None)
+         + ("\n(the secret is shown only now)" if secret else ""))
+
+
+@clients.command("list")
+@json_option
+def clients_list(as_json):
+    """Every registered application."""
+    rows = db.session.scalars(db.select(Client).order_by(Client.created_at)).all()
+    data = [{"client_id": c.client_id, "name": c.name, "type": c.client_type, "status": c.status,
+             "redirect_uris": c.redirect_uris, "created_at": c.created_at.isoformat()} for c in rows]
+    emit(data, as_json, lambda d: "\n".join(
+        f"{c['client_id']}  {c['type']:<12} {c['status']:<8} {c['name']}  {' '.join(c['redirect_uris'])}" for c in d
+    ) or "no applications")
+
+
+@keys.command("generate")
+@json_option
+def keys_generate(as_json):
+    """Generate a signing key that signs at once (first set-up)."""
+    row = keystore.generate()
+    emit({"kid": row.kid, "alg": row.alg}, as_json, lambda d: f"generated {d['kid']} ({d['alg']})")
+
+
+@keys.command("ensure")
+@json_option
+def keys_ensure(as_json):
+    """Generate a signing key only when none can sign (idempotent; used by `make run`)."""
+    row = keystore.ensure_key()
+    data = {"generated": row.kid if row else None, "active": keystore.snapshot().signing_kid}
+    emit(data, as_json, lambda d: f"generated {d['generated']}" if d["generated"] else f"active key {d['active']}")
+
+
+@keys.command("rotate")
+@click.option("--now", "immediate", is_flag=True, help="Sign with the new key at once (skip the publish delay).")
+@json_option
+def keys_rotate(immediate, as_json):
+    """Publish a new key; it signs after KEY_PUBLISH_DELAY, and the old key retires then."""
+    row = keystore.rotate(immediate=immediate)
+    emit({"kid": row.kid, "activates_at": row.activates_at.isoformat()}, as_json,
+         lambda d: f"new key {d['kid']} signs from {d['activates_at']}")
+
+
+@keys.command("retire")
+@click.argument("kid")
+@json_option
+def keys_retire(kid, as_json):
+    """Stop signing with KID; it stays published until the tokens it signed expire."""
+    try:
+        row = keystore.retire(kid)
+    except KeyStoreError as exc:
+        fail(str(exc))
+    emit({"kid": row.kid, "expires_at": row.expires_at.isoformat()}, as_json,
+         lambda d: f"retired {d['kid']}; published until {d['expires_at']}")
+
+
+@keys.command("list")
+@json_option
+def keys_list(as_json):
+    """Every key with its state (next, active, retired)."""
+    data = keystore.describe()
+    emit(data, as_json, lambda d: "\n".join(
+        f"{k['kid']}  {k['alg']}  {k['state']:<8} created {k['created_at']}" for k in d) or "no keys")
+
+
+@demo.command("seed")
+@json_option
+def demo_seed(as_json):
+    """Create (or refresh) the demo members and apps and print their credentials."""
+    from app.demo import seed_accounts
+
+    data = seed_accounts()
+
+    def human(d):
+        lines = ["Demo members (passwords shown once):"]
+        lines += [f"  {m['tier']:<5} {m['email']}  password: {m['password']}" for m in d["members"]]
+        lines.append("Demo apps:")
+        for a in d["apps"]:
+            secret = f"  secret: {a['client_secret']}" if a["client_secret"] else "  (public: no secret)"
+            lines.append(f"  {a['name']}: client_id {a['client_id']}{secret}")
+            lines.append(f"      redirect URIs: {' '.join(a['redirect_uris'])}")
+        return "\n".join(lines)
+
+    emit(data, as_json, human)
+
+
+def register_cli(app: Flask) -> None:
+    for group in (users, clients, keys, demo):
+        app.cli.add_command(group)

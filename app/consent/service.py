@@ -1,0 +1,67 @@
+"""Consent decisions, with no Flask globals: what a member already granted, what is missing,
+recording a grant, and revoking one."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.models import Client, Consent, User
+from app.models.base import utcnow
+from app.oauth.tokens import revoke_user_client_tokens
+from app.scopes import SCOPES, grantable, join, scope_list, tier_allows
+
+
+def remembered_scopes(db_session: Session, user: User, client: Client) -> list[str]:
+    row = db_session.scalar(select(Consent).where(Consent.user_id == user.id, Consent.client_id == client.id))
+    return scope_list(row.scope) if row else []
+
+
+def missing_scopes(requested: list[str], remembered: list[str]) -> list[str]:
+    """What the member has not granted yet; empty means a remembered consent covers the request."""
+    have = set(remembered)
+    return [s for s in requested if s not in have]
+
+
+def decide_granted(requested: list[str], ticked: list[str] | None, tier: str) -> list[str]:
+    """The scopes a consent grants: those requested that the member kept ticked (mandatory
+    ones always) and that the membership includes."""
+    keep = set(ticked) if ticked is not None else set(requested)
+    chosen = [s for s in requested if not SCOPES[s].optional or s in keep]
+    return grantable(chosen, tier)
+
+
+def record_consent(db_session: Session, user: User, client: Client, granted: list[str]) -> None:
+    """Remember the grant (added to what was granted before). One row per member and app even
+    under concurrent consents: an INSERT ... ON CONFLICT, never check-then-insert."""
+    previous = remembered_scopes(db_session, user, client)
+    scope = join(dict.fromkeys(previous + granted))
+    dialect = db_session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    now = utcnow()
+    stmt = insert(Consent).values(user_id=user.id, client_id=client.id, scope=scope, granted_at=now, updated_at=now)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["user_id", "client_id"], set_={"scope": scope, "updated_at": now}
+    )
+    db_session.execute(stmt)
+
+
+def revoke_consent(db_session: Session, user: User, client: Client) -> int:
+    """Forget the consent and revoke every token the app holds for the member, at once."""
+    db_session.execute(delete(Consent).where(Consent.user_id == user.id, Consent.client_id == client.id))
+    return revoke_user_client_tokens(user.id, client.id)
+
+
+def describe(scopes: list[str], tier: str) -> list[dict]:
+    """The consent page's lines: plain words per scope, and whether the plan includes it."""
+    return [
+        {
+            "name": s,
+            "description": SCOPES[s].description,
+            "optional": SCOPES[s].optional,
+            "included": tier_allows(s, tier),
+        }
+        for s in scopes
+        if s in SCOPES
+    ]

@@ -1,0 +1,53 @@
+"""The consent page: the app, and each requested scope in plain words. Allow or Deny."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, redirect, render_template, request, url_for
+from flask_wtf import FlaskForm
+from wtforms import HiddenField
+
+from app.auth.sessions import current_login
+from app.consent.service import describe
+from app.oauth import authorize
+from app.scopes import scope_list
+
+bp = Blueprint("consent", __name__)
+
+
+class ConsentForm(FlaskForm):
+    interaction = HiddenField()
+
+
+def _interaction_and_login():
+    interaction = authorize.find_interaction(request.values.get("interaction"))
+    login = current_login()
+    return interaction, login
+
+
+@bp.get("/consent")
+def show() -> Response | str:
+    interaction, login = _interaction_and_login()
+    if login is None:
+        return redirect(url_for("auth.login", interaction=interaction.id))
+    requested = interaction.client.get_allowed_scope(interaction.params.get("scope"))
+    form = ConsentForm(interaction=interaction.id)
+    return render_template(
+        "consent/consent.html",
+        form=form,
+        client=interaction.client,
+        user=login.user,
+        scopes=describe(scope_list(requested), login.user.tier),
+    )
+
+
+@bp.post("/consent")
+def decide() -> Response:
+    form = ConsentForm()
+    interaction, login = _interaction_and_login()
+    if login is None:
+        return redirect(url_for("auth.login", interaction=interaction.id))
+    if not form.validate_on_submit():
+        raise authorize.UntrustedRequest("Form expired", "The consent form expired. Go back to the application and start again.")
+    allow = request.form.get("decision") == "allow"
+    ticked = request.form.getlist("scope")
+    return authorize.complete_consent(interaction, allow, ticked)

@@ -1,0 +1,57 @@
+"""Demo data for a first run: two members (basic and pro) and two apps (confidential and public).
+
+Running it again is safe: the same members and apps are kept, and fresh credentials are
+issued and printed (passwords and secrets are stored hashed, so they cannot be shown again)."""
+
+from __future__ import annotations
+
+from app.extensions import db
+from app.members import create_member, set_password
+from app.models import Client, Tier, User
+from app.models.base import new_secret
+from app.registration import NewClient, register_client, rotate_secret
+
+DEMO_MEMBERS = (
+    {"email": "basic@demo.credits.example", "name": "Billie Basic", "tier": Tier.BASIC.value},
+    {"email": "pro@demo.credits.example", "name": "Parker Pro", "tier": Tier.PRO.value},
+)
+DEMO_REDIRECT = "http://127.0.0.1:5001/callback"
+DEMO_APPS = (
+    NewClient(
+        client_id="demo-web-app",
+        name="Demo Credits App",
+        redirect_uris=[DEMO_REDIRECT, "http://localhost:5001/callback"],
+        post_logout_redirect_uris=["http://127.0.0.1:5001/"],
+        homepage_url="http://127.0.0.1:5001/",
+    ),
+    NewClient(
+        client_id="demo-native-app",
+        name="Demo Native App",
+        public=True,
+        redirect_uris=["com.example.creditsdemo:/callback", "http://127.0.0.1:5001/callback"],
+    ),
+)
+
+
+def seed_accounts() -> dict:
+    """Create or refresh the demo members and apps; returns what a newcomer needs to try it."""
+    members = []
+    for spec in DEMO_MEMBERS:
+        password = new_secret(12)
+        user = db.session.scalar(db.select(User).where(User.email == spec["email"]))
+        if user is None:
+            user = create_member(spec["email"], spec["name"], password, tier=spec["tier"])
+        else:
+            set_password(user, password)
+        members.append({"email": user.email, "password": password, "tier": user.tier,
+                        "profile_id": user.profile_id, "id": user.id, "sub": user.sub})
+    apps = []
+    for spec in DEMO_APPS:
+        client = db.session.scalar(db.select(Client).where(Client.client_id == spec.client_id))
+        if client is None:
+            client, secret = register_client(spec)
+        else:
+            secret = None if client.is_public else rotate_secret(client)
+        apps.append({"name": client.name, "client_id": client.client_id, "client_secret": secret,
+                     "type": client.client_type, "redirect_uris": client.redirect_uris})
+    return {"members": members, "apps": apps}

@@ -1,0 +1,78 @@
+"""Errors, answered in the caller's language: an HTML page for people, JSON for machines.
+
+Machine routes get OAuth-style JSON (`error`, `error_description`) - the /v1 data API renders
+its own envelope. Nothing internal (stack traces, SQL, secrets) ever reaches a response."""
+
+from __future__ import annotations
+
+import logging
+
+from authlib.oauth2.rfc6749 import OAuth2Error
+from flask import Flask, Response, jsonify, render_template, request
+from flask_wtf.csrf import CSRFError
+from werkzeug.exceptions import HTTPException
+
+from app.oauth.authorize import UntrustedRequest
+
+log = logging.getLogger(__name__)
+
+MACHINE_PREFIXES = ("/api/auth/oauth2/token", "/api/auth/oauth2/userinfo", "/api/auth/jwks", "/.well-known/")
+FRIENDLY = {
+    400: ("Bad request", "The request could not be understood."),
+    403: ("Not allowed", "You do not have access to this page."),
+    404: ("Page not found", "There is nothing at this address."),
+    405: ("Method not allowed", "This address does not accept that kind of request."),
+    413: ("Request too large", "The request was larger than this service accepts."),
+    429: ("Too many attempts", "Too many attempts. Wait a moment and try again."),
+    500: ("Something went wrong", "An unexpected error happened on our side. Please try again."),
+    503: ("Temporarily unavailable", "The sign-in service is temporarily unavailable. Please try again shortly."),
+}
+OAUTH_CODES = {400: "invalid_request", 404: "invalid_request", 405: "invalid_request", 413: "invalid_request",
+               429: "slow_down", 500: "server_error", 503: "temporarily_unavailable"}
+
+
+def is_machine_request() -> bool:
+    return request.path.startswith(MACHINE_PREFIXES)
+
+
+def error_page(title: str, message: str, status: int, hint: str | None = None) -> tuple[str, int]:
+    return render_template("errors/error.html", title=title, message=message, status=status, hint=hint), status
+
+
+def machine_error(status: int, description: str) -> Response:
+    response = jsonify(error=OAUTH_CODES.get(status, "invalid_request"), error_description=description)
+    response.status_code = status
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(UntrustedRequest)
+    def untrusted(error: UntrustedRequest):
+        return error_page(error.title, error.message, error.status,
+                          hint="Nothing was shared with the application.")
+
+    @app.errorhandler(CSRFError)
+    def csrf_failed(error: CSRFError):
+        return error_page("Form expired", "This form has expired or was not sent by this site. Go back, reload the page and try again.", 400)
+
+    @app.errorhandler(OAuth2Error)
+    def oauth_error(error: OAuth2Error):
+        status, body, headers = error()
+        return Response(jsonify(body).get_data(), status=status, headers=headers)
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException):
+        status = error.code or 500
+        title, message = FRIENDLY.get(status, (error.name, error.description or ""))
+        if is_machine_request():
+            return machine_error(status, message)
+        return error_page(title, message, status)
+
+    @app.errorhandler(Exception)
+    def unexpected(error: Exception):
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        title, message = FRIENDLY[500]
+        if is_machine_request():
+            return machine_error(500, message)
+        return error_page(title, message, 500)

@@ -1,0 +1,233 @@
+"""The signing-key store: generate, rotate, retire, load from KEYS_DIR, publish the key set.
+
+All key access goes through this module. Private keys are read from disk once per key and kept
+in memory; the store re-reads the (tiny) `signing_keys` table at most every
+KEY_REFRESH_INTERVAL seconds so a rotation made by another process or machine is picked up
+without a restart. The published key set is serialized once per change, not per request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from flask import Flask
+from joserfc.jwk import RSAKey
+
+from app.extensions import db
+from app.models.base import utcnow
+from app.models.signing_key import SigningKey
+
+RSA_KEY_BITS = 2048
+ALG = "RS256"
+
+
+class KeyStoreError(RuntimeError):
+    """No usable signing key (none generated, or its private file is missing)."""
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """A read-only copy of one SigningKey row."""
+
+    kid: str
+    alg: str
+    public_jwk: dict
+    created_at: datetime
+    activates_at: datetime
+    retired_at: datetime | None
+    expires_at: datetime | None
+
+    is_published = SigningKey.is_published
+    can_sign = SigningKey.can_sign
+    state = SigningKey.state
+
+
+@dataclass(frozen=True)
+class KeySnapshot:
+    """What the store knows at one moment; replaced whole, never mutated (thread-safe reads)."""
+
+    signing_kid: str | None
+    jwks_body: bytes
+    jwks_etag: str
+    rows: tuple[KeyInfo, ...]
+    valid_until: float  # monotonic deadline: a key changes state then, recompute
+
+
+class KeyStore:
+    def __init__(self) -> None:
+        self._private: dict[str, RSAKey] = {}
+        self._snapshot: KeySnapshot | None = None
+        self._checked_at = 0.0
+        self._lock = threading.Lock()
+        self.keys_dir = Path("keys")
+        self.refresh_interval = 10
+        self.publish_delay = 300
+        self.token_lifetime = 3600
+
+    def init_app(self, app: Flask) -> None:
+        self.keys_dir = Path(app.config["KEYS_DIR"])
+        self.refresh_interval = int(app.config["KEY_REFRESH_INTERVAL"])
+        self.publish_delay = int(app.config["KEY_PUBLISH_DELAY"])
+        self.token_lifetime = int(app.config["ID_TOKEN_LIFETIME"])
+        self._private.clear()
+        self._snapshot = None
+        app.extensions["keystore"] = self
+
+    # -- reading ------------------------------------------------------------------------
+
+    def snapshot(self) -> KeySnapshot:
+        snap = self._snapshot
+        now = time.monotonic()
+        if snap is None or now >= snap.valid_until or now - self._checked_at >= self.refresh_interval:
+            with self._lock:
+                snap = self._snapshot
+                if snap is None or now >= snap.valid_until or now - self._checked_at >= self.refresh_interval:
+                    snap = self._load()
+        return snap
+
+    def signing_key(self) -> tuple[str, RSAKey]:
+        """The active key, with its kid. Raises KeyStoreError when there is none."""
+        kid = self.snapshot().signing_kid
+        if kid is None:
+            raise KeyStoreError("no active signing key: run `flask keys generate`")
+        return kid, self._private_key(kid)
+
+    def public_key_set(self) -> dict:
+        return json.loads(self.snapshot().jwks_body)
+
+    def invalidate(self) -> None:
+        """Forget the cached snapshot (after a change made by this process)."""
+        self._snapshot = None
+
+    def _load(self) -> KeySnapshot:
+        # Plain copies, not ORM rows: the snapshot outlives the request's session.
+        rows = tuple(
+            KeyInfo(r.kid, r.alg, r.public_jwk, r.created_at, r.activates_at, r.retired_at, r.expires_at)
+            for r in db.session.scalars(db.select(SigningKey).order_by(SigningKey.activates_at))
+        )
+        now = utcnow()
+        signers = [r for r in rows if r.can_sign(now)]
+        signing = max(signers, key=lambda r: r.activates_at) if signers else None
+        published = [r.public_jwk for r in rows if r.is_published(now)]
+        body = json.dumps({"keys": published}, separators=(",", ":")).encode()
+        # Recompute when the next key activates, a key retires, or a retired key expires.
+        boundaries = [
+            t
+            for r in rows
+            for t in (r.activates_at, r.retired_at, r.expires_at)
+            if t is not None and t > now
+        ]
+        until = time.monotonic() + (min(boundaries) - now).total_seconds() if boundaries else float("inf")
+        snap = KeySnapshot(
+            signing_kid=signing.kid if signing else None,
+            jwks_body=body,
+            jwks_etag='"' + hashlib.sha256(body).hexdigest()[:32] + '"',
+            rows=rows,
+            valid_until=until,
+        )
+        if signing is not None:
+            self._private_key(signing.kid)  # load it now, not on the first sign-in
+        self._snapshot = snap
+        self._checked_at = time.monotonic()
+        return snap
+
+    def _private_key(self, kid: str) -> RSAKey:
+        key = self._private.get(kid)
+        if key is None:
+            path = self._path(kid)
+            try:
+                pem = path.read_bytes()
+            except FileNotFoundError as exc:
+                raise KeyStoreError(f"private key file for kid {kid} is missing from {self.keys_dir}") from exc
+            key = RSAKey.import_key(pem, parameters={"kid": kid, "alg": ALG, "use": "sig"})
+            self._private[kid] = key
+        return key
+
+    def _path(self, kid: str) -> Path:
+        return self.keys_dir / f"{kid}.pem"
+
+    # -- changing -----------------------------------------------------------------------
+
+    def generate(self, activates_at: datetime | None = None) -> SigningKey:
+        """Create a new RSA key: private half to KEYS_DIR (0600), public half to the database."""
+        key = RSAKey.generate_key(RSA_KEY_BITS, private=True)
+        kid = key.thumbprint()
+        self.keys_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self._path(kid)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key.as_pem(private=True))
+        public = key.as_dict(private=False)
+        public.update({"kid": kid, "alg": ALG, "use": "sig"})
+        row = SigningKey(kid=kid, alg=ALG, public_jwk=public, activates_at=activates_at or utcnow())
+        db.session.add(row)
+        db.session.commit()
+        self.invalidate()
+        return row
+
+    def ensure_key(self) -> SigningKey | None:
+        """Generate a first key when none can sign (used by `make run`); None if one exists."""
+        if self.snapshot().signing_kid is not None:
+            return None
+        return self.generate()
+
+    def rotate(self, immediate: bool = False) -> SigningKey:
+        """Publish a new key now; it starts signing after KEY_PUBLISH_DELAY (or at once with
+        `immediate`), and the current key retires at that moment, staying published until every
+        ID token it signed has expired."""
+        now = utcnow()
+        starts = now if immediate else now + timedelta(seconds=self.publish_delay)
+        current = self.snapshot().signing_kid
+        new = self.generate(activates_at=starts)
+        if current is not None:
+            old = db.session.get(SigningKey, current)
+            old.retired_at = starts
+            old.expires_at = starts + timedelta(seconds=self.token_lifetime)
+            db.session.commit()
+        self.invalidate()
+        return new
+
+    def retire(self, kid: str) -> SigningKey:
+        """Stop signing with `kid` now; keep it published until its tokens have expired."""
+        row = db.session.get(SigningKey, kid)
+        if row is None:
+            raise KeyStoreError(f"no key with kid {kid}")
+        now = utcnow()
+        others = [r for r in self.snapshot().rows if r.kid != kid and r.can_sign(now)]
+        if not others and row.can_sign(now):
+            raise KeyStoreError("refusing to retire the only signing key: rotate first")
+        if row.retired_at is None or row.retired_at > now:
+            row.retired_at = now
+            row.expires_at = now + timedelta(seconds=self.token_lifetime)
+        db.session.commit()
+        self.invalidate()
+        return row
+
+    def describe(self) -> list[dict]:
+        """Every key with its state, newest first (CLI and console)."""
+        snap = self.snapshot()
+        now = utcnow()
+        return [
+            {
+                "kid": r.kid,
+                "alg": r.alg,
+                "created_at": r.created_at.isoformat(),
+                "activates_at": r.activates_at.isoformat(),
+                "retired_at": r.retired_at.isoformat() if r.retired_at else None,
+                "expires_at": r.expires_at.isoformat() if r.expires_at else None,
+                "state": r.state(now, snap.signing_kid),
+                "published": r.is_published(now),
+                "private_key_present": self._path(r.kid).exists(),
+            }
+            for r in sorted(snap.rows, key=lambda r: r.created_at, reverse=True)
+        ]
+
+
+keystore = KeyStore()

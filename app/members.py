@@ -1,0 +1,58 @@
+"""Creating and changing members (CLI, console and demo data share these rules)."""
+
+from __future__ import annotations
+
+import re
+
+from app.auth.passwords import passwords
+from app.extensions import db
+from app.models import Role, Tier, User
+
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+MIN_PASSWORD_LENGTH = 10
+
+
+class MemberError(ValueError):
+    """A member cannot be created or changed as asked."""
+
+
+def create_member(
+    email: str,
+    name: str,
+    password: str,
+    tier: str = Tier.BASIC,
+    role: str = Role.MEMBER,
+    profile_id: str | None = None,
+) -> User:
+    email = User.normalize_email(email or "")
+    if not EMAIL.match(email) or len(email) > 254:
+        raise MemberError(f"not a valid email address: {email!r}")
+    if not (name or "").strip():
+        raise MemberError("name is required")
+    if tier not in {t.value for t in Tier}:
+        raise MemberError(f"tier must be one of {', '.join(t.value for t in Tier)}")
+    if role not in {r.value for r in Role}:
+        raise MemberError(f"role must be one of {', '.join(r.value for r in Role)}")
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise MemberError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+    if db.session.scalar(db.select(User.id).where(User.email == email)):
+        raise MemberError(f"a member with email {email} already exists")
+    user = User(email=email, name=name.strip(), tier=tier, role=role, password_hash=passwords.hash(password),
+                profile_id=profile_id)
+    db.session.add(user)
+    db.session.commit()
+    return user
+
+
+def find_member(email: str) -> User:
+    user = db.session.scalar(db.select(User).where(User.email == User.normalize_email(email or "")))
+    if user is None:
+        raise MemberError(f"no member with email {email}")
+    return user
+
+
+def set_password(user: User, password: str) -> None:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise MemberError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+    user.password_hash = passwords.hash(password)
+    db.session.commit()

@@ -1,0 +1,25 @@
+"""All models, imported here so Alembic and the app see the whole schema."""
+
+from app.models.authorization_code import AuthorizationCode
+from app.models.client import Client, ClientStatus, ClientType
+from app.models.consent import Consent
+from app.models.interaction import Interaction
+from app.models.login_session import LoginSession
+from app.models.signing_key import SigningKey
+from app.models.token import Token
+from app.models.user import Role, Tier, User
+
+__all__ = [
+    "AuthorizationCode",
+    "Client",
+    "ClientStatus",
+    "ClientType",
+    "Consent",
+    "Interaction",
+    "LoginSession",
+    "Role",
+    "SigningKey",
+    "Tier",
+    "Token",
+    "User",
+]

@@ -1,0 +1,61 @@
+"""Authorization codes: single-use, short-lived, stored only as a hash."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from authlib.oidc.core import AuthorizationCodeMixin
+from sqlalchemy import ForeignKey, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.base import UTCDateTime, utcnow
+
+
+class AuthorizationCode(db.Model, AuthorizationCodeMixin):
+    __tablename__ = "authorization_codes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    code_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # Every token descended from this code carries the same grant id (the "family").
+    grant_id: Mapped[str] = mapped_column(String(36), index=True)
+    # The redirect_uri the request carried (None when omitted): the token request must repeat it.
+    redirect_uri: Mapped[str | None] = mapped_column(Text, nullable=True)
+    scope: Mapped[str] = mapped_column(Text, default="")
+    nonce: Mapped[str | None] = mapped_column(Text, nullable=True)
+    code_challenge: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    code_challenge_method: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    # The member's real login time (the ID token's auth_time) - not the code's issue time.
+    auth_time: Mapped[datetime] = mapped_column(UTCDateTime)
+    issued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    client = relationship("Client", lazy="joined")
+    user = relationship("User", lazy="joined")
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        """Counted from the code's issue, never from the login (Authlib's mixin uses auth_time)."""
+        return (now or utcnow()) >= self.expires_at
+
+    # -- authlib.oidc.core.AuthorizationCodeMixin ----------------------------------------
+
+    def get_redirect_uri(self) -> str | None:
+        return self.redirect_uri
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def get_nonce(self) -> str | None:
+        return self.nonce
+
+    def get_auth_time(self) -> int:
+        return int(self.auth_time.timestamp())
+
+    def get_acr(self) -> None:
+        return None
+
+    def get_amr(self) -> list[str]:
+        return ["pwd"]

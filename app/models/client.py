@@ -1,0 +1,109 @@
+"""Registered applications (OAuth clients) and how they authenticate."""
+
+from __future__ import annotations
+
+import hmac
+from datetime import datetime
+from enum import StrEnum
+
+from authlib.oauth2.rfc6749 import ClientMixin
+from sqlalchemy import JSON, Boolean, ForeignKey, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.extensions import db
+from app.models.base import UTCDateTime, sha256_hex, utcnow
+from app.scopes import scope_list
+
+
+class ClientType(StrEnum):
+    CONFIDENTIAL = "confidential"
+    PUBLIC = "public"
+
+
+class ClientStatus(StrEnum):
+    ACTIVE = "active"
+    DISABLED = "disabled"
+
+
+SECRET_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
+
+
+class Client(db.Model, ClientMixin):
+    __tablename__ = "clients"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    client_id: Mapped[str] = mapped_column(String(64), unique=True)
+    # SHA-256 of the secret: client secrets are 256-bit random values, so a fast hash is
+    # safe, and a copy of the database does not let anyone authenticate as the client.
+    client_secret_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    name: Mapped[str] = mapped_column(String(120))
+    client_type: Mapped[str] = mapped_column(String(16), default=ClientType.CONFIDENTIAL.value)
+    token_endpoint_auth_method: Mapped[str] = mapped_column(String(32), default="client_secret_basic")
+    redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
+    post_logout_redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
+    allowed_scopes: Mapped[str] = mapped_column(Text, default="")
+    require_pkce: Mapped[bool] = mapped_column(Boolean, default=True)
+    trusted: Mapped[bool] = mapped_column(Boolean, default=False)  # first-party: consent skipped
+    homepage_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    logo_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    policy_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    tos_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    owner_id: Mapped[str | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default=ClientStatus.ACTIVE.value)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    # -- what the rest of the provider asks of a client -------------------------------
+
+    @property
+    def is_public(self) -> bool:
+        return self.client_type == ClientType.PUBLIC
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == ClientStatus.ACTIVE
+
+    @property
+    def client_metadata(self) -> dict:
+        """RFC 7591 metadata Authlib consults (signed userinfo is not offered: plain JSON)."""
+        return {}
+
+    def set_secret(self, secret: str) -> None:
+        self.client_secret_hash = sha256_hex(secret)
+
+    # -- authlib.oauth2.rfc6749.ClientMixin ----------------------------------------------
+
+    def get_client_id(self) -> str:
+        return self.client_id
+
+    def get_default_redirect_uri(self) -> str | None:
+        # Omitting redirect_uri is allowed only when exactly one is registered.
+        return self.redirect_uris[0] if len(self.redirect_uris) == 1 else None
+
+    def get_allowed_scope(self, scope: str | None) -> str:
+        """Unknown or unallowed scopes are dropped, not rejected (issue: 'unknown scopes are dropped')."""
+        allowed = set(scope_list(self.allowed_scopes))
+        return " ".join(s for s in scope_list(scope) if s in allowed)
+
+    def check_redirect_uri(self, redirect_uri: str) -> bool:
+        # Exact string comparison, as OAuth 2.0 Security BCP (RFC 9700 section 4.1.3) asks.
+        return redirect_uri in self.redirect_uris
+
+    def check_client_secret(self, client_secret: str) -> bool:
+        if not self.client_secret_hash:
+            return False
+        return hmac.compare_digest(sha256_hex(client_secret), self.client_secret_hash)
+
+    def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
+        # A client authenticates only the way it was registered (OIDC Registration
+        # `token_endpoint_auth_method`); a public client only with `none`.
+        return method == self.token_endpoint_auth_method
+
+    def check_response_type(self, response_type: str) -> bool:
+        return response_type == "code"
+
+    def check_grant_type(self, grant_type: str) -> bool:
+        return grant_type in ("authorization_code", "refresh_token")
+
+    def __repr__(self) -> str:
+        return f"<Client {self.client_id}>"

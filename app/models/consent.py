@@ -1,0 +1,25 @@
+"""Remembered consents: which scopes a member granted to which app."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.base import UTCDateTime, utcnow
+
+
+class Consent(db.Model):
+    __tablename__ = "consents"
+    __table_args__ = (UniqueConstraint("user_id", "client_id", name="uq_consents_user_client"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
+    scope: Mapped[str] = mapped_column(Text, default="")
+    granted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    client = relationship("Client")

@@ -1,0 +1,30 @@
+"""Provider sessions: the signed cookie carries a random id, this row carries the rest, so a
+session can be ended from the server (sign out everywhere, revocation)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.base import UTCDateTime, utcnow
+
+
+class LoginSession(db.Model):
+    __tablename__ = "login_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    session_hash: Mapped[str] = mapped_column(String(64), unique=True)  # SHA-256 of the cookie's id
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    auth_time: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    ip: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    user_agent: Mapped[str | None] = mapped_column(String(300), nullable=True)
+
+    user = relationship("User", lazy="joined")
+
+    def is_live(self, now: datetime | None = None) -> bool:
+        return self.ended_at is None and (now or utcnow()) < self.expires_at

@@ -1,0 +1,71 @@
+"""Access and refresh tokens: opaque random strings, stored as SHA-256 hashes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from authlib.oauth2.rfc6749 import TokenMixin
+from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.base import UTCDateTime, utcnow
+
+
+class Token(db.Model, TokenMixin):
+    """One issued pair. Rotation marks the old row's refresh as used and adds a new row with the
+    same `grant_id`; reuse of a used refresh token revokes every row of that grant."""
+
+    __tablename__ = "tokens"
+    __table_args__ = (Index("ix_tokens_user_client", "user_id", "client_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    grant_id: Mapped[str] = mapped_column(String(36), index=True)
+    scope: Mapped[str] = mapped_column(Text, default="")
+    access_token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    refresh_token_hash: Mapped[str | None] = mapped_column(String(64), unique=True, nullable=True)
+    issued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    access_expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    refresh_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    refresh_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The member's login time, carried from the code so refreshed ID tokens keep auth_time.
+    auth_time: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    client = relationship("Client", lazy="joined")
+    user = relationship("User", lazy="joined")
+
+    # -- authlib.oauth2.rfc6749.TokenMixin -------------------------------------------------
+
+    def check_client(self, client) -> bool:
+        return self.client_id == client.id
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def get_expires_in(self) -> int:
+        return max(0, int((self.access_expires_at - self.issued_at).total_seconds()))
+
+    def is_expired(self) -> bool:
+        return utcnow() >= self.access_expires_at
+
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def get_user(self):
+        return self.user
+
+    def get_client(self):
+        return self.client
+
+    def refresh_is_usable(self, now: datetime | None = None) -> bool:
+        now = now or utcnow()
+        return (
+            self.refresh_token_hash is not None
+            and self.revoked_at is None
+            and self.refresh_used_at is None
+            and self.refresh_expires_at is not None
+            and now < self.refresh_expires_at
+        )

@@ -1,0 +1,235 @@
+"""The authorization endpoint's decisions, in the order OIDC Core 3.1.2 takes them:
+
+1. trust: is the client known and the redirect_uri registered for it? If not, an error page
+   and never a redirect (RFC 6749 4.1.2.1);
+2. validity: response_type, PKCE, scope, prompt, max_age (errors redirect, with `iss`);
+3. login: is a member signed in, recently enough? Else park the request, hand off to /login;
+4. consent: has the member granted these scopes to this app? Else hand off to /consent;
+5. issue the code.
+
+Login and consent pages live outside this module; they call `resume` or `complete_consent`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from authlib.oauth2 import OAuth2Error
+from authlib.oauth2.rfc6749 import (
+    AccessDeniedError,
+    InvalidRequestError,
+    InvalidScopeError,
+    UnsupportedResponseTypeError,
+)
+from authlib.oidc.core.errors import ConsentRequiredError, LoginRequiredError
+from flask import Response, current_app, redirect, url_for
+from sqlalchemy import update
+
+from app.auth.sessions import browser_id, current_login
+from app.consent.service import decide_granted, missing_scopes, record_consent, remembered_scopes
+from app.extensions import db
+from app.models import Client, Interaction, LoginSession
+from app.models.base import new_secret, sha256_hex, utcnow
+from app.oauth.server import StoredAuthorizationRequest, issuer_parameter, server
+from app.scopes import grantable, join, scope_list
+
+# The parameters parked with a pending request; anything else is ignored (OIDC Core 3.1.2.1).
+PARKED_PARAMS = (
+    "response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge",
+    "code_challenge_method", "prompt", "max_age", "login_hint", "id_token_hint", "display",
+    "ui_locales", "claims_locales", "acr_values", "response_mode",
+)
+MAX_PARAM_LENGTH = 4096
+KNOWN_PROMPTS = {"none", "login", "consent", "select_account"}
+
+
+class UntrustedRequest(Exception):
+    """The request cannot be answered by redirect: show the member an error page instead."""
+
+    def __init__(self, title: str, message: str, status: int = 400):
+        super().__init__(message)
+        self.title, self.message, self.status = title, message, status
+
+
+def trusted_destination(payload) -> tuple[Client, str]:
+    """The client and the redirect_uri errors may be sent to, or UntrustedRequest."""
+    client_id = payload.data.get("client_id")
+    if not client_id:
+        raise UntrustedRequest("Missing application", "The sign-in link does not name an application (client_id).")
+    client = db.session.scalar(db.select(Client).where(Client.client_id == str(client_id)[:64]))
+    if client is None:
+        raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
+    if not client.is_active:
+        raise UntrustedRequest(
+            "Application disabled", "This application has been disabled by its administrator.", 403
+        )
+    requested = payload.data.get("redirect_uri")
+    if requested is not None:
+        if len(payload.datalist.get("redirect_uri", [])) > 1 or not client.check_redirect_uri(requested):
+            raise UntrustedRequest(
+                "Unregistered redirect address",
+                "The address the application asked to return you to is not registered for it.",
+            )
+        return client, requested
+    default = client.get_default_redirect_uri()
+    if default is None:
+        raise UntrustedRequest(
+            "Missing redirect address", "The application must say where to return you (redirect_uri)."
+        )
+    return client, default
+
+
+def _validate_shape(payload) -> None:
+    """Checks Authlib leaves to us: response_type presence, sizes, prompt, max_age, response_mode."""
+    response_type = payload.data.get("response_type")
+    if not response_type:
+        raise InvalidRequestError("Missing 'response_type' parameter.")
+    if response_type != "code":
+        raise UnsupportedResponseTypeError("Only response_type=code is supported.", response_type)
+    for name in PARKED_PARAMS:
+        if len(payload.data.get(name) or "") > MAX_PARAM_LENGTH:
+            raise InvalidRequestError(f"The '{name}' parameter is too long.")
+    prompts = set(scope_list(payload.data.get("prompt")))
+    if "none" in prompts and len(prompts) > 1:
+        raise InvalidRequestError("prompt=none cannot be combined with other values.")
+    max_age = payload.data.get("max_age")
+    if max_age is not None and (not max_age.isdigit() or len(max_age) > 12):
+        raise InvalidRequestError("'max_age' must be a non-negative integer.")
+    if payload.data.get("response_mode") not in (None, "query"):
+        raise InvalidRequestError("Only response_mode=query is supported.")
+
+
+def _login_is_fresh(login: LoginSession, max_age: str | None) -> bool:
+    if max_age is None:
+        return True
+    return utcnow() - login.auth_time <= timedelta(seconds=int(max_age))
+
+
+def run(oauth_request, interaction: Interaction | None = None) -> Response:
+    """Take the request as far as it can go: an error, a hand-off to a page, or a code."""
+    payload = oauth_request.payload
+    client, redirect_uri = trusted_destination(payload)
+    try:
+        _validate_shape(payload)
+        login = current_login()
+        user = login.user if login else None
+        grant = server.get_consent_grant(request=oauth_request, end_user=user)
+        requested = scope_list(grant.request.scope)
+        if "openid" not in requested:
+            raise InvalidScopeError("The 'openid' scope is required.")
+
+        prompts = set(scope_list(payload.data.get("prompt")))
+        logged_in_here = interaction is not None and login is not None and interaction.login_session_id == login.id
+        must_login = ("login" in prompts or not _login_is_fresh(login, payload.data.get("max_age"))) if login else True
+        if must_login and not logged_in_here:
+            if "none" in prompts:
+                raise LoginRequiredError()
+            return _hand_off("auth.login", oauth_request, client, interaction)
+
+        wanted = grantable(requested, user.tier)
+        if client.trusted:
+            granted = wanted
+        else:
+            missing = missing_scopes(wanted, remembered_scopes(db.session, user, client))
+            if missing or "consent" in prompts:
+                if "none" in prompts:
+                    raise ConsentRequiredError()
+                return _hand_off("consent.show", oauth_request, client, interaction)
+            granted = wanted
+        if interaction is not None and not close_interaction(interaction):
+            raise UntrustedRequest("Request already completed", "This sign-in request has already been used.")
+        return _issue_code(oauth_request, grant, login, granted)
+    except OAuth2Error as error:
+        return error_redirect(oauth_request, error, redirect_uri)
+
+
+def resume(interaction: Interaction) -> Response:
+    """Continue a parked request after the login page (the browser carries only the reference)."""
+    return run(StoredAuthorizationRequest(interaction.params), interaction)
+
+
+def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | None) -> Response:
+    """The member's answer on the consent page: a code, or `access_denied`. Single use: the
+    interaction is consumed atomically before anything is issued."""
+    oauth_request = StoredAuthorizationRequest(interaction.params)
+    client, redirect_uri = trusted_destination(oauth_request.payload)
+    login = current_login()
+    if not close_interaction(interaction):
+        raise UntrustedRequest("Request already completed", "This sign-in request has already been answered.")
+    try:
+        if not allow:
+            raise AccessDeniedError("The member denied the request.")
+        grant = server.get_consent_grant(request=oauth_request, end_user=login.user)
+        granted = decide_granted(scope_list(grant.request.scope), ticked, login.user.tier)
+        record_consent(db.session, login.user, client, granted)
+        db.session.commit()
+        return _issue_code(oauth_request, grant, login, granted)
+    except OAuth2Error as error:
+        return error_redirect(oauth_request, error, redirect_uri)
+
+
+def _issue_code(oauth_request, grant, login: LoginSession, granted: list[str]) -> Response:
+    oauth_request.granted_scope = join(granted)
+    oauth_request.auth_time = login.auth_time
+    return server.create_authorization_response(request=oauth_request, grant_user=login.user, grant=grant)
+
+
+def error_redirect(oauth_request, error: OAuth2Error, redirect_uri: str) -> Response:
+    """An OAuth error sent back to the (already validated) redirect_uri, with state and iss."""
+    error.redirect_uri = redirect_uri
+    error.state = oauth_request.payload.data.get("state")
+    response = server.handle_error_response(oauth_request, error)
+    issuer_parameter.add_issuer_parameter(server, response)
+    return response
+
+
+# -- pending requests (interactions) ------------------------------------------------------
+
+
+def _hand_off(endpoint: str, oauth_request, client: Client, interaction: Interaction | None) -> Response:
+    if interaction is None:
+        interaction = park(oauth_request, client)
+    return redirect(url_for(endpoint, interaction=interaction.id))
+
+
+def park(oauth_request, client: Client) -> Interaction:
+    data = oauth_request.payload.data
+    now = utcnow()
+    interaction = Interaction(
+        id=new_secret(24),
+        client_id=client.id,
+        params={k: data.get(k) for k in PARKED_PARAMS if data.get(k) is not None},
+        browser_hash=sha256_hex(browser_id()),
+        expires_at=now + timedelta(seconds=int(current_app.config["INTERACTION_LIFETIME"])),
+    )
+    db.session.add(interaction)
+    db.session.commit()
+    return interaction
+
+
+def find_interaction(uid: str | None) -> Interaction:
+    """The open interaction `uid` started by this browser, or UntrustedRequest."""
+    interaction = db.session.get(Interaction, uid) if uid and len(uid) <= 64 else None
+    if interaction is None or interaction.browser_hash != sha256_hex(browser_id()):
+        raise UntrustedRequest(
+            "Sign-in request not found",
+            "This sign-in request is unknown or was started in another browser. Go back to the application and start again.",
+        )
+    if not interaction.is_open():
+        raise UntrustedRequest(
+            "Sign-in request expired",
+            "This sign-in request has expired or was already completed. Go back to the application and start again.",
+        )
+    return interaction
+
+
+def close_interaction(interaction: Interaction) -> bool:
+    """Consume the interaction; True for exactly one caller."""
+    result = db.session.execute(
+        update(Interaction)
+        .where(Interaction.id == interaction.id, Interaction.consumed_at.is_(None))
+        .values(consumed_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
+    return result.rowcount == 1

@@ -1,0 +1,57 @@
+"""The discovery document (OIDC Discovery 1.0 section 3), built once per app and served as
+precomputed bytes with an ETag."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from flask import Flask
+
+from app.scopes import SCOPES, SUPPORTED_SCOPES
+
+AUTHORIZE_PATH = "/api/auth/oauth2/authorize"
+TOKEN_PATH = "/api/auth/oauth2/token"
+USERINFO_PATH = "/api/auth/oauth2/userinfo"
+JWKS_PATH = "/api/auth/jwks"
+
+
+def discovery_document(config: dict) -> dict:
+    issuer = config["ISSUER_URL"]
+    claims = sorted({c for s in SCOPES.values() for c in s.claims})
+    claims += ["iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", config["USER_ID_CLAIM"]]
+    return {
+        "issuer": issuer,
+        "authorization_endpoint": issuer + AUTHORIZE_PATH,
+        "token_endpoint": issuer + TOKEN_PATH,
+        "userinfo_endpoint": issuer + USERINFO_PATH,
+        "jwks_uri": issuer + JWKS_PATH,
+        "scopes_supported": list(SUPPORTED_SCOPES),
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["RS256"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+        "code_challenge_methods_supported": ["S256"],
+        "claims_supported": list(dict.fromkeys(claims)),
+        "claims_parameter_supported": False,
+        "request_parameter_supported": False,
+        "request_uri_parameter_supported": False,
+        "prompt_values_supported": ["none", "login", "consent"],
+        "authorization_response_iss_parameter_supported": True,
+        "ui_locales_supported": ["en"],
+        "claim_types_supported": ["normal"],
+    }
+
+
+class PreparedDocument:
+    """JSON bytes and their ETag, computed once."""
+
+    def __init__(self, document: dict):
+        self.body = json.dumps(document, separators=(",", ":")).encode()
+        self.etag = '"' + hashlib.sha256(self.body).hexdigest()[:32] + '"'
+
+
+def init_metadata(app: Flask) -> None:
+    app.extensions["discovery"] = PreparedDocument(discovery_document(app.config))

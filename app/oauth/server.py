@@ -1,0 +1,159 @@
+"""The authorization server and the resource protector, wired once.
+
+Authlib supplies the protocol machinery; this module plugs in our storage, client
+authentication, token generator, grants and extensions."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from urllib.parse import unquote
+
+from authlib.integrations.flask_oauth2 import AuthorizationServer, ResourceProtector
+from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Request
+from authlib.oauth2.rfc6749 import OAuth2Request
+from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
+from authlib.oauth2.rfc6750 import BearerTokenValidator, InvalidTokenError
+from authlib.oauth2.rfc9207 import IssuerParameter
+from authlib.oidc.core import UserInfoEndpoint
+from flask import Flask, current_app
+from flask import request as flask_request
+
+from app.extensions import db
+from app.models import Client
+from app.oauth import tokens
+from app.oauth.grants import AuthorizationCodeGrant, RefreshTokenGrant
+from app.oauth.oidc import CodeIDToken, RefreshIDToken, user_claims
+from app.oauth.pkce import S256CodeChallenge
+
+
+def query_client(client_id: str | None) -> Client | None:
+    """An active client by its public id (a disabled client does not exist for the protocol)."""
+    if not client_id or len(client_id) > 64:
+        return None
+    client = db.session.scalar(db.select(Client).where(Client.client_id == client_id))
+    return client if client is not None and client.is_active else None
+
+
+class StoredAuthorizationRequest(OAuth2Request):
+    """An authorization request rebuilt from the parameters parked in an Interaction, so the
+    flow resumes after login/consent without trusting anything the browser sends back."""
+
+    def __init__(self, params: dict[str, str]):
+        super().__init__("GET", flask_request.url, headers=flask_request.headers)
+        self.payload = BasicOAuth2Payload(params)
+
+    @property
+    def args(self):
+        return self.payload.data
+
+    @property
+    def form(self):
+        return {}
+
+
+class CreditsAuthorizationServer(AuthorizationServer):
+    def create_oauth2_request(self, request):
+        if isinstance(request, OAuth2Request):
+            return request
+        return FlaskOAuth2Request(flask_request)
+
+
+class IssuerIdentification(IssuerParameter):
+    """RFC 9207: every authorization response names the issuer."""
+
+    def get_issuer(self) -> str:
+        return current_app.config["ISSUER_URL"]
+
+
+def _split_basic(request) -> tuple[str | None, str | None]:
+    """Parse `Authorization: Basic`, tolerating garbage (Authlib's parser raises on bad UTF-8)."""
+    auth = request.headers.get("Authorization", "")
+    scheme, _, value = auth.partition(" ")
+    if scheme.lower() != "basic" or not value:
+        return None, None
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None, None
+    client_id, sep, secret = decoded.partition(":")
+    if not sep:
+        return None, None
+    # RFC 6749 2.3.1: both parts are form-urlencoded before being joined.
+    return unquote(client_id), unquote(secret)
+
+
+def authenticate_client_secret_basic(query, request) -> Client | None:
+    client_id, secret = _split_basic(request)
+    client = query(client_id) if client_id and secret else None
+    return client if client is not None and client.check_client_secret(secret) else None
+
+
+def authenticate_client_secret_post(query, request) -> Client | None:
+    form = request.form
+    client_id, secret = form.get("client_id"), form.get("client_secret")
+    if request.headers.get("Authorization"):
+        return None  # one authentication mechanism per request (RFC 6749 2.3)
+    client = query(client_id) if client_id and secret else None
+    return client if client is not None and client.check_client_secret(secret) else None
+
+
+def authenticate_none(query, request) -> Client | None:
+    client_id = request.payload.client_id
+    if not client_id or request.payload.data.get("client_secret") or request.headers.get("Authorization"):
+        return None
+    return query(client_id)
+
+
+class AccessTokenValidator(BearerTokenValidator):
+    """Bearer tokens are looked up by hash; a disabled app's tokens stop working at once."""
+
+    def authenticate_token(self, token_string: str):
+        token = tokens.find_access_token(token_string)
+        if token is None or not token.client.is_active:
+            return None
+        return token
+
+
+class CreditsResourceProtector(ResourceProtector):
+    def parse_request_authorization(self, request):
+        """A missing or non-Bearer Authorization is `invalid_token` with a Bearer challenge,
+        as node-oidc-provider answers, instead of Authlib's generic errors."""
+        auth = request.headers.get("Authorization") or ""
+        scheme, _, value = auth.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise InvalidTokenError(description="No valid Bearer access token was provided.")
+        return self._token_validators["bearer"], value.strip()
+
+
+class UserInfo(UserInfoEndpoint):
+    def generate_user_info(self, user, scope):
+        return user_claims(user, scope)
+
+    def get_issuer(self) -> str:
+        return current_app.config["ISSUER_URL"]
+
+
+server = CreditsAuthorizationServer()
+issuer_parameter = IssuerIdentification()
+require_oauth = CreditsResourceProtector()
+require_oauth.register_token_validator(AccessTokenValidator())
+
+
+def init_oauth(app: Flask) -> None:
+    # Transport security is enforced by the ISSUER_URL check at startup (https outside
+    # loopback); behind a TLS-terminating proxy the request itself may arrive over http.
+    os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")
+    app.config["OAUTH2_TOKEN_EXPIRES_IN"] = None
+    server.init_app(app, query_client=query_client, save_token=tokens.save_token)
+    server.register_token_generator("default", tokens.generate_bearer_token)
+    server.scopes_supported = None  # unknown scopes are dropped by the client filter, not rejected
+    server.register_client_auth_method("client_secret_basic", authenticate_client_secret_basic)
+    server.register_client_auth_method("client_secret_post", authenticate_client_secret_post)
+    server.register_client_auth_method("none", authenticate_none)
+    if not server._authorization_grants:  # the singleton is wired once per process
+        server.register_grant(AuthorizationCodeGrant, [S256CodeChallenge(required=True), CodeIDToken()])
+        server.register_grant(RefreshTokenGrant, [RefreshIDToken()])
+        server.register_extension(issuer_parameter)
+        server.register_endpoint(UserInfo(resource_protector=require_oauth))

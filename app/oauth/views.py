@@ -1,0 +1,63 @@
+"""The protocol routes. Thin: each hands the request to Authlib or to authorize.py."""
+
+from __future__ import annotations
+
+from authlib.oauth2.rfc6749 import InvalidRequestError
+from flask import Blueprint, Response, current_app, request
+
+from app.extensions import csrf
+from app.jwks import keystore
+from app.oauth import authorize
+from app.oauth.metadata import AUTHORIZE_PATH, JWKS_PATH, TOKEN_PATH, USERINFO_PATH
+from app.oauth.server import server
+
+bp = Blueprint("oauth", __name__)
+
+
+def _cached_json(body: bytes, etag: str) -> Response:
+    """Public, cacheable JSON with conditional GET (discovery and the key set)."""
+    headers = {
+        "Cache-Control": f"public, max-age={int(current_app.config['JWKS_MAX_AGE'])}",
+        "ETag": etag,
+        "Access-Control-Allow-Origin": "*",
+    }
+    if etag in request.headers.get("If-None-Match", ""):
+        return Response(status=304, headers=headers)
+    return Response(body, mimetype="application/json", headers=headers)
+
+
+@bp.get("/.well-known/openid-configuration")
+def discovery() -> Response:
+    doc = current_app.extensions["discovery"]
+    return _cached_json(doc.body, doc.etag)
+
+
+@bp.get(JWKS_PATH)
+def jwks() -> Response:
+    snap = keystore.snapshot()
+    return _cached_json(snap.jwks_body, snap.jwks_etag)
+
+
+@bp.route(AUTHORIZE_PATH, methods=["GET", "POST"])
+@csrf.exempt  # relying parties may POST the authorization request (OIDC Core 3.1.2.1)
+def authorize_endpoint() -> Response:
+    return authorize.run(server.create_oauth2_request(None))
+
+
+@bp.get(AUTHORIZE_PATH + "/resume/<interaction>")
+def resume(interaction: str) -> Response:
+    return authorize.resume(authorize.find_interaction(interaction))
+
+
+@bp.post(TOKEN_PATH)
+@csrf.exempt
+def token() -> Response:
+    if not request.form.get("grant_type"):
+        return server.handle_error_response(None, InvalidRequestError("Missing 'grant_type' parameter."))
+    return server.create_token_response()
+
+
+@bp.route(USERINFO_PATH, methods=["GET", "POST"])
+@csrf.exempt
+def userinfo() -> Response:
+    return server.create_endpoint_response("userinfo")

@@ -1,0 +1,140 @@
+"""Test set-up: one database (SQLite by default, PostgreSQL with TEST_DATABASE_URL) built by the
+migrations, an app for direct checks of the database, and a real server process (gunicorn) that
+the integration tests talk to over HTTP."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from sqlalchemy import MetaData, inspect, text
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app import create_app  # noqa: E402
+from app.extensions import db  # noqa: E402
+from app.jwks import keystore  # noqa: E402
+
+KEEP_TABLES = {"alembic_version", "signing_keys"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def settings(tmp_path_factory) -> dict:
+    """Settings shared by the test process and the server process it starts."""
+    base = tmp_path_factory.mktemp("credits-id")
+    port = free_port()
+    return {
+        "APP_ENV": "development",
+        "ISSUER_URL": f"http://127.0.0.1:{port}",
+        "DATABASE_URL": os.environ.get("TEST_DATABASE_URL") or f"sqlite:///{base / 'test.sqlite3'}",
+        "KEYS_DIR": str(base / "keys"),
+        "SECRET_KEY": "test-secret-key-" + "0123456789abcdef" * 2,
+        # Cheap password hashing in tests; the real cost is measured by the benchmarks.
+        "ARGON2_TIME_COST": 1,
+        "ARGON2_MEMORY_COST": 1024,
+        "KEY_REFRESH_INTERVAL": 0,
+        "_PORT": port,
+    }
+
+
+def _reset_schema(engine) -> None:
+    """Drop everything (a previous run on the same PostgreSQL database), then migrate."""
+    meta = MetaData()
+    meta.reflect(bind=engine)
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            for table in inspect(engine).get_table_names():
+                conn.execute(text(f'DROP TABLE IF EXISTS "{table}" CASCADE'))
+    else:
+        meta.drop_all(bind=engine)
+
+
+@pytest.fixture(scope="session")
+def app(settings):
+    from flask_migrate import upgrade
+
+    app = create_app({k: v for k, v in settings.items() if not k.startswith("_")})
+    with app.app_context():
+        _reset_schema(db.engine)
+        upgrade()
+        keystore.ensure_key()
+    return app
+
+
+@pytest.fixture(autouse=True)
+def app_context(request, app):
+    """Every test runs inside an app context and leaves the tables empty (keys are kept)."""
+    with app.app_context():
+        yield
+        db.session.rollback()
+        db.session.remove()
+        with db.engine.begin() as conn:
+            for table in reversed(db.metadata.sorted_tables):
+                if table.name not in KEEP_TABLES:
+                    conn.execute(table.delete())
+        db.session.remove()
+
+
+def server_env(settings: dict, **extra: str) -> dict:
+    env = {k: str(v) for k, v in settings.items() if not k.startswith("_")}
+    return {**os.environ, **env, "PYTHONPATH": str(ROOT), **extra}
+
+
+def start_server(settings: dict, port: int, log_path: Path, **extra_env: str) -> subprocess.Popen:
+    """A gunicorn process serving the app, as in production; waits until it answers."""
+    env = server_env(settings, ISSUER_URL=settings["ISSUER_URL"], **extra_env)
+    log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "8",
+         "--timeout", "60", "wsgi:app"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}; see {log_path}")
+        try:
+            requests.get(f"http://127.0.0.1:{port}/.well-known/openid-configuration", timeout=1)
+            return proc
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"server did not start; see {log_path}")
+
+
+@pytest.fixture(scope="session")
+def live_server(app, settings, tmp_path_factory):
+    """The provider, served by gunicorn at ISSUER_URL, over the test database."""
+    log_path = tmp_path_factory.mktemp("logs") / "server.log"
+    proc = start_server(settings, settings["_PORT"], log_path)
+    yield LiveServer(settings["ISSUER_URL"], log_path)
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+class LiveServer:
+    def __init__(self, url: str, log_path: Path):
+        self.url = url
+        self.log_path = log_path
+
+    def __call__(self, path: str) -> str:
+        return self.url + path
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")

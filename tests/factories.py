@@ -1,0 +1,36 @@
+"""Rows the tests need, made through the same services the CLI and console use."""
+
+from __future__ import annotations
+
+import secrets
+
+from sqlalchemy import text
+
+from app.extensions import db
+from app.members import create_member
+from app.models import Client, User
+from app.registration import NewClient, register_client
+
+REDIRECT_URI = "http://127.0.0.1:7199/cb"
+PASSWORD = "correct horse battery staple"
+
+
+def make_member(tier: str = "basic", email: str | None = None, password: str = PASSWORD, **kw) -> User:
+    email = email or f"member-{secrets.token_hex(4)}@example.test"
+    return create_member(email, kw.pop("name", "Test Member"), password, tier=tier, **kw)
+
+
+def make_client(public: bool = False, redirect_uris: list[str] | None = None, **kw) -> tuple[Client, str | None]:
+    spec = NewClient(name=kw.pop("name", "Test App"), redirect_uris=redirect_uris or [REDIRECT_URI], public=public, **kw)
+    return register_client(spec)
+
+
+def db_state() -> dict[str, list[tuple]]:
+    """Every row of every table, for 'a rejected request changed nothing' assertions."""
+    db.session.remove()
+    state = {}
+    with db.engine.connect() as conn:
+        for table in db.metadata.sorted_tables:
+            rows = conn.execute(text(f'SELECT * FROM "{table.name}"')).fetchall()
+            state[table.name] = sorted(tuple(str(v) for v in row) for row in rows)
+    return state
