@@ -22,15 +22,15 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.config.update(flask_config(settings))
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
 
-    from app.auth.passwords import passwords
+    from app.auth.passwords import init_passwords
     from app.extensions import csrf, db, migrate
-    from app.jwks import keystore
+    from app.jwks import init_keystore
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     csrf.init_app(app)
-    keystore.init_app(app)
-    passwords.init_app(app)
+    init_keystore(app)
+    init_passwords(app)
 
     from app.oauth.metadata import init_metadata
     from app.oauth.server import init_oauth

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from flask import Flask
+from flask import Flask, current_app
 from joserfc.jwk import RSAKey
+from werkzeug.local import LocalProxy
 
 from app.extensions import db
 from app.models.base import utcnow
@@ -61,24 +62,17 @@ class KeySnapshot:
 
 
 class KeyStore:
-    def __init__(self) -> None:
+    """One per app (in `app.extensions`); reach it through the `keystore` proxy below."""
+
+    def __init__(self, app: Flask) -> None:
         self._private: dict[str, RSAKey] = {}
         self._snapshot: KeySnapshot | None = None
         self._checked_at = 0.0
         self._lock = threading.Lock()
-        self.keys_dir = Path("keys")
-        self.refresh_interval = 10
-        self.publish_delay = 300
-        self.token_lifetime = 3600
-
-    def init_app(self, app: Flask) -> None:
         self.keys_dir = Path(app.config["KEYS_DIR"])
         self.refresh_interval = int(app.config["KEY_REFRESH_INTERVAL"])
         self.publish_delay = int(app.config["KEY_PUBLISH_DELAY"])
         self.token_lifetime = int(app.config["ID_TOKEN_LIFETIME"])
-        self._private.clear()
-        self._snapshot = None
-        app.extensions["keystore"] = self
 
     # -- reading ------------------------------------------------------------------------
 
@@ -230,4 +224,8 @@ class KeyStore:
         ]
 
 
-keystore = KeyStore()
+def init_keystore(app: Flask) -> None:
+    app.extensions["keystore"] = KeyStore(app)
+
+
+keystore: KeyStore = LocalProxy(lambda: current_app.extensions["keystore"])  # type: ignore[assignment]

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from flask import Flask
+from flask import Flask, current_app
+from werkzeug.local import LocalProxy
 
 from app.models import User
 
 
 class Passwords:
-    def __init__(self) -> None:
-        self._hasher = PasswordHasher()
-        self._dummy_hash = ""
+    """One per app (in `app.extensions`), so each app hashes with its own configured cost."""
 
-    def init_app(self, app: Flask) -> None:
+    def __init__(self, app: Flask) -> None:
         self._hasher = PasswordHasher(
             time_cost=int(app.config["ARGON2_TIME_COST"]),
             memory_cost=int(app.config["ARGON2_MEMORY_COST"]),
@@ -44,4 +43,8 @@ class Passwords:
         return True
 
 
-passwords = Passwords()
+def init_passwords(app: Flask) -> None:
+    app.extensions["passwords"] = Passwords(app)
+
+
+passwords: Passwords = LocalProxy(lambda: current_app.extensions["passwords"])  # type: ignore[assignment]

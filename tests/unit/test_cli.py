@@ -1,0 +1,82 @@
+import json
+
+from app.extensions import db
+from app.models import Client, User
+from app.models.base import sha256_hex
+
+
+def run(app, *args, input=None):
+    result = app.test_cli_runner().invoke(args=list(args), input=input)
+    return result
+
+
+def test_users_create_prints_id_and_sub_as_json(app):
+    result = run(app, "users", "create", "--email", "Ana@Example.com", "--name", "Ana", "--tier", "pro",
+                 "--password-stdin", "--json", input="a long enough password\n")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    user = db.session.get(User, data["id"])
+    assert user.sub == data["sub"] and user.email == "ana@example.com" and user.tier == "pro"
+    assert "password" not in data  # it came from stdin: nothing to show
+
+
+def test_users_create_generates_a_password_when_none_is_given(app):
+    result = run(app, "users", "create", "--email", "bo@example.com", "--name", "Bo", "--admin", "--json")
+    data = json.loads(result.output)
+    assert data["role"] == "admin" and len(data["password"]) >= 12
+
+
+def test_users_create_rejects_duplicates_and_bad_input(app):
+    run(app, "users", "create", "--email", "cy@example.com", "--name", "Cy")
+    again = run(app, "users", "create", "--email", "CY@example.com", "--name", "Cy")
+    assert again.exit_code != 0 and "already exists" in again.output
+    bad = run(app, "users", "create", "--email", "not-an-email", "--name", "X")
+    assert bad.exit_code != 0 and "valid email" in bad.output
+    assert User.query.count() == 1
+
+
+def test_clients_create_shows_the_secret_once_and_stores_its_hash(app):
+    result = run(app, "clients", "create", "--name", "Shop", "--redirect-uri", "https://shop.example/cb",
+                 "--redirect-uri", "http://127.0.0.1:8000/cb", "--auth-method", "client_secret_post",
+                 "--scope", "openid credits:read bogus", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    client = Client.query.filter_by(client_id=data["client_id"]).one()
+    assert client.client_secret_hash == sha256_hex(data["client_secret"])
+    assert client.redirect_uris == ["https://shop.example/cb", "http://127.0.0.1:8000/cb"]
+    assert client.allowed_scopes == "openid credits:read"
+    assert client.token_endpoint_auth_method == "client_secret_post"
+    listing = run(app, "clients", "list", "--json")
+    assert data["client_secret"] not in listing.output
+    assert json.loads(listing.output)[0]["client_id"] == data["client_id"]
+
+
+def test_clients_create_public_has_no_secret(app):
+    data = json.loads(run(app, "clients", "create", "--name", "Phone", "--public", "--redirect-uri",
+                          "com.example.phone:/cb", "--json").output)
+    assert data["client_secret"] is None and data["token_endpoint_auth_method"] == "none"
+
+
+def test_clients_create_rejects_a_bad_redirect_uri_and_says_why(app):
+    result = run(app, "clients", "create", "--name", "Bad", "--redirect-uri", "http://evil.example/cb")
+    assert result.exit_code != 0
+    assert "http://evil.example/cb" in result.output and "https" in result.output
+    assert Client.query.count() == 0
+
+
+def test_keys_list_and_ensure(app):
+    listing = json.loads(run(app, "keys", "list", "--json").output)
+    assert [k["state"] for k in listing].count("active") == 1
+    ensured = json.loads(run(app, "keys", "ensure", "--json").output)
+    assert ensured["generated"] is None and ensured["active"] == [k for k in listing if k["state"] == "active"][0]["kid"]
+
+
+def test_demo_seed_is_repeatable_and_prints_fresh_credentials(app):
+    first = json.loads(run(app, "demo", "seed", "--json").output)
+    second = json.loads(run(app, "demo", "seed", "--json").output)
+    assert [m["tier"] for m in first["members"]] == ["basic", "pro"]
+    assert {a["client_id"] for a in first["apps"]} == {"demo-web-app", "demo-native-app"}
+    assert User.query.count() == 2 and Client.query.count() == 2
+    assert first["members"][0]["password"] != second["members"][0]["password"]
+    web = [a for a in second["apps"] if a["client_id"] == "demo-web-app"][0]
+    assert Client.query.filter_by(client_id="demo-web-app").one().check_client_secret(web["client_secret"])

@@ -1,0 +1,67 @@
+import pytest
+
+from app import create_app
+from app.config import DEV_SECRET_KEY, ConfigError, check_settings, load_settings
+
+STRONG = "s" * 40
+
+
+def settings(**over):
+    base = load_settings({"APP_ENV": "production", "SECRET_KEY": STRONG})
+    base.update(over)
+    return base
+
+
+def test_defaults_are_documented_and_derive_the_user_id_claim(monkeypatch):
+    monkeypatch.delenv("ISSUER_URL", raising=False)
+    monkeypatch.delenv("USER_ID_CLAIM", raising=False)
+    s = load_settings()
+    assert s["ISSUER_URL"] == "http://127.0.0.1:5000"
+    assert s["USER_ID_CLAIM"] == "http://127.0.0.1:5000/claims/user_id"
+    assert s["AUTHORIZATION_CODE_LIFETIME"] == 60
+
+
+def test_environment_overrides_with_types(monkeypatch):
+    monkeypatch.setenv("ISSUER_URL", "https://id.example.com/")
+    monkeypatch.setenv("ACCESS_TOKEN_LIFETIME", "120")
+    s = load_settings()
+    assert s["ISSUER_URL"] == "https://id.example.com"  # trailing slash dropped: issuer must match exactly
+    assert s["ACCESS_TOKEN_LIFETIME"] == 120
+    assert s["USER_ID_CLAIM"] == "https://id.example.com/claims/user_id"
+
+
+@pytest.mark.parametrize("secret", [DEV_SECRET_KEY, "", "short"])
+def test_production_refuses_a_missing_or_default_secret(secret):
+    with pytest.raises(ConfigError, match="SECRET_KEY"):
+        check_settings(settings(SECRET_KEY=secret))
+
+
+def test_development_accepts_the_default_secret():
+    check_settings(settings(APP_ENV="development", SECRET_KEY=DEV_SECRET_KEY))
+
+
+@pytest.mark.parametrize("issuer", ["http://127.0.0.1:5000", "http://localhost:8080", "http://[::1]:5000",
+                                    "https://id.example.com"])
+def test_accepted_issuers(issuer):
+    check_settings(settings(ISSUER_URL=issuer))
+
+
+@pytest.mark.parametrize("issuer", ["http://id.example.com", "http://10.0.0.5", "ftp://127.0.0.1",
+                                    "https://id.example.com?x=1", "not a url"])
+def test_rejected_issuers(issuer):
+    with pytest.raises(ConfigError, match="ISSUER_URL"):
+        check_settings(settings(ISSUER_URL=issuer))
+
+
+def test_create_app_fails_fast_outside_development(tmp_path):
+    with pytest.raises(ConfigError):
+        create_app({"APP_ENV": "production", "SECRET_KEY": DEV_SECRET_KEY,
+                    "DATABASE_URL": f"sqlite:///{tmp_path}/x.db"})
+
+
+def test_https_issuer_makes_the_session_cookie_secure(tmp_path):
+    app = create_app({"APP_ENV": "production", "SECRET_KEY": STRONG, "ISSUER_URL": "https://id.example.com",
+                      "DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "KEYS_DIR": str(tmp_path)})
+    assert app.config["SESSION_COOKIE_SECURE"] is True
+    assert app.config["SESSION_COOKIE_HTTPONLY"] is True
+    assert app.config["SESSION_COOKIE_SAMESITE"] == "Lax"

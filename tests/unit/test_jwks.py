@@ -1,0 +1,105 @@
+import json
+import os
+import stat
+from datetime import timedelta
+
+import pytest
+from joserfc import jwt
+from joserfc.jwk import KeySet
+from sqlalchemy import event
+
+from app.extensions import db
+from app.jwks import KeyStoreError, keystore
+from app.models import SigningKey
+from app.models.base import utcnow
+
+
+@pytest.fixture
+def fresh_keys(app):
+    """Tests here change the key table: start from one key and restore a single key after."""
+    SigningKey.query.delete()
+    db.session.commit()
+    keystore.invalidate()
+    first = keystore.generate()
+    yield first
+    SigningKey.query.delete()
+    db.session.commit()
+    keystore.invalidate()
+    keystore.generate()
+
+
+def test_private_key_file_is_0600_and_kid_is_the_thumbprint(fresh_keys, app):
+    path = os.path.join(app.config["KEYS_DIR"], f"{fresh_keys.kid}.pem")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(app.config["KEYS_DIR"]).st_mode) == 0o700
+    jwk = fresh_keys.public_jwk
+    assert jwk["kty"] == "RSA" and jwk["alg"] == "RS256" and jwk["use"] == "sig" and jwk["kid"] == fresh_keys.kid
+    assert not {"d", "p", "q", "dp", "dq", "qi"} & jwk.keys()
+    assert len(jwk["n"]) >= 342  # base64url of a 2048-bit modulus
+
+
+def test_published_set_holds_public_parts_only(fresh_keys):
+    body = json.loads(keystore.snapshot().jwks_body)
+    assert [k["kid"] for k in body["keys"]] == [fresh_keys.kid]
+    assert all("d" not in k for k in body["keys"])
+
+
+def test_rotation_publishes_before_signing(fresh_keys):
+    new = keystore.rotate(immediate=False)
+    kids = {k["kid"] for k in keystore.public_key_set()["keys"]}
+    assert kids == {fresh_keys.kid, new.kid}
+    assert keystore.signing_key()[0] == fresh_keys.kid  # the new key is "next" until the delay passes
+    states = {k["kid"]: k["state"] for k in keystore.describe()}
+    assert states == {fresh_keys.kid: "active", new.kid: "next"}
+
+
+def test_immediate_rotation_signs_with_the_new_key_and_keeps_the_old_published(fresh_keys):
+    kid_a, key_a = keystore.signing_key()
+    token_a = jwt.encode({"alg": "RS256", "kid": kid_a}, {"sub": "x"}, key_a)
+    new = keystore.rotate(immediate=True)
+    assert keystore.signing_key()[0] == new.kid
+    published = KeySet.import_key_set(keystore.public_key_set())
+    assert jwt.decode(token_a, published).claims["sub"] == "x"  # A's tokens still verify
+    old = db.session.get(SigningKey, kid_a)
+    assert old.expires_at - old.retired_at == timedelta(seconds=keystore.token_lifetime)
+
+
+def test_retired_key_leaves_the_set_once_its_tokens_expired(fresh_keys):
+    keystore.rotate(immediate=True)
+    old = db.session.get(SigningKey, fresh_keys.kid)
+    old.expires_at = utcnow() - timedelta(seconds=1)
+    db.session.commit()
+    keystore.invalidate()
+    assert fresh_keys.kid not in {k["kid"] for k in keystore.public_key_set()["keys"]}
+
+
+def test_the_only_signing_key_cannot_be_retired(fresh_keys):
+    with pytest.raises(KeyStoreError, match="only signing key"):
+        keystore.retire(fresh_keys.kid)
+
+
+def test_missing_private_file_is_a_clear_error(fresh_keys, app):
+    os.remove(os.path.join(app.config["KEYS_DIR"], f"{fresh_keys.kid}.pem"))
+    keystore._private.clear()
+    keystore.invalidate()
+    with pytest.raises(KeyStoreError, match="missing"):
+        keystore.signing_key()
+
+
+def test_keys_are_loaded_once_not_per_request(fresh_keys):
+    keystore.refresh_interval = 3600
+    try:
+        keystore.invalidate()
+        keystore.signing_key()
+        statements = []
+        listener = lambda *args, **kw: statements.append(args[2])  # noqa: E731
+        event.listen(db.engine, "before_cursor_execute", listener)
+        try:
+            for _ in range(50):
+                keystore.signing_key()
+                keystore.snapshot()
+        finally:
+            event.remove(db.engine, "before_cursor_execute", listener)
+        assert statements == []
+    finally:
+        keystore.refresh_interval = 0

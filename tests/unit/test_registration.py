@@ -1,0 +1,63 @@
+import pytest
+
+from app.models import Client
+from app.registration import NewClient, RegistrationError, redirect_uri_problem, register_client
+
+
+@pytest.mark.parametrize("uri", [
+    "https://app.example.com/callback",
+    "https://app.example.com:8443/cb?x=1",
+    "http://127.0.0.1:7199/cb",
+    "http://localhost/cb",
+    "http://[::1]:8080/cb",
+    "com.example.app:/callback",
+    "com.example.app:/oauth2redirect",
+])
+def test_acceptable_redirect_uris(uri):
+    assert redirect_uri_problem(uri) is None
+
+
+@pytest.mark.parametrize("uri,why", [
+    ("/relative/path", "absolute"),
+    ("https://app.example.com/cb#frag", "fragment"),
+    ("https://user:pw@app.example.com/cb", "user name"),
+    ("https://*.example.com/cb", "wildcard"),
+    ("http://app.example.com/cb", "https"),
+    ("javascript:alert(1)", "private-use"),
+    ("myapp:/cb", "reverse-DNS"),
+    ("https://app.example.com/c b", "spaces"),
+    ("", "empty"),
+])
+def test_rejected_redirect_uris_say_why(uri, why):
+    problem = redirect_uri_problem(uri)
+    assert problem is not None and why in problem
+
+
+def test_register_names_each_bad_uri_and_writes_nothing():
+    with pytest.raises(RegistrationError) as err:
+        register_client(NewClient(name="X", redirect_uris=["https://ok.example/cb", "http://evil.example/cb",
+                                                           "https://a.example/#x"]))
+    message = str(err.value)
+    assert "http://evil.example/cb" in message and "https://a.example/#x" in message
+    assert Client.query.count() == 0
+
+
+def test_confidential_client_secret_is_stored_hashed():
+    client, secret = register_client(NewClient(name="App", redirect_uris=["https://a.example/cb"]))
+    assert secret and len(secret) >= 40
+    assert client.client_secret_hash != secret and secret not in client.client_secret_hash
+    assert client.check_client_secret(secret)
+    assert not client.check_client_secret(secret + "x")
+    assert client.token_endpoint_auth_method == "client_secret_basic"
+
+
+def test_public_client_has_no_secret_and_authenticates_with_none():
+    client, secret = register_client(NewClient(name="Native", redirect_uris=["com.example.app:/cb"], public=True))
+    assert secret is None and client.client_secret_hash is None
+    assert client.check_endpoint_auth_method("none", "token")
+    assert not client.check_endpoint_auth_method("client_secret_basic", "token")
+
+
+def test_pkce_cannot_be_relaxed_for_public_clients():
+    with pytest.raises(RegistrationError, match="PKCE"):
+        register_client(NewClient(name="N", redirect_uris=["com.example.app:/cb"], public=True, require_pkce=False))
