@@ -79,8 +79,8 @@ def months(first: Month, last: Month) -> list[Month]:
 
 
 def is_billable(client: Client, month: Month) -> bool:
-    """Registered for at least part of `month`: created before it ended, not deleted before it began."""
-    return client.created_at < month.next.start and (client.deleted_at is None or client.deleted_at >= month.start)
+    """Registered for at least part of `month`: created before it ended, deleted (if ever) after it began."""
+    return client.created_at < month.next.start and (client.deleted_at is None or client.deleted_at > month.start)
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def ledger(first: Month, last: Month, owner: User | None = None, now: datetime |
         select(Client, User)
         .outerjoin(User, Client.owner_id == User.id)
         .where(Client.created_at < last.next.start)
-        .where(or_(Client.deleted_at.is_(None), Client.deleted_at >= first.start))
+        .where(or_(Client.deleted_at.is_(None), Client.deleted_at > first.start))
         .order_by(Client.created_at, Client.id)
     )
     if owner is not None:

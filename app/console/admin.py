@@ -76,8 +76,17 @@ def rotate_key():
 @bp.post("/keys/<kid>/retire")
 @console_page(admin=True)
 def retire_key(kid: str):
+    """Stop signing with a key that can sign now. A key still waiting to sign ("next") is not
+    retired here: the key it replaces is already set to retire when it starts, so retiring it
+    would leave nothing to sign with."""
+    key = next((k for k in keystore.describe() if k["kid"] == kid), None)
+    if key is None or key["state"] == "next" or key["retired_at"] is not None:
+        reason = "no such key" if key is None else (
+            "it has not started signing yet" if key["state"] == "next" else "it is already retired")
+        flash(f"Not retired: {reason}.", "error")
+        return redirect(url_for("console.keys"))
     try:
-        row = keystore.retire(kid[:64])
+        row = keystore.retire(kid)
     except KeyStoreError as exc:
         flash(f"Not retired: {exc}.", "error")
         return redirect(url_for("console.keys"))
