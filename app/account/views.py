@@ -31,8 +31,7 @@ def tiers() -> list[dict]:
     ]
 
 
-@bp.get("")
-@bp.get("/")
+@bp.get("", strict_slashes=False)
 def show():
     user = current_user()
     if user is None:

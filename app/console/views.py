@@ -45,8 +45,7 @@ def _secret_page(client, secret: str, created: bool):
     return render_template("console/secret.html", client=client, secret=secret, created=created)
 
 
-@bp.get("")
-@bp.get("/")
+@bp.get("", strict_slashes=False)
 @console_page()
 def apps():
     return render_template("console/apps.html", apps=visible_apps(console_user()), fee=MONTHLY_FEE,
