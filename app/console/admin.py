@@ -3,6 +3,8 @@ keys and members (admins only)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from flask import abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import func, select
 
@@ -13,6 +15,7 @@ from app.extensions import db
 from app.jwks import KeyStoreError, keystore
 from app.members import MemberError, set_role, set_tier
 from app.models import Client, Role, Tier, User
+from app.models.base import utcnow
 
 USERS_PAGE_SIZE = 50
 
@@ -51,7 +54,7 @@ def audit():
 @bp.get("/keys")
 @console_page(admin=True)
 def keys():
-    keys = keystore.describe()
+    keys = [{**k, "can_retire": _retire_refusal(k) is None} for k in keystore.describe()]
     pending = next((k for k in keys if k["state"] == "next"), None)
     return render_template("console/keys.html", keys=keys, pending=pending, form=ActionForm(),
                            publish_delay=keystore.publish_delay)
@@ -80,9 +83,8 @@ def retire_key(kid: str):
     retired here: the key it replaces is already set to retire when it starts, so retiring it
     would leave nothing to sign with."""
     key = next((k for k in keystore.describe() if k["kid"] == kid), None)
-    if key is None or key["state"] == "next" or key["retired_at"] is not None:
-        reason = "no such key" if key is None else (
-            "it has not started signing yet" if key["state"] == "next" else "it is already retired")
+    reason = "no such key" if key is None else _retire_refusal(key)
+    if reason:
         flash(f"Not retired: {reason}.", "error")
         return redirect(url_for("console.keys"))
     try:
@@ -94,6 +96,14 @@ def retire_key(kid: str):
     db.session.commit()
     flash(f"Key {row.kid} no longer signs; it stays published until {row.expires_at.isoformat()}.")
     return redirect(url_for("console.keys"))
+
+
+def _retire_refusal(key: dict) -> str | None:
+    if key["state"] == "next":
+        return "it has not started signing yet"
+    if key["retired_at"] is not None and datetime.fromisoformat(key["retired_at"]) <= utcnow():
+        return "it is already retired"
+    return None
 
 
 @bp.get("/users")
