@@ -14,7 +14,7 @@ from app.console.apps import register_app
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
 from app.members import MemberError, create_member
-from app.models import Client, Role, Tier
+from app.models import Client, ClientStatus, Role, Tier
 from app.models.base import new_secret
 from app.registration import NewClient, RegistrationError
 
@@ -95,8 +95,10 @@ def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope,
 @clients.command("list")
 @json_option
 def clients_list(as_json):
-    """Every registered application."""
-    rows = db.session.scalars(db.select(Client).order_by(Client.created_at)).all()
+    """Every registered application (deleted ones are left out; the fee ledger keeps them)."""
+    rows = db.session.scalars(
+        db.select(Client).where(Client.status != ClientStatus.DELETED).order_by(Client.created_at)
+    ).all()
     data = [{"client_id": c.client_id, "name": c.name, "type": c.client_type, "status": c.status,
              "redirect_uris": c.redirect_uris, "created_at": c.created_at.isoformat()} for c in rows]
     emit(data, as_json, lambda d: "\n".join(

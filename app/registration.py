@@ -175,6 +175,8 @@ def rotate_secret(client: Client, grace: timedelta | None = None) -> str:
     the app can be redeployed without downtime. Only the secret just replaced is kept."""
     if client.is_public:
         raise RegistrationError("A public client has no secret")
+    if client.is_deleted:
+        raise RegistrationError("The application is deleted")
     if grace is not None and not (timedelta(0) <= grace <= MAX_SECRET_GRACE):
         raise RegistrationError("The grace period must be between 0 and 7 days")
     if grace:

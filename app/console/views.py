@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from flask import abort, flash, redirect, render_template, request, url_for
 
-from app.audit import AuditFilter, audit_page
+from app.audit import AuditFilter, audit_page, describe
 from app.console.apps import (
     app_for,
     delete_app,
@@ -94,7 +94,7 @@ def app_detail(client_id: str):
     return render_template(
         "console/app_detail.html", client=client, live_tokens=live_tokens, consents=consents, events=events,
         action_form=ActionForm(), rotate_form=RotateSecretForm(), fee=MONTHLY_FEE, currency=CURRENCY,
-        now=now,
+        now=now, describe=describe,
     )
 
 

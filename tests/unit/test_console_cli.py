@@ -101,6 +101,8 @@ def test_delete_revokes_tokens_and_consents(cli):
     gone = db.session.get(Client, client.id)
     assert gone.is_deleted and gone.deleted_at is not None and gone.client_secret_hash is None
     assert not gone.check_client_secret(secret)
+    assert client.client_id not in cli("clients", "list").output
+    assert other.client_id in cli("clients", "list").output
     again = cli("clients", "delete", client.client_id, "--yes")
     assert again.exit_code == 1 and "no application with client id" in again.output
 
