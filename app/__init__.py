@@ -46,6 +46,12 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(auth_bp)
     app.register_blueprint(consent_bp)
 
+    from app.account.views import bp as account_bp
+    from app.console import bp as console_bp
+
+    app.register_blueprint(console_bp)
+    app.register_blueprint(account_bp)
+
     from app.cli import register_cli
 
     register_cli(app)

@@ -10,12 +10,13 @@ import click
 from flask import Flask
 from flask.cli import AppGroup
 
+from app.console.apps import register_app
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
 from app.members import MemberError, create_member
-from app.models import Client, Role, Tier
+from app.models import Client, ClientStatus, Role, Tier
 from app.models.base import new_secret
-from app.registration import NewClient, RegistrationError, register_client
+from app.registration import NewClient, RegistrationError
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
@@ -81,7 +82,7 @@ def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope,
     if client_id and db.session.scalar(db.select(Client.id).where(Client.client_id == client_id)):
         fail(f"client id {client_id} is taken")
     try:
-        client, secret = register_client(spec)
+        client, secret = register_app(spec, actor=None)  # same rules as register_client, plus the audit trail
     except RegistrationError as exc:
         fail(str(exc))
     data = {"client_id": client.client_id, "client_secret": secret, "name": client.name,
@@ -94,8 +95,10 @@ def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope,
 @clients.command("list")
 @json_option
 def clients_list(as_json):
-    """Every registered application."""
-    rows = db.session.scalars(db.select(Client).order_by(Client.created_at)).all()
+    """Every registered application (deleted ones are left out; the fee ledger keeps them)."""
+    rows = db.session.scalars(
+        db.select(Client).where(Client.status != ClientStatus.DELETED).order_by(Client.created_at)
+    ).all()
     data = [{"client_id": c.client_id, "name": c.name, "type": c.client_type, "status": c.status,
              "redirect_uris": c.redirect_uris, "created_at": c.created_at.isoformat()} for c in rows]
     emit(data, as_json, lambda d: "\n".join(
@@ -174,5 +177,7 @@ def demo_seed(as_json):
 
 
 def register_cli(app: Flask) -> None:
-    for group in (users, clients, keys, demo):
+    from app.console.commands import fees  # adds the console's commands to `clients` and `users`
+
+    for group in (users, clients, keys, demo, fees):
         app.cli.add_command(group)

@@ -56,3 +56,24 @@ def set_password(user: User, password: str) -> None:
         raise MemberError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
     user.password_hash = passwords.hash(password)
     db.session.commit()
+
+
+def set_tier(user: User, tier: str) -> bool:
+    """Change the membership. Reach is checked on every data request, so a downgrade takes
+    the higher tier's scopes away from existing tokens at once. True when it changed; the
+    caller commits."""
+    if tier not in {t.value for t in Tier}:
+        raise MemberError(f"tier must be one of {', '.join(t.value for t in Tier)}")
+    changed = user.tier != tier
+    user.tier = tier
+    return changed
+
+
+def set_role(user: User, role: str) -> bool:
+    """Change what the member may do in the console (member, developer, admin). True when it
+    changed; the caller commits."""
+    if role not in {r.value for r in Role}:
+        raise MemberError(f"role must be one of {', '.join(r.value for r in Role)}")
+    changed = user.role != role
+    user.role = role
+    return changed

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from app.config import is_loopback_host
 from app.extensions import db
 from app.models import Client, ClientType
-from app.models.base import new_secret
+from app.models.base import new_secret, utcnow
 from app.scopes import SUPPORTED_SCOPES, known_scopes
 
 # RFC 8252 7.1: a private-use scheme is a reverse domain name, e.g. com.example.app
@@ -76,9 +77,34 @@ class NewClient:
     client_id: str | None = None
 
 
-def register_client(spec: NewClient) -> tuple[Client, str | None]:
-    """Create the client; returns it with its secret (None for public clients). The secret is
-    shown once by the caller: only its hash is stored."""
+def link_problem(url: str) -> str | None:
+    """Why `url` cannot be an app's homepage, logo, privacy-policy or terms link (they are shown
+    to members as links and images), or None when it can."""
+    if len(url) > 500:
+        return "must be at most 500 characters"
+    if any(c.isspace() for c in url):
+        return "must not contain spaces"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        return "is not a valid URL"
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return "must be an absolute https:// URL"
+    if parts.username is not None or parts.password is not None:
+        return "must not contain a user name or password"
+    if parts.scheme.lower() == "http" and not is_loopback_host(parts.hostname):
+        return "must use https (plain http is allowed only for 127.0.0.1, [::1] and localhost)"
+    return None
+
+
+LINK_FIELDS = {"homepage_url": "Homepage", "logo_url": "Logo URL", "policy_url": "Privacy policy URL",
+               "tos_url": "Terms URL"}
+
+
+def _checked_fields(spec: NewClient, public: bool) -> dict:
+    """The column values of a valid registration, or RegistrationError naming every problem
+    with a redirect URI (which URI and why) or the first problem with anything else."""
     name = (spec.name or "").strip()
     if not name or len(name) > 120:
         raise RegistrationError("Name is required (at most 120 characters)")
@@ -86,28 +112,39 @@ def register_client(spec: NewClient) -> tuple[Client, str | None]:
         raise RegistrationError("At least one redirect URI is required")
     redirect_uris = check_redirect_uris(spec.redirect_uris)
     logout_uris = check_redirect_uris(spec.post_logout_redirect_uris, "Post-logout redirect URI")
+    links = {}
+    for attr, label in LINK_FIELDS.items():
+        value = (getattr(spec, attr) or "").strip() or None
+        if value is not None and (problem := link_problem(value)):
+            raise RegistrationError(f"{label} {value!r} {problem}")
+        links[attr] = value
     if spec.auth_method not in ("client_secret_basic", "client_secret_post"):
         raise RegistrationError("Authentication method must be client_secret_basic or client_secret_post")
-    if spec.public and not spec.require_pkce:
+    if public and not spec.require_pkce:
         raise RegistrationError("PKCE cannot be turned off for a public client")
     scopes = known_scopes(spec.scope)
     if "openid" not in scopes:
         scopes.insert(0, "openid")
+    return {
+        "name": name,
+        "token_endpoint_auth_method": "none" if public else spec.auth_method,
+        "redirect_uris": redirect_uris,
+        "post_logout_redirect_uris": logout_uris,
+        "allowed_scopes": " ".join(scopes),
+        "require_pkce": spec.require_pkce,
+        "trusted": spec.trusted,
+        **links,
+    }
+
+
+def register_client(spec: NewClient) -> tuple[Client, str | None]:
+    """Create the client; returns it with its secret (None for public clients). The secret is
+    shown once by the caller: only its hash is stored."""
     client = Client(
         client_id=spec.client_id or new_secret(16),
-        name=name,
         client_type=ClientType.PUBLIC if spec.public else ClientType.CONFIDENTIAL,
-        token_endpoint_auth_method="none" if spec.public else spec.auth_method,
-        redirect_uris=redirect_uris,
-        post_logout_redirect_uris=logout_uris,
-        allowed_scopes=" ".join(scopes),
-        require_pkce=spec.require_pkce,
-        trusted=spec.trusted,
         owner_id=spec.owner_id,
-        homepage_url=spec.homepage_url,
-        logo_url=spec.logo_url,
-        policy_url=spec.policy_url,
-        tos_url=spec.tos_url,
+        **_checked_fields(spec, spec.public),
     )
     secret = None
     if not spec.public:
@@ -118,9 +155,36 @@ def register_client(spec: NewClient) -> tuple[Client, str | None]:
     return client, secret
 
 
-def rotate_secret(client: Client) -> str:
+def update_client(client: Client, spec: NewClient) -> list[str]:
+    """Change an app's details and URIs under the same rules as registration. The type
+    (confidential/public), client id and owner are kept. Returns the names of what changed;
+    the caller commits."""
+    fields = _checked_fields(spec, client.is_public)
+    changed = [attr for attr, value in fields.items() if getattr(client, attr) != value]
+    for attr in changed:
+        setattr(client, attr, fields[attr])
+    return changed
+
+
+MAX_SECRET_GRACE = timedelta(days=7)
+
+
+def rotate_secret(client: Client, grace: timedelta | None = None) -> str:
+    """Issue a new secret (returned once; only its hash is kept). Without `grace` the old secret
+    stops working at once; with it, the old one keeps working until the grace period ends, so
+    the app can be redeployed without downtime. Only the secret just replaced is kept."""
     if client.is_public:
         raise RegistrationError("A public client has no secret")
+    if client.is_deleted:
+        raise RegistrationError("The application is deleted")
+    if grace is not None and not (timedelta(0) <= grace <= MAX_SECRET_GRACE):
+        raise RegistrationError("The grace period must be between 0 and 7 days")
+    if grace:
+        client.previous_secret_hash = client.client_secret_hash
+        client.previous_secret_expires_at = utcnow() + grace
+    else:
+        client.previous_secret_hash = None
+        client.previous_secret_expires_at = None
     secret = new_secret(32)
     client.set_secret(secret)
     db.session.commit()

@@ -8,6 +8,7 @@ from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField
 from wtforms.validators import DataRequired, Length
 
+from app.audit import record
 from app.auth.passwords import passwords
 from app.auth.sessions import current_user, end_login, start_login
 from app.extensions import db
@@ -48,10 +49,14 @@ def login() -> Response | str:
     if not form.validate_on_submit():
         return _page(form, interaction, error="Enter your email and password.", status=400)
     user = db.session.scalar(db.select(User).where(User.email == User.normalize_email(form.email.data)))
+    client = interaction.client if interaction is not None else None
     if not passwords.verify(user, form.password.data):
+        record("signin.failed", actor=user, client=client)  # an unknown email is not stored
+        db.session.commit()
         return _page(form, interaction, error=INVALID_CREDENTIALS, status=401)
 
     session_row = start_login(user)
+    record("signin.ok", actor=user, client=client)
     if interaction is not None:
         interaction.login_session_id = session_row.id
     db.session.commit()

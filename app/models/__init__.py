@@ -1,5 +1,6 @@
 """All models, imported here so Alembic and the app see the whole schema."""
 
+from app.models.audit import AuditEvent
 from app.models.authorization_code import AuthorizationCode
 from app.models.client import Client, ClientStatus, ClientType
 from app.models.consent import Consent
@@ -10,6 +11,7 @@ from app.models.token import Token
 from app.models.user import Role, Tier, User
 
 __all__ = [
+    "AuditEvent",
     "AuthorizationCode",
     "Client",
     "ClientStatus",

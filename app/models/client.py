@@ -23,6 +23,9 @@ class ClientType(StrEnum):
 class ClientStatus(StrEnum):
     ACTIVE = "active"
     DISABLED = "disabled"
+    # Kept (not removed) so the fee ledger and the audit trail keep their history and the
+    # client id is never handed to another app; to the protocol it does not exist.
+    DELETED = "deleted"
 
 
 SECRET_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
@@ -36,6 +39,9 @@ class Client(db.Model, ClientMixin):
     # SHA-256 of the secret: client secrets are 256-bit random values, so a fast hash is
     # safe, and a copy of the database does not let anyone authenticate as the client.
     client_secret_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # After a rotation with a grace period the previous secret keeps working until it expires.
+    previous_secret_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    previous_secret_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     name: Mapped[str] = mapped_column(String(120))
     client_type: Mapped[str] = mapped_column(String(16), default=ClientType.CONFIDENTIAL.value)
     token_endpoint_auth_method: Mapped[str] = mapped_column(String(32), default="client_secret_basic")
@@ -52,6 +58,7 @@ class Client(db.Model, ClientMixin):
     status: Mapped[str] = mapped_column(String(16), default=ClientStatus.ACTIVE.value)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
     # -- what the rest of the provider asks of a client -------------------------------
 
@@ -62,6 +69,10 @@ class Client(db.Model, ClientMixin):
     @property
     def is_active(self) -> bool:
         return self.status == ClientStatus.ACTIVE
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.status == ClientStatus.DELETED
 
     @property
     def client_metadata(self) -> dict:
@@ -90,9 +101,13 @@ class Client(db.Model, ClientMixin):
         return redirect_uri in self.redirect_uris
 
     def check_client_secret(self, client_secret: str) -> bool:
-        if not self.client_secret_hash:
-            return False
-        return hmac.compare_digest(sha256_hex(client_secret), self.client_secret_hash)
+        """The current secret, or the previous one while its grace period lasts. Both are
+        compared every time (constant time, whichever matches)."""
+        digest = sha256_hex(client_secret)
+        current = hmac.compare_digest(digest, self.client_secret_hash or "")
+        previous = hmac.compare_digest(digest, self.previous_secret_hash or "")
+        in_grace = self.previous_secret_expires_at is not None and utcnow() < self.previous_secret_expires_at
+        return current or (previous and in_grace)
 
     def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
         # A client authenticates only the way it was registered (OIDC Registration

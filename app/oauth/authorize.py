@@ -25,6 +25,7 @@ from authlib.oidc.core.errors import ConsentRequiredError, LoginRequiredError
 from flask import Response, current_app, redirect, url_for
 from sqlalchemy import update
 
+from app.audit import record
 from app.auth.sessions import browser_id, current_login
 from app.consent.service import decide_granted, missing_scopes, record_consent, remembered_scopes
 from app.extensions import db
@@ -57,7 +58,7 @@ def trusted_destination(payload) -> tuple[Client, str]:
     if not client_id:
         raise UntrustedRequest("Missing application", "The sign-in link does not name an application (client_id).")
     client = db.session.scalar(db.select(Client).where(Client.client_id == str(client_id)[:64]))
-    if client is None:
+    if client is None or client.is_deleted:
         raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
     if not client.is_active:
         raise UntrustedRequest(
@@ -162,6 +163,7 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
         grant = server.get_consent_grant(request=oauth_request, end_user=login.user)
         granted = decide_granted(scope_list(grant.request.scope), ticked, login.user.tier)
         record_consent(db.session, login.user, client, granted)
+        record("consent.granted", actor=login.user, client=client, scopes=granted)
         db.session.commit()
         return _issue_code(oauth_request, grant, login, granted)
     except OAuth2Error as error:

@@ -1,0 +1,82 @@
+"""The apps a member is connected to: what each may read, since when, when it last got a token.
+
+An app is connected when the member consented to it, or - for a trusted first-party app, which
+skips the consent page - when it holds a live token of the member. No Flask globals here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.models import Client, ClientStatus, Consent, Token, User
+from app.models.base import utcnow
+from app.oauth.tokens import live_tokens_filter
+from app.scopes import SCOPES, scope_list
+
+
+@dataclass(frozen=True)
+class Connection:
+    client: Client
+    scopes: list[dict]  # {"name", "description"} in the scope table's plain words
+    connected_at: datetime
+    last_used_at: datetime | None  # the last time the app got a token for the member
+    consented: bool  # False: a trusted first-party app, connected without a consent page
+
+    @property
+    def disabled(self) -> bool:
+        return not self.client.is_active
+
+
+def plain_words(scope: str) -> list[dict]:
+    return [{"name": s, "description": SCOPES[s].description} for s in scope_list(scope) if s in SCOPES]
+
+
+def connections(db_session: Session, user: User, now: datetime | None = None) -> list[Connection]:
+    """Every app connected to `user`, most recently used first. Deleted apps are gone already
+    (deleting an app removes its consents and revokes its tokens)."""
+    now = now or utcnow()
+    usage = dict(
+        db_session.execute(
+            select(Token.client_id, func.max(Token.issued_at)).where(Token.user_id == user.id).group_by(Token.client_id)
+        ).all()
+    )
+    consents = db_session.execute(
+        select(Consent, Client)
+        .join(Client, Consent.client_id == Client.id)
+        .where(Consent.user_id == user.id, Client.status != ClientStatus.DELETED)
+    ).all()
+    result = [
+        Connection(client, plain_words(consent.scope), consent.granted_at, usage.get(client.id), True)
+        for consent, client in consents
+    ]
+    consented_ids = {c.client.id for c in result}
+    live = db_session.execute(
+        select(Token.client_id, func.min(Token.issued_at))
+        .where(Token.user_id == user.id, live_tokens_filter(now))
+        .group_by(Token.client_id)
+    ).all()
+    for client_id, first_issued in live:
+        if client_id in consented_ids:
+            continue
+        client = db_session.get(Client, client_id)
+        if client is None or client.is_deleted:
+            continue
+        scopes = " ".join(
+            dict.fromkeys(
+                s
+                for (scope,) in db_session.execute(
+                    select(Token.scope).where(Token.user_id == user.id, Token.client_id == client_id,
+                                              live_tokens_filter(now))
+                )
+                for s in scope_list(scope)
+            )
+        )
+        result.append(Connection(client, plain_words(scopes), first_issued, usage.get(client_id), False))
+    return sorted(result, key=lambda c: c.last_used_at or c.connected_at, reverse=True)
+
+
+def is_connected(db_session: Session, user: User, client: Client, now: datetime | None = None) -> bool:
+    return any(c.client.id == client.id for c in connections(db_session, user, now))

@@ -1,0 +1,110 @@
+"""Writing and reading the audit trail.
+
+`record` adds one event to the current database session; the caller commits it together with
+the change it describes, so an event is never written for a change that did not happen.
+What is recorded: who, when, from which IP, which app, what - and never a secret (no
+passwords, secrets, tokens or codes; the `detail` dict holds only names such as scopes or kids).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import has_request_context, request
+from sqlalchemy import Select, or_, select
+
+from app.extensions import db
+from app.models import AuditEvent, Client, User
+
+# Every action the trail knows, with how the console words it.
+ACTIONS: dict[str, str] = {
+    "signin.ok": "Signed in",
+    "signin.failed": "Failed sign-in",
+    "signout.everywhere": "Signed out everywhere",
+    "consent.granted": "Consent granted",
+    "consent.revoked": "Consent revoked",
+    "app.registered": "App registered",
+    "app.changed": "App changed",
+    "app.disabled": "App disabled",
+    "app.enabled": "App enabled",
+    "app.deleted": "App deleted",
+    "app.secret_rotated": "Secret rotated",
+    "key.rotated": "Signing key rotated",
+    "key.retired": "Signing key retired",
+    "user.role_changed": "Role changed",
+    "user.tier_changed": "Membership changed",
+}
+PAGE_SIZE = 50
+
+
+def record(
+    action: str,
+    actor: User | None = None,
+    client: Client | None = None,
+    subject: User | None = None,
+    source: str | None = None,
+    actor_email: str | None = None,
+    **detail,
+) -> AuditEvent:
+    """Add an audit event to the session (the caller commits). Outside a request (the CLI) the
+    source is `cli` and there is no IP."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown audit action {action!r}")
+    in_request = has_request_context()
+    event = AuditEvent(
+        action=action,
+        actor_id=actor.id if actor else None,
+        actor_email=(actor.email if actor else actor_email),
+        subject_id=subject.id if subject else None,
+        client_id=client.id if client else None,
+        ip=((request.remote_addr or "")[:64] or None) if in_request else None,
+        source=source or ("web" if in_request else "cli"),
+        detail={k: v for k, v in detail.items() if v is not None},
+    )
+    db.session.add(event)
+    return event
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    """What the audit page asks for. `owner` limits the trail to one developer's apps."""
+
+    client: Client | None = None
+    member: User | None = None
+    owner: User | None = None
+
+
+def audit_query(f: AuditFilter) -> Select:
+    """Newest first. Filtering by member matches events they did and events about them."""
+    stmt = select(AuditEvent).order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())
+    if f.owner is not None:
+        own_apps = select(Client.id).where(Client.owner_id == f.owner.id)
+        stmt = stmt.where(AuditEvent.client_id.in_(own_apps))
+    if f.client is not None:
+        stmt = stmt.where(AuditEvent.client_id == f.client.id)
+    if f.member is not None:
+        stmt = stmt.where(or_(AuditEvent.actor_id == f.member.id, AuditEvent.subject_id == f.member.id))
+    return stmt
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[AuditEvent]
+    number: int  # 1-based
+    has_next: bool
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+
+def audit_page(f: AuditFilter, number: int = 1, size: int = PAGE_SIZE) -> Page:
+    """One page of events. One row more than the page is read to know whether a next page
+    exists, instead of counting the whole (growing) table."""
+    number = max(1, number)
+    rows = db.session.scalars(audit_query(f).offset((number - 1) * size).limit(size + 1)).all()
+    return Page(items=list(rows[:size]), number=number, has_next=len(rows) > size)
+
+
+def describe(event: AuditEvent) -> str:
+    return ACTIONS.get(event.action, event.action)

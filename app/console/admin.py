@@ -1,0 +1,150 @@
+"""Console pages for the audit log (admins; developers see their own apps' events), signing
+keys and members (admins only)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from flask import abort, flash, redirect, render_template, request, url_for
+from sqlalchemy import func, select
+
+from app.audit import AuditFilter, audit_page, describe, record
+from app.console.blueprint import bp, console_page, console_user
+from app.console.forms import ActionForm, MemberForm
+from app.extensions import db
+from app.jwks import KeyStoreError, keystore
+from app.members import MemberError, set_role, set_tier
+from app.models import Client, Role, Tier, User
+from app.models.base import utcnow
+
+USERS_PAGE_SIZE = 50
+
+
+def _page_number() -> int:
+    raw = request.args.get("page", "1")
+    return int(raw) if raw.isdigit() and 0 < int(raw) < 100_000 else 1
+
+
+@bp.get("/audit")
+@console_page()
+def audit():
+    """Newest first, 50 a page; filter by app (client id) and by member (email)."""
+    user = console_user()
+    app_filter = (request.args.get("app") or "").strip()
+    member_filter = (request.args.get("member") or "").strip()
+    error = None
+    client = member = None
+    if app_filter:
+        client = db.session.scalar(select(Client).where(Client.client_id == app_filter[:64]))
+        if client is None or not (user.role == Role.ADMIN or client.owner_id == user.id):
+            error = f"No application of yours has the client id {app_filter!r}."
+    if member_filter and error is None:
+        member = db.session.scalar(select(User).where(User.email == User.normalize_email(member_filter)[:254]))
+        if member is None:
+            error = f"No member has the email {member_filter!r}."
+    if error:
+        return render_template("console/audit.html", page=None, error=error, app_filter=app_filter,
+                               member_filter=member_filter, describe=describe), 400
+    owner = None if user.role == Role.ADMIN else user
+    page = audit_page(AuditFilter(client=client, member=member, owner=owner), _page_number())
+    return render_template("console/audit.html", page=page, error=None, app_filter=app_filter,
+                           member_filter=member_filter, describe=describe)
+
+
+@bp.get("/keys")
+@console_page(admin=True)
+def keys():
+    keys = [{**k, "can_retire": _retire_refusal(k) is None} for k in keystore.describe()]
+    pending = next((k for k in keys if k["state"] == "next"), None)
+    return render_template("console/keys.html", keys=keys, pending=pending, form=ActionForm(),
+                           publish_delay=keystore.publish_delay)
+
+
+@bp.post("/keys/rotate")
+@console_page(admin=True)
+def rotate_key():
+    """Publish a new key now; it signs after KEY_PUBLISH_DELAY, when the current one retires
+    (it stays published until every ID token it signed has expired)."""
+    pending = next((k for k in keystore.describe() if k["state"] == "next"), None)
+    if pending is not None:
+        flash(f"A rotation is already under way: key {pending['kid']} signs from {pending['activates_at']}.", "error")
+        return redirect(url_for("console.keys"))
+    row = keystore.rotate()
+    record("key.rotated", actor=console_user(), kid=row.kid)
+    db.session.commit()
+    flash(f"New key {row.kid} is published and signs from {row.activates_at.isoformat()}.")
+    return redirect(url_for("console.keys"))
+
+
+@bp.post("/keys/<kid>/retire")
+@console_page(admin=True)
+def retire_key(kid: str):
+    """Stop signing with a key that can sign now. A key still waiting to sign ("next") is not
+    retired here: the key it replaces is already set to retire when it starts, so retiring it
+    would leave nothing to sign with."""
+    key = next((k for k in keystore.describe() if k["kid"] == kid), None)
+    reason = "no such key" if key is None else _retire_refusal(key)
+    if reason:
+        flash(f"Not retired: {reason}.", "error")
+        return redirect(url_for("console.keys"))
+    try:
+        row = keystore.retire(kid)
+    except KeyStoreError as exc:
+        flash(f"Not retired: {exc}.", "error")
+        return redirect(url_for("console.keys"))
+    record("key.retired", actor=console_user(), kid=row.kid)
+    db.session.commit()
+    flash(f"Key {row.kid} no longer signs; it stays published until {row.expires_at.isoformat()}.")
+    return redirect(url_for("console.keys"))
+
+
+def _retire_refusal(key: dict) -> str | None:
+    if key["state"] == "next":
+        return "it has not started signing yet"
+    if key["retired_at"] is not None and datetime.fromisoformat(key["retired_at"]) <= utcnow():
+        return "it is already retired"
+    return None
+
+
+@bp.get("/users")
+@console_page(admin=True)
+def users():
+    q = (request.args.get("q") or "").strip()[:254]
+    number = _page_number()
+    stmt = select(User).order_by(User.email)
+    if q:
+        stmt = stmt.where(User.email.contains(q.lower(), autoescape=True))
+    rows = db.session.scalars(stmt.offset((number - 1) * USERS_PAGE_SIZE).limit(USERS_PAGE_SIZE + 1)).all()
+    return render_template("console/users.html", users=rows[:USERS_PAGE_SIZE], form=ActionForm(), q=q,
+                           number=number, has_next=len(rows) > USERS_PAGE_SIZE, roles=list(Role), tiers=list(Tier))
+
+
+@bp.post("/users/<user_id>")
+@console_page(admin=True)
+def update_user(user_id: str):
+    user = db.session.get(User, user_id[:36])
+    if user is None:
+        abort(404)
+    form = MemberForm()
+    if not form.validate_on_submit():
+        abort(400)
+    if user.role == Role.ADMIN and form.role.data != Role.ADMIN and _admin_count() <= 1:
+        flash("Not changed: this is the only administrator.", "error")
+        return redirect(url_for("console.users", q=user.email))
+    before_role, before_tier = user.role, user.tier
+    try:
+        if set_role(user, form.role.data):
+            record("user.role_changed", actor=console_user(), subject=user, role=user.role, previous=before_role)
+        if set_tier(user, form.tier.data):
+            record("user.tier_changed", actor=console_user(), subject=user, tier=user.tier, previous=before_tier)
+    except MemberError as exc:
+        db.session.rollback()
+        flash(str(exc), "error")
+        return redirect(url_for("console.users", q=user.email))
+    db.session.commit()
+    flash(f"{user.email}: role {user.role}, {user.tier} membership.")
+    return redirect(url_for("console.users", q=user.email))
+
+
+def _admin_count() -> int:
+    return db.session.scalar(select(func.count(User.id)).where(User.role == Role.ADMIN))

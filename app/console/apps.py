@@ -1,0 +1,142 @@
+"""Managing registered apps: who may touch which app, and each change with its audit event.
+
+Shared by the console pages and the CLI, so a change made either way does the same thing.
+Registration rules (redirect URIs, links, scopes) live in app.registration; this module adds
+ownership, the app's life cycle (disable, enable, delete) and the audit trail."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import delete, select, update
+
+from app.audit import record
+from app.extensions import db
+from app.models import Client, ClientStatus, Consent, Role, Token, User
+from app.models.base import utcnow
+from app.registration import NewClient, RegistrationError, register_client, rotate_secret, update_client
+
+
+class AppNotFound(LookupError):
+    """No app with that client id (or it was deleted)."""
+
+
+class NotAllowed(PermissionError):
+    """The signed-in member may not do this to that app."""
+
+
+def can_use_console(user: User | None) -> bool:
+    return user is not None and user.role in (Role.DEVELOPER, Role.ADMIN)
+
+
+def can_manage(user: User, client: Client) -> bool:
+    """An admin manages every app; a developer only the apps they own."""
+    return user.role == Role.ADMIN or (user.role == Role.DEVELOPER and client.owner_id == user.id)
+
+
+def find_app(client_id: str) -> Client:
+    """A registered (not deleted) app by its public client id."""
+    client = db.session.scalar(select(Client).where(Client.client_id == (client_id or "")[:64]))
+    if client is None or client.is_deleted:
+        raise AppNotFound(f"no application with client id {client_id}")
+    return client
+
+
+def app_for(user: User, client_id: str) -> Client:
+    """The app, if `user` may manage it: AppNotFound (404) or NotAllowed (403) otherwise."""
+    client = find_app(client_id)
+    if not can_manage(user, client):
+        raise NotAllowed("This application belongs to another developer.")
+    return client
+
+
+def visible_apps(user: User) -> list[Client]:
+    """Registered apps `user` may see in the console, oldest first; deleted apps are not listed."""
+    stmt = select(Client).where(Client.status != ClientStatus.DELETED).order_by(Client.created_at, Client.id)
+    if user.role != Role.ADMIN:
+        stmt = stmt.where(Client.owner_id == user.id)
+    return list(db.session.scalars(stmt))
+
+
+def register_app(spec: NewClient, actor: User | None) -> tuple[Client, str | None]:
+    """Register an app (its secret is returned once). Only an admin may make it a trusted
+    first-party app or turn PKCE off; a developer's app is owned by the developer."""
+    if actor is not None and actor.role != Role.ADMIN:
+        spec.owner_id = actor.id
+        if spec.trusted or not spec.require_pkce:
+            raise NotAllowed("Only an admin can mark an app as trusted or turn PKCE off.")
+    client, secret = register_client(spec)
+    record("app.registered", actor=actor, client=client, type=client.client_type)
+    db.session.commit()
+    return client, secret
+
+
+def edit_app(client: Client, spec: NewClient, actor: User | None) -> list[str]:
+    """Change details and URIs; returns what changed. The admin-only switches keep their value
+    when a developer edits."""
+    if actor is not None and actor.role != Role.ADMIN:
+        spec.trusted, spec.require_pkce = client.trusted, client.require_pkce
+    try:
+        changed = update_client(client, spec)
+    except RegistrationError:
+        db.session.rollback()
+        raise
+    if changed:
+        record("app.changed", actor=actor, client=client, fields=changed)
+    db.session.commit()
+    return changed
+
+
+def rotate_app_secret(client: Client, actor: User | None, grace: timedelta | None = None) -> str:
+    """A new secret, shown once. The old one stops at once, or at the end of `grace`."""
+    record("app.secret_rotated", actor=actor, client=client,
+           grace_seconds=int(grace.total_seconds()) if grace else 0)
+    try:
+        return rotate_secret(client, grace)  # commits the event with the new hash
+    except RegistrationError:
+        db.session.rollback()
+        raise
+
+
+def disable_app(client: Client, actor: User | None) -> bool:
+    """Suspend the app: authorize shows an error page, the token endpoint does not know it and
+    its tokens are refused while it stays disabled. False when it already was."""
+    if client.status == ClientStatus.DISABLED:
+        return False
+    client.status = ClientStatus.DISABLED
+    record("app.disabled", actor=actor, client=client)
+    db.session.commit()
+    return True
+
+
+def enable_app(client: Client, actor: User | None) -> bool:
+    if client.status == ClientStatus.ACTIVE:
+        return False
+    client.status = ClientStatus.ACTIVE
+    record("app.enabled", actor=actor, client=client)
+    db.session.commit()
+    return True
+
+
+def delete_app(client: Client, actor: User | None) -> dict[str, int]:
+    """Delete the app: every token it holds is revoked and every consent given to it removed,
+    in one transaction. The row is kept (status `deleted`, secrets erased) for the fee ledger
+    and the audit trail, and so its client id is never reused."""
+    now = utcnow()
+    revoked = db.session.execute(
+        update(Token)
+        .where(Token.client_id == client.id, Token.revoked_at.is_(None))
+        .values(revoked_at=now)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    consents = db.session.execute(
+        delete(Consent).where(Consent.client_id == client.id).execution_options(synchronize_session=False)
+    ).rowcount
+    client.status = ClientStatus.DELETED
+    client.deleted_at = now
+    client.client_secret_hash = None
+    client.previous_secret_hash = None
+    client.previous_secret_expires_at = None
+    record("app.deleted", actor=actor, client=client, tokens_revoked=revoked, consents_removed=consents)
+    db.session.commit()
+    return {"tokens_revoked": revoked, "consents_removed": consents}

@@ -1,0 +1,74 @@
+"""The console blueprint and who may enter: developers (their own apps) and admins (everything).
+
+Not signed in: to the login page, and back here afterwards. Signed in as a plain member: a 403
+page that says a developer account is needed. A developer on an admin page or on another
+developer's app: 403."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+from flask import Blueprint, g, redirect, request, url_for
+
+from app.auth.sessions import current_user
+from app.console.apps import AppNotFound, NotAllowed, can_use_console
+from app.errors import error_page
+from app.models import Role, User
+
+bp = Blueprint("console", __name__, url_prefix="/console")
+
+
+class AdminOnly(NotAllowed):
+    """A page for admins only."""
+
+
+def login_redirect():
+    target = request.full_path.rstrip("?") if request.query_string else request.path
+    return redirect(url_for("auth.login", next=target))
+
+
+def console_page(admin: bool = False) -> Callable:
+    """Guard a console view; the signed-in developer or admin is `g.console_user`."""
+
+    def decorate(view: Callable) -> Callable:
+        @wraps(view)
+        def guarded(*args, **kwargs):
+            user = current_user()
+            if user is None:
+                return login_redirect()
+            if not can_use_console(user):
+                return error_page(
+                    "Developer account needed",
+                    "The console is where developers register and manage their apps. Your account is a "
+                    "member account: ask an administrator to make it a developer account.",
+                    403,
+                    hint="Your own connected apps are on your account page (/account).",
+                )
+            if admin and user.role != Role.ADMIN:
+                raise AdminOnly("This page is for administrators only.")
+            g.console_user = user
+            return view(*args, **kwargs)
+
+        return guarded
+
+    return decorate
+
+
+def console_user() -> User:
+    return g.console_user
+
+
+@bp.errorhandler(NotAllowed)
+def not_allowed(error: NotAllowed):
+    return error_page("Not allowed", str(error), 403)
+
+
+@bp.errorhandler(AppNotFound)
+def app_not_found(error: AppNotFound):
+    return error_page("Application not found", "There is no registered application with that client id.", 404)
+
+
+@bp.app_context_processor
+def console_globals() -> dict:
+    return {"console_user": g.get("console_user")}

@@ -1,0 +1,190 @@
+"""Console pages for apps and fees. Thin: each reads a form and calls app.console.apps."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from flask import abort, flash, redirect, render_template, request, url_for
+
+from app.audit import AuditFilter, audit_page, describe
+from app.console.apps import (
+    app_for,
+    delete_app,
+    disable_app,
+    edit_app,
+    enable_app,
+    register_app,
+    rotate_app_secret,
+    visible_apps,
+)
+from app.console.blueprint import bp, console_page, console_user
+from app.console.forms import ActionForm, AppForm, RotateSecretForm
+from app.extensions import db
+from app.fees import CURRENCY, MONTHLY_FEE, POLICY, FeeError, Month, ledger
+from app.members import MemberError, find_member
+from app.models import Consent, Role, Token
+from app.models.base import utcnow
+from app.oauth.tokens import live_tokens_filter
+from app.registration import RegistrationError
+
+
+def _form_page(form: AppForm, client=None, error: str | None = None, status: int = 200):
+    return render_template("console/app_form.html", form=form, client=client, error=error,
+                           is_admin=console_user().role == Role.ADMIN), status
+
+
+def _spec_from(form: AppForm):
+    """The registration asked for; the admin-only switches keep their defaults for developers."""
+    spec = form.to_spec()
+    if console_user().role != Role.ADMIN:
+        spec.trusted, spec.require_pkce = False, True
+    return spec
+
+
+def _secret_page(client, secret: str, created: bool):
+    return render_template("console/secret.html", client=client, secret=secret, created=created)
+
+
+@bp.get("", strict_slashes=False)
+@console_page()
+def apps():
+    return render_template("console/apps.html", apps=visible_apps(console_user()), fee=MONTHLY_FEE,
+                           currency=CURRENCY, action_form=ActionForm())
+
+
+@bp.route("/apps/new", methods=["GET", "POST"])
+@console_page()
+def register():
+    form = AppForm()
+    if request.method == "GET":
+        return _form_page(form)
+    if not form.validate_on_submit():
+        return _form_page(form, error="Check the fields marked below.", status=400)
+    spec = _spec_from(form)
+    actor = console_user()
+    spec.owner_id = actor.id
+    if form.owner_email.data and actor.role == Role.ADMIN:
+        try:
+            owner = find_member(form.owner_email.data)
+        except MemberError as exc:
+            return _form_page(form, error=f"Owner: {exc}.", status=400)
+        if owner.role == Role.MEMBER:
+            return _form_page(form, error=f"Owner: {owner.email} is not a developer.", status=400)
+        spec.owner_id = owner.id
+    try:
+        client, secret = register_app(spec, actor)
+    except RegistrationError as exc:
+        return _form_page(form, error=str(exc), status=400)
+    if secret is None:
+        flash(f"{client.name} is registered. Its client id is {client.client_id}; a public app has no secret.")
+        return redirect(url_for("console.app_detail", client_id=client.client_id))
+    return _secret_page(client, secret, created=True)
+
+
+@bp.get("/apps/<client_id>")
+@console_page()
+def app_detail(client_id: str):
+    client = app_for(console_user(), client_id)
+    now = utcnow()
+    live_tokens = db.session.scalar(
+        db.select(db.func.count(Token.id)).where(Token.client_id == client.id, live_tokens_filter(now))
+    )
+    consents = db.session.scalar(db.select(db.func.count(Consent.id)).where(Consent.client_id == client.id))
+    events = audit_page(AuditFilter(client=client), size=10).items
+    return render_template(
+        "console/app_detail.html", client=client, live_tokens=live_tokens, consents=consents, events=events,
+        action_form=ActionForm(), rotate_form=RotateSecretForm(), fee=MONTHLY_FEE, currency=CURRENCY,
+        now=now, describe=describe,
+    )
+
+
+@bp.route("/apps/<client_id>/edit", methods=["GET", "POST"])
+@console_page()
+def edit(client_id: str):
+    client = app_for(console_user(), client_id)
+    form = AppForm()
+    if request.method == "GET":
+        form.fill_from(client)
+        return _form_page(form, client)
+    if not form.validate_on_submit():
+        return _form_page(form, client, error="Check the fields marked below.", status=400)
+    try:
+        changed = edit_app(client, _spec_from(form), console_user())
+    except RegistrationError as exc:
+        return _form_page(form, client, error=str(exc), status=400)
+    flash(f"Saved: {', '.join(changed)}." if changed else "Nothing changed.")
+    return redirect(url_for("console.app_detail", client_id=client.client_id))
+
+
+@bp.post("/apps/<client_id>/rotate-secret")
+@console_page()
+def rotate(client_id: str):
+    client = app_for(console_user(), client_id)
+    form = RotateSecretForm()
+    if not form.validate_on_submit():
+        abort(400)
+    grace = timedelta(seconds=int(form.grace.data))
+    try:
+        secret = rotate_app_secret(client, console_user(), grace or None)
+    except RegistrationError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("console.app_detail", client_id=client.client_id))
+    return _secret_page(client, secret, created=False)
+
+
+@bp.post("/apps/<client_id>/disable")
+@console_page()
+def disable(client_id: str):
+    client = app_for(console_user(), client_id)
+    changed = disable_app(client, console_user())
+    flash(f"{client.name} is disabled: sign-ins show an error page and its tokens are refused."
+          if changed else f"{client.name} was already disabled.")
+    return redirect(url_for("console.app_detail", client_id=client.client_id))
+
+
+@bp.post("/apps/<client_id>/enable")
+@console_page()
+def enable(client_id: str):
+    client = app_for(console_user(), client_id)
+    changed = enable_app(client, console_user())
+    flash(f"{client.name} is enabled again." if changed else f"{client.name} was already enabled.")
+    return redirect(url_for("console.app_detail", client_id=client.client_id))
+
+
+@bp.route("/apps/<client_id>/delete", methods=["GET", "POST"])
+@console_page()
+def delete(client_id: str):
+    client = app_for(console_user(), client_id)
+    form = ActionForm()
+    if request.method == "GET":
+        return render_template("console/delete.html", client=client, form=form)
+    counts = delete_app(client, console_user())
+    flash(f"{client.name} is deleted: {counts['tokens_revoked']} tokens revoked, "
+          f"{counts['consents_removed']} consents removed.")
+    return redirect(url_for("console.apps"))
+
+
+@bp.get("/fees")
+@console_page()
+def fees():
+    """The ledger between two months (default: the last 12), one developer's apps or, for an
+    admin, everyone's with a total per owner."""
+    current = Month.of(utcnow())
+    error = None
+    try:
+        last = Month.parse(request.args["to"]) if request.args.get("to") else current
+        first = Month.parse(request.args["from"]) if request.args.get("from") else _months_back(last, 11)
+        user = console_user()
+        report = ledger(first, last, owner=None if user.role == Role.ADMIN else user)
+    except FeeError as exc:
+        error = str(exc)
+        report = ledger(_months_back(current, 11), current,
+                        owner=None if console_user().role == Role.ADMIN else console_user())
+    return render_template("console/fees.html", report=report, policy=POLICY, fee=MONTHLY_FEE, currency=CURRENCY,
+                           error=error), (400 if error else 200)
+
+
+def _months_back(month: Month, n: int) -> Month:
+    for _ in range(n):
+        month = month.previous
+    return month

@@ -1,0 +1,45 @@
+// Copy buttons for the console (the client id and the secret shown once). Loaded as a file:
+// the Content-Security-Policy allows no inline script. Without JavaScript the buttons stay
+// hidden and the values can be selected by hand.
+(function () {
+  "use strict";
+
+  function announce(text) {
+    var status = document.getElementById("copy-status");
+    if (status) { status.textContent = text; }
+  }
+
+  function selectText(node) {
+    var range = document.createRange();
+    range.selectNodeContents(node);
+    var selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+  }
+
+  function copy(button) {
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source) { return; }
+    var text = source.textContent.trim();
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () {
+        button.textContent = "Copied";
+        announce("Copied to the clipboard.");
+      }, function () {
+        selectText(source);
+        announce("Could not copy automatically: the text is selected, press Ctrl+C (or ⌘C).");
+      });
+    } else {
+      selectText(source);
+      announce("The text is selected: press Ctrl+C (or ⌘C) to copy it.");
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var buttons = document.querySelectorAll("button[data-copy]");
+    Array.prototype.forEach.call(buttons, function (button) {
+      button.hidden = false;
+      button.addEventListener("click", function () { copy(button); });
+    });
+  });
+})();

@@ -1,0 +1,389 @@
+"""The console's app pages over HTTP: who may enter, register (secret once), edit, rotate,
+disable/enable, delete, and what a developer may not touch."""
+
+import re
+
+import pytest
+import requests
+
+from app.extensions import db
+from app.models import AuditEvent, Client, Consent, Token
+from app.models.base import sha256_hex
+from tests.factories import db_state, make_client, make_member
+from tests.flows import AUTHORIZE, Browser, RelyingParty, sign_in
+from tests.integration.console_support import (
+    alerts,
+    authenticates,
+    client_id_on_page,
+    flashes,
+    fresh,
+    post_form,
+    secret_on_page,
+    signed_in,
+    userinfo,
+)
+
+NEW_APP = {
+    "name": "Liner Notes",
+    "homepage_url": "https://liner.example.com/",
+    "logo_url": "https://liner.example.com/logo.png",
+    "policy_url": "https://liner.example.com/privacy",
+    "tos_url": "https://liner.example.com/terms",
+    "redirect_uris": "https://liner.example.com/cb\r\nhttp://127.0.0.1:7199/cb\r\n\r\ncom.example.liner:/cb",
+    "post_logout_redirect_uris": "https://liner.example.com/bye",
+    "client_type": "confidential",
+    "auth_method": "client_secret_post",
+    "scopes": ["openid", "profile", "credits:read"],
+    "require_pkce": "y",
+}
+
+
+def actions(session_rows=None) -> list[str]:
+    return [e.action for e in db.session.scalars(db.select(AuditEvent).order_by(AuditEvent.id))]
+
+
+def register(browser, data=None) -> requests.Response:
+    return post_form(browser, "/console/apps/new", "/console/apps/new", {**NEW_APP, **(data or {})})
+
+
+# -- who may enter ---------------------------------------------------------------------
+
+
+def test_signed_out_goes_to_login_and_comes_back(live_server):
+    browser = Browser(live_server.url)
+    response = browser.get("/console/fees?from=2026-01")
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/login?next=/console/fees?from%3D2026-01"
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    page = browser.get("/console")
+    assert page.status_code == 200 and "Your applications" in page.text
+
+
+def test_member_gets_a_403_that_says_a_developer_account_is_needed(live_server):
+    member = make_member()
+    browser = signed_in(live_server.url, member.email)
+    for path in ("/console", "/console/apps/new", "/console/fees", "/console/audit", "/console/keys"):
+        page = browser.get(path)
+        assert page.status_code == 403, path
+        assert "Developer account needed" in page.text and "developer account" in page.text
+    assert post_form(browser, "/account", "/console/apps/new", NEW_APP).status_code == 403
+    assert db.session.scalar(db.select(db.func.count(Client.id))) == 0
+
+
+def test_developer_is_refused_admin_pages(live_server):
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    for path in ("/console/keys", "/console/users"):
+        page = browser.get(path)
+        assert page.status_code == 403 and "administrators only" in page.text
+    assert post_form(browser, "/console", "/console/keys/rotate").status_code == 403
+    assert post_form(browser, "/console", f"/console/users/{dev.id}", {"role": "admin", "tier": "pro"}).status_code == 403
+    fresh()
+    assert db.session.get(type(dev), dev.id).role == "developer"
+
+
+def test_pages_are_unframeable_and_uncached(live_server):
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    page = browser.get("/console")
+    assert page.headers["X-Frame-Options"] == "DENY"
+    assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+    assert page.headers["Cache-Control"] == "no-store"
+    assert "<script>" not in page.text  # no inline script anywhere
+
+
+# -- register: every field, the secret once --------------------------------------------
+
+
+def test_register_with_every_field_and_see_the_secret_once(live_server):
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    form = browser.get("/console/apps/new")
+    for field in ("name", "homepage_url", "logo_url", "policy_url", "tos_url", "redirect_uris",
+                  "post_logout_redirect_uris", "client_type", "auth_method", "scopes"):
+        assert f'name="{field}"' in form.text, field
+    assert 'name="trusted"' not in form.text  # admin only
+
+    response = register(browser)
+    assert response.status_code == 200, alerts(response.text)
+    secret, client_id = secret_on_page(response.text), client_id_on_page(response.text)
+    assert secret and client_id
+    assert "shown only this once" in response.text
+    assert 'data-copy="client-secret"' in response.text and "/static/console.js" in response.text
+    assert response.headers["Cache-Control"] == "no-store"
+
+    fresh()
+    client = db.session.scalar(db.select(Client).where(Client.client_id == client_id))
+    assert client.owner_id == dev.id and client.name == "Liner Notes"
+    assert client.redirect_uris == ["https://liner.example.com/cb", "http://127.0.0.1:7199/cb", "com.example.liner:/cb"]
+    assert client.post_logout_redirect_uris == ["https://liner.example.com/bye"]
+    assert client.allowed_scopes == "openid profile credits:read"
+    assert client.token_endpoint_auth_method == "client_secret_post" and client.require_pkce and not client.trusted
+    assert (client.homepage_url, client.logo_url, client.policy_url, client.tos_url) == (
+        NEW_APP["homepage_url"], NEW_APP["logo_url"], NEW_APP["policy_url"], NEW_APP["tos_url"])
+    assert client.client_secret_hash == sha256_hex(secret)
+    # The secret appears nowhere in the database, and never again on a page.
+    assert secret not in str(db_state())
+    detail = browser.get(f"/console/apps/{client_id}")
+    assert detail.status_code == 200 and secret not in detail.text and secret_on_page(detail.text) is None
+    assert secret not in browser.get("/console").text
+    assert actions() == ["signin.ok", "app.registered"]
+    # The page lists it with its type, URIs, status, creation date and fee.
+    listing = browser.get("/console").text
+    for text in ("Liner Notes", client_id, "confidential", "https://liner.example.com/cb", "active", "99 USD/month"):
+        assert text in listing
+
+
+def test_register_public_app_has_no_secret(live_server):
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    response = register(browser, {"client_type": "public", "redirect_uris": "com.example.liner:/cb"})
+    assert response.status_code == 302
+    detail = browser.get(response.headers["Location"])
+    assert "a public app has no secret" in " ".join(flashes(detail.text))
+    fresh()
+    client = db.session.scalar(db.select(Client))
+    assert client.is_public and client.client_secret_hash is None and client.token_endpoint_auth_method == "none"
+    assert "Rotate secret" not in detail.text
+
+
+def test_each_bad_redirect_uri_is_named_on_the_page(live_server):
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    bad = ["/relative", "https://a.example/cb#frag", "https://me:pw@a.example/cb", "https://*.a.example/cb",
+           "http://a.example/cb", "myapp:/cb"]
+    before = db_state()
+    response = register(browser, {"redirect_uris": "\n".join(bad)})
+    assert response.status_code == 400
+    text = alerts(response.text)
+    for uri, why in zip(bad, ["must be absolute", "must not contain a fragment", "must not contain a user name",
+                              "must not contain a wildcard", "must use https", "reverse-DNS"], strict=True):
+        assert re.search(re.escape(f"'{uri}' ") + "[^']*" + re.escape(why), text), (uri, text)
+    assert db_state() == before
+
+
+def test_developer_cannot_sneak_in_admin_switches(live_server):
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    response = register(browser, {"trusted": "y", "require_pkce": ""})
+    assert response.status_code == 200
+    fresh()
+    client = db.session.scalar(db.select(Client))
+    assert not client.trusted and client.require_pkce
+
+
+def test_admin_registers_a_trusted_legacy_app_for_a_developer(live_server):
+    admin = make_member(role="admin")
+    dev = make_member(role="developer", email="owner@example.test")
+    plain = make_member(email="plain@example.test")
+    browser = signed_in(live_server.url, admin.email)
+    assert 'name="trusted"' in browser.get("/console/apps/new").text
+    refused = register(browser, {"owner_email": plain.email})
+    assert refused.status_code == 400 and "is not a developer" in alerts(refused.text)
+    data = {**NEW_APP, "owner_email": dev.email, "trusted": "y"}
+    del data["require_pkce"]
+    response = post_form(browser, "/console/apps/new", "/console/apps/new", data)
+    assert response.status_code == 200
+    fresh()
+    client = db.session.scalar(db.select(Client))
+    assert client.trusted and not client.require_pkce and client.owner_id == dev.id
+    # The developer now sees it as theirs.
+    assert client.client_id in signed_in(live_server.url, dev.email).get("/console").text
+
+
+# -- edit, rotate, disable/enable, delete ---------------------------------------------
+
+
+@pytest.fixture
+def dev_app(live_server):
+    dev = make_member(role="developer")
+    client, secret = make_client(name="Dev App", owner_id=dev.id)
+    return dev, client, secret, signed_in(live_server.url, dev.email)
+
+
+def test_edit_details_and_uris(live_server, dev_app):
+    dev, client, _, browser = dev_app
+    page = browser.get(f"/console/apps/{client.client_id}/edit")
+    assert page.status_code == 200 and "http://127.0.0.1:7199/cb" in page.text
+    data = {**NEW_APP, "name": "Dev App 2", "redirect_uris": "http://127.0.0.1:7199/cb\nhttps://new.example/cb",
+            "client_type": "public"}
+    response = post_form(browser, f"/console/apps/{client.client_id}/edit", f"/console/apps/{client.client_id}/edit",
+                         data)
+    assert response.status_code == 302
+    assert "Saved: name, " in " ".join(flashes(browser.get(response.headers["Location"]).text))
+    fresh()
+    client = db.session.get(Client, client.id)
+    assert client.name == "Dev App 2" and client.redirect_uris == ["http://127.0.0.1:7199/cb", "https://new.example/cb"]
+    assert client.client_type == "confidential"  # fixed at registration
+    assert actions()[-1] == "app.changed"
+
+
+def test_bad_edit_is_rejected_and_changes_nothing(live_server, dev_app):
+    _, client, _, browser = dev_app
+    page_path = f"/console/apps/{client.client_id}/edit"
+    before = db_state()
+    response = post_form(browser, page_path, page_path, {**NEW_APP, "redirect_uris": "https://x.example/*"})
+    assert response.status_code == 400 and "must not contain a wildcard" in alerts(response.text)
+    assert db_state() == before
+
+
+def test_rotate_secret_old_one_stops_at_once(live_server, dev_app):
+    _, client, old, browser = dev_app
+    detail = f"/console/apps/{client.client_id}"
+    response = post_form(browser, detail, f"{detail}/rotate-secret", {"grace": "0"})
+    assert response.status_code == 200
+    new = secret_on_page(response.text)
+    assert new and new != old and "old secret has stopped working" in response.text
+    assert authenticates(live_server.url, client.client_id, new)
+    assert not authenticates(live_server.url, client.client_id, old)
+    assert actions()[-1] == "app.secret_rotated"
+
+
+def test_rotate_secret_with_grace_period(live_server, dev_app):
+    _, client, old, browser = dev_app
+    detail = f"/console/apps/{client.client_id}"
+    response = post_form(browser, detail, f"{detail}/rotate-secret", {"grace": "3600"})
+    new = secret_on_page(response.text)
+    assert "keeps working until" in response.text
+    assert authenticates(live_server.url, client.client_id, new)
+    assert authenticates(live_server.url, client.client_id, old)
+    event = db.session.scalar(db.select(AuditEvent).where(AuditEvent.action == "app.secret_rotated"))
+    assert event.detail == {"grace_seconds": 3600}
+    bad = post_form(browser, detail, f"{detail}/rotate-secret", {"grace": "999999"})
+    assert bad.status_code == 400
+
+
+def test_disable_then_enable(live_server, dev_app):
+    dev, client, secret, browser = dev_app
+    member = make_member()
+    rp = RelyingParty(live_server.url, client.client_id, secret)
+    params, _ = sign_in(live_server.url, rp, member.email, scope="openid offline_access")
+    tokens = rp.exchange(params["code"]).json()
+    assert userinfo(live_server.url, tokens["access_token"]).status_code == 200
+
+    detail = f"/console/apps/{client.client_id}"
+    response = post_form(browser, detail, f"{detail}/disable")
+    assert response.status_code == 302
+    assert "is disabled" in " ".join(flashes(browser.get(detail).text))
+    # authorize: an error page, never a redirect
+    page = Browser(live_server.url).get(AUTHORIZE, params=rp.auth_params())
+    assert page.status_code == 403 and "Application disabled" in page.text
+    # token endpoint: the client does not exist
+    refreshed = rp.refresh(tokens["refresh_token"])
+    assert refreshed.status_code == 401 and refreshed.json()["error"] == "invalid_client"
+    assert not authenticates(live_server.url, client.client_id, secret)
+    # its tokens stop working
+    assert userinfo(live_server.url, tokens["access_token"]).status_code == 401
+
+    assert post_form(browser, detail, f"{detail}/enable").status_code == 302
+    assert userinfo(live_server.url, tokens["access_token"]).status_code == 200
+    assert rp.refresh(tokens["refresh_token"]).status_code == 200
+    assert [a for a in actions() if a.startswith("app.")] == ["app.disabled", "app.enabled"]
+
+
+def test_delete_revokes_tokens_and_consents(live_server, dev_app):
+    dev, client, secret, browser = dev_app
+    member = make_member()
+    rp = RelyingParty(live_server.url, client.client_id, secret)
+    params, _ = sign_in(live_server.url, rp, member.email, scope="openid offline_access")
+    tokens = rp.exchange(params["code"]).json()
+    detail = f"/console/apps/{client.client_id}"
+    confirm = browser.get(f"{detail}/delete")
+    assert confirm.status_code == 200 and "revokes every access and refresh token" in confirm.text
+
+    response = post_form(browser, f"{detail}/delete", f"{detail}/delete")
+    assert response.status_code == 302 and response.headers["Location"] == "/console"
+    assert "1 tokens revoked, 1 consents removed" in " ".join(flashes(browser.get("/console").text))
+    fresh()
+    assert db.session.scalar(db.select(Consent).where(Consent.client_id == client.id)) is None
+    assert all(t.revoked_at for t in db.session.scalars(db.select(Token).where(Token.client_id == client.id)))
+    assert userinfo(live_server.url, tokens["access_token"]).status_code == 401
+    assert rp.refresh(tokens["refresh_token"]).json()["error"] == "invalid_client"
+    # Gone from the lists and pages, but not from the fee ledger.
+    assert client.client_id not in browser.get("/console").text
+    assert browser.get(detail).status_code == 404
+    assert client.client_id in browser.get("/console/fees").text
+    page = Browser(live_server.url).get(AUTHORIZE, params=rp.auth_params())
+    assert page.status_code == 400 and "Unknown application" in page.text
+
+
+# -- a developer touching another developer's app --------------------------------------
+
+
+def test_developer_touching_another_developers_app_gets_403(live_server):
+    owner = make_member(role="developer")
+    intruder = make_member(role="developer")
+    client, secret = make_client(name="Not yours", owner_id=owner.id)
+    browser = signed_in(live_server.url, intruder.email)
+    assert client.client_id not in browser.get("/console").text
+    path = f"/console/apps/{client.client_id}"
+    before = db_state()
+    for get in (path, f"{path}/edit", f"{path}/delete"):
+        page = browser.get(get)
+        assert page.status_code == 403 and "belongs to another developer" in page.text, get
+    for action, data in ((f"{path}/edit", {**NEW_APP, "name": "Mine now"}), (f"{path}/rotate-secret", {"grace": "0"}),
+                         (f"{path}/disable", {}), (f"{path}/enable", {}), (f"{path}/delete", {})):
+        response = post_form(browser, "/console", action, data)
+        assert response.status_code == 403, action
+        assert secret_on_page(response.text) is None
+    assert db_state() == before
+    assert authenticates(live_server.url, client.client_id, secret)
+    # the audit log of that app is not theirs either
+    page = browser.get(f"/console/audit?app={client.client_id}")
+    assert page.status_code == 400 and "No application of yours" in page.text
+
+
+def test_unknown_app_is_404(live_server):
+    admin = make_member(role="admin")
+    browser = signed_in(live_server.url, admin.email)
+    assert browser.get("/console/apps/nope").status_code == 404
+    assert post_form(browser, "/console", "/console/apps/nope/disable").status_code == 404
+
+
+def test_admin_manages_every_app(live_server):
+    admin = make_member(role="admin")
+    dev = make_member(role="developer")
+    client, _ = make_client(name="Someone's", owner_id=dev.id)
+    browser = signed_in(live_server.url, admin.email)
+    assert client.client_id in browser.get("/console").text
+    detail = f"/console/apps/{client.client_id}"
+    assert post_form(browser, detail, f"{detail}/disable").status_code == 302
+    fresh()
+    assert db.session.get(Client, client.id).status == "disabled"
+    event = db.session.scalar(db.select(AuditEvent).where(AuditEvent.action == "app.disabled"))
+    assert event.actor_id == admin.id and event.ip == "127.0.0.1" and event.client_id == client.id
+
+
+# -- CSRF ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", ["disable", "delete", "rotate-secret"])
+def test_forms_without_csrf_token_are_rejected(live_server, dev_app, action):
+    _, client, secret, browser = dev_app
+    client_id = client.client_id
+    before = db_state()
+    for data in ({}, {"csrf_token": "forged"}):
+        response = browser.post(f"/console/apps/{client_id}/{action}", data={"grace": "0", **data})
+        assert response.status_code == 400 and "Form expired" in response.text
+    assert db_state() == before
+    assert authenticates(live_server.url, client_id, secret)
+
+
+def test_register_without_csrf_token_is_rejected(live_server):
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    response = browser.post("/console/apps/new", data=NEW_APP)
+    assert response.status_code == 400
+    assert db.session.scalar(db.select(db.func.count(Client.id))) == 0
+
+
+def test_csrf_token_of_another_session_is_rejected(live_server, dev_app):
+    _, client, _, browser = dev_app
+    other = signed_in(live_server.url, make_member(role="developer").email)
+    token = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', other.get("/console").text).group(1)
+    response = browser.post(f"/console/apps/{client.client_id}/disable", data={"csrf_token": token})
+    assert response.status_code == 400
+    fresh()
+    assert db.session.get(Client, client.id).status == "active"

@@ -1,0 +1,143 @@
+"""CLI parity with the console: `flask clients rotate-secret|disable|enable|delete`,
+`flask users set-role|set-tier`, each with --json, leaving the same audit trail."""
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from app.extensions import db
+from app.models import AuditEvent, Client, Consent, Token, User
+from app.models.base import new_uuid, sha256_hex, utcnow
+from tests.factories import make_client, make_member
+
+
+@pytest.fixture
+def cli(app):
+    runner = app.test_cli_runner()
+
+    def run(*args, input=None):
+        return runner.invoke(args=list(args), input=input)
+
+    return run
+
+
+def run_json(cli, *args) -> dict:
+    result = cli(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def give_token(user, client) -> Token:
+    now = utcnow()
+    token = Token(client_id=client.id, user_id=user.id, grant_id=new_uuid(), scope="openid",
+                  access_token_hash=sha256_hex(new_uuid()), refresh_token_hash=sha256_hex(new_uuid()),
+                  issued_at=now, access_expires_at=now + timedelta(hours=1),
+                  refresh_expires_at=now + timedelta(days=1), auth_time=now)
+    db.session.add(token)
+    db.session.add(Consent(user_id=user.id, client_id=client.id, scope="openid"))
+    db.session.commit()
+    return token
+
+
+def events(action: str) -> list[AuditEvent]:
+    return list(db.session.scalars(db.select(AuditEvent).where(AuditEvent.action == action)))
+
+
+def test_rotate_secret(cli):
+    client, old = make_client()
+    data = run_json(cli, "clients", "rotate-secret", client.client_id)
+    db.session.expire_all()
+    client = db.session.get(Client, client.id)
+    assert data["client_id"] == client.client_id and data["previous_secret_valid_until"] is None
+    assert client.check_client_secret(data["client_secret"]) and not client.check_client_secret(old)
+    [event] = events("app.secret_rotated")
+    assert event.source == "cli" and event.ip is None and event.detail == {"grace_seconds": 0}
+    assert data["client_secret"] not in json.dumps(event.detail)
+
+
+def test_rotate_secret_with_grace(cli):
+    client, old = make_client()
+    data = run_json(cli, "clients", "rotate-secret", client.client_id, "--grace", "3600")
+    db.session.expire_all()
+    client = db.session.get(Client, client.id)
+    assert client.check_client_secret(old) and client.check_client_secret(data["client_secret"])
+    assert data["previous_secret_valid_until"] == client.previous_secret_expires_at.isoformat()
+    too_long = cli("clients", "rotate-secret", client.client_id, "--grace", str(8 * 24 * 3600))
+    assert too_long.exit_code != 0
+
+
+def test_rotate_secret_of_public_client_fails_clearly(cli):
+    client, _ = make_client(public=True)
+    result = cli("clients", "rotate-secret", client.client_id)
+    assert result.exit_code == 1 and "public client has no secret" in result.output
+
+
+def test_disable_and_enable(cli):
+    client, _ = make_client()
+    assert run_json(cli, "clients", "disable", client.client_id) == {
+        "client_id": client.client_id, "status": "disabled", "changed": True}
+    assert run_json(cli, "clients", "disable", client.client_id)["changed"] is False
+    assert "already was" in cli("clients", "disable", client.client_id).output
+    assert run_json(cli, "clients", "enable", client.client_id)["status"] == "active"
+    assert [e.action for e in db.session.scalars(db.select(AuditEvent).order_by(AuditEvent.id))] == [
+        "app.disabled", "app.enabled"]
+
+
+def test_delete_revokes_tokens_and_consents(cli):
+    member = make_member()
+    client, secret = make_client()
+    other, _ = make_client(name="Other")
+    token = give_token(member, client)
+    kept = give_token(member, other)
+    refused = cli("clients", "delete", client.client_id, input="n\n")
+    assert refused.exit_code != 0 and "Aborted" in refused.output
+    data = run_json(cli, "clients", "delete", client.client_id, "--yes")
+    assert data == {"client_id": client.client_id, "status": "deleted", "tokens_revoked": 1, "consents_removed": 1}
+    db.session.expire_all()
+    assert db.session.get(Token, token.id).revoked_at is not None
+    assert db.session.get(Token, kept.id).revoked_at is None
+    assert db.session.scalar(db.select(Consent).where(Consent.client_id == client.id)) is None
+    gone = db.session.get(Client, client.id)
+    assert gone.is_deleted and gone.deleted_at is not None and gone.client_secret_hash is None
+    assert not gone.check_client_secret(secret)
+    assert client.client_id not in cli("clients", "list").output
+    assert other.client_id in cli("clients", "list").output
+    again = cli("clients", "delete", client.client_id, "--yes")
+    assert again.exit_code == 1 and "no application with client id" in again.output
+
+
+@pytest.mark.parametrize("command", ["rotate-secret", "disable", "enable", "delete"])
+def test_unknown_client(cli, command):
+    result = cli("clients", command, "nope", *(["--yes"] if command == "delete" else []))
+    assert result.exit_code == 1 and "no application with client id nope" in result.output
+
+
+def test_set_role_and_tier(cli):
+    member = make_member(email="ana@example.test")
+    data = run_json(cli, "users", "set-role", "ANA@example.test", "developer")
+    assert data["role"] == "developer" and data["previous_role"] == "member"
+    data = run_json(cli, "users", "set-tier", "ana@example.test", "pro")
+    assert data["tier"] == "pro" and data["previous_tier"] == "basic"
+    db.session.expire_all()
+    user = db.session.get(User, member.id)
+    assert (user.role, user.tier) == ("developer", "pro")
+    [role_event] = events("user.role_changed")
+    assert role_event.subject_id == member.id and role_event.detail == {"role": "developer", "previous": "member"}
+    # Setting the same value again changes nothing and records nothing.
+    run_json(cli, "users", "set-tier", "ana@example.test", "pro")
+    assert len(events("user.tier_changed")) == 1
+
+
+def test_set_role_rejects_bad_input(cli):
+    make_member(email="bo@example.test")
+    assert cli("users", "set-role", "bo@example.test", "owner").exit_code == 2
+    assert cli("users", "set-tier", "bo@example.test", "gold").exit_code == 2
+    missing = cli("users", "set-role", "nobody@example.test", "admin")
+    assert missing.exit_code == 1 and "no member with email" in missing.output
+
+
+def test_clients_create_records_the_registration(cli):
+    data = run_json(cli, "clients", "create", "--name", "From CLI", "--redirect-uri", "https://a.example/cb")
+    [event] = events("app.registered")
+    assert event.client.client_id == data["client_id"] and event.source == "cli"
