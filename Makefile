@@ -16,13 +16,12 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-## run: the provider at http://127.0.0.1:5000 on SQLite, with keys, schema and demo data
+## run: the provider at http://127.0.0.1:5000 (SQLite, keys, schema, demo data) and the demo app at :5001
 run: venv
 	export APP_ENV=development; \
 	$(BIN)/flask db upgrade && \
 	$(BIN)/flask keys ensure && \
-	$(BIN)/flask demo seed && \
-	$(BIN)/flask run --host 127.0.0.1 --port 5000
+	$(BIN)/flask demo seed --json | $(BIN)/python scripts/run_dev.py
 
 ## test: the whole suite (set TEST_DATABASE_URL to run it on PostgreSQL)
 test: venv test-tools
