@@ -39,7 +39,7 @@ def no_page_problems(page) -> None:
 
 
 def test_login_consent_callback_with_the_keyboard_alone(live_server, callback, page, shots):
-    member = make_member(tier="basic", name="Billie Basic")
+    member = make_member(tier="basic", name="Billie Basic", email="billie@example.com")
     client, rp = app_for(live_server, callback)
     url, params = authorize_url(live_server.url, rp, SCOPE)
 
