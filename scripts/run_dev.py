@@ -50,7 +50,8 @@ def main() -> int:
 
     python = sys.executable
     provider_argv = [python, "-m", "flask", "run", "--host", "127.0.0.1", "--port", "5000"]
-    provider = subprocess.Popen(provider_argv, cwd=ROOT, stdin=subprocess.DEVNULL)  # noqa: S603 - fixed argv
+    provider = subprocess.Popen(provider_argv, cwd=ROOT, stdin=subprocess.DEVNULL,  # noqa: S603 - fixed argv
+                                env={**os.environ, "FLASK_APP": "wsgi"})
     demo_env = {**os.environ, "DEMO_CLIENT_SECRET": secret, "CREDITS_ID_ISSUER": PROVIDER}
     demo = subprocess.Popen([python, "-m", "examples.demo_app"], cwd=ROOT, stdin=subprocess.DEVNULL,  # noqa: S603
                             env=demo_env)

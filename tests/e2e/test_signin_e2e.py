@@ -213,7 +213,8 @@ def test_error_pages_say_what_happened_and_what_to_do(live_server, callback, pag
 def test_pages_fit_a_phone_screen(live_server, callback, chromium, shots):
     member = make_member(tier="pro", name="Parker Pro")
     _, rp = app_for(live_server, callback, name="A Rather Long Application Name For Small Screens")
-    phone = chromium.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True)
+    phone = chromium.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True,
+                                 color_scheme="dark")  # and the dark scheme
     try:
         mobile = phone.new_page()
         shots.page = mobile
