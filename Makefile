@@ -4,8 +4,9 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 export FLASK_APP := wsgi
+NODE_DEPS := examples/clients/node_modules/.package-lock.json
 
-.PHONY: run test lint venv clean
+.PHONY: run test test-tools lint venv clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,20 +16,26 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-## run: the provider at http://127.0.0.1:5000 on SQLite, with keys, schema and demo data
+## run: the provider at http://127.0.0.1:5000 (SQLite, keys, schema, demo data) and the demo app at :5001
 run: venv
 	export APP_ENV=development; \
 	$(BIN)/flask db upgrade && \
 	$(BIN)/flask keys ensure && \
-	$(BIN)/flask demo seed && \
-	$(BIN)/flask run --host 127.0.0.1 --port 5000
+	$(BIN)/flask demo seed --json | $(BIN)/python scripts/run_dev.py
 
 ## test: the whole suite (set TEST_DATABASE_URL to run it on PostgreSQL)
-test: venv
+test: venv test-tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## test-tools: Debian's Chromium (real-browser tests) and openid-client from npm (interop tests)
+test-tools: $(NODE_DEPS)
+	@scripts/ensure-chromium.sh
+
+$(NODE_DEPS): examples/clients/package.json examples/clients/package-lock.json
+	npm ci --prefix examples/clients --no-audit --no-fund --loglevel=error
 
 lint: venv
 	$(BIN)/ruff check .
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache
+	rm -rf $(VENV) instance .pytest_cache artifacts examples/clients/node_modules

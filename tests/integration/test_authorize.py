@@ -170,7 +170,7 @@ def test_consent_page_words_each_scope_and_marks_analytics_for_basic(live_server
     for words in ("Read your credits", "Read your analytics", "See your name", "See your email address",
                   "Stay connected when you are away"):
         assert words in page.text
-    assert "Not included in your basic plan" in page.text
+    assert "Not included in your basic membership" in page.text
     assert 'value="analytics:read"' not in page.text  # nothing to tick: it cannot be granted
     assert page.headers["X-Frame-Options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]

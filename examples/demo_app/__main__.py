@@ -1,0 +1,9 @@
+"""python -m examples.demo_app: the demo relying party on http://127.0.0.1:5001."""
+
+import os
+
+from examples.demo_app import create_app
+
+if __name__ == "__main__":
+    port = int(os.environ.get("DEMO_PORT", "5001"))
+    create_app().run(host="127.0.0.1", port=port)

@@ -1,0 +1,78 @@
+"""`make run`'s last step: the provider on :5000 and the demo app on :5001, side by side.
+
+Reads `flask demo seed --json` on standard input, prints the demo credentials, and hands the demo
+app its client secret through the environment (the secret changes at every seed and is never
+written to disk). Ctrl-C (or SIGTERM) stops both; if one stops, so does the other."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROVIDER = "http://127.0.0.1:5000"
+DEMO = "http://127.0.0.1:5001"
+DEMO_CLIENT_ID = "demo-web-app"
+
+
+def read_seed() -> dict:
+    raw = sys.stdin.read()
+    try:
+        return json.loads(raw)
+    except ValueError:
+        sys.exit(f"run_dev: `flask demo seed --json` did not print JSON:\n{raw[-2000:]}")
+
+
+def banner(seed: dict) -> str:
+    lines = ["", "Credits ID is starting:", f"  provider  {PROVIDER}   (discovery: {PROVIDER}/.well-known/openid-configuration)",
+             f"  demo app  {DEMO}   <- open this and click \"Sign in with Credits ID\"", "",
+             "Demo members (passwords are new at every run):"]
+    lines += [f"  {m['tier']:<5}  {m['email']:<32} password: {m['password']}" for m in seed["members"]]
+    lines.append("Demo apps:")
+    for app in seed["apps"]:
+        secret = f"secret: {app['client_secret']}" if app.get("client_secret") else "public: no secret"
+        lines.append(f"  {app['client_id']:<16} {secret}")
+    lines.append("Ctrl-C stops both.\n")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    seed = read_seed()
+    secret = next((a["client_secret"] for a in seed["apps"] if a["client_id"] == DEMO_CLIENT_ID), None)
+    if not secret:
+        sys.exit(f"run_dev: the seed has no secret for {DEMO_CLIENT_ID}")
+    print(banner(seed), flush=True)
+
+    python = sys.executable
+    provider_argv = [python, "-m", "flask", "run", "--host", "127.0.0.1", "--port", "5000"]
+    provider = subprocess.Popen(provider_argv, cwd=ROOT, stdin=subprocess.DEVNULL,  # noqa: S603 - fixed argv
+                                env={**os.environ, "FLASK_APP": "wsgi"})
+    demo_env = {**os.environ, "DEMO_CLIENT_SECRET": secret, "CREDITS_ID_ISSUER": PROVIDER}
+    demo = subprocess.Popen([python, "-m", "examples.demo_app"], cwd=ROOT, stdin=subprocess.DEVNULL,  # noqa: S603
+                            env=demo_env)
+    children = (provider, demo)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` stops both, like Ctrl-C
+    try:
+        while all(child.poll() is None for child in children):
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+        for child in children:
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The demo relying party (examples/demo_app) in a real browser against the real provider:
+"Sign in with Credits ID" -> login -> consent -> claims, userinfo and the member's own data;
+renew access with the refresh token; deny; a forged callback."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import requests
+from werkzeug.serving import make_server
+
+from examples.demo_app import create_app as create_demo_app
+from tests.conftest import free_port
+from tests.factories import PASSWORD, make_client, make_member
+
+
+@pytest.fixture
+def demo(live_server, app):
+    """The demo app on a free port, registered at the provider like `flask demo seed` does."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    client, secret = make_client(name="Liner Notes", redirect_uris=[f"{base}/callback"])
+    demo_app = create_demo_app({"CREDITS_ID_ISSUER": live_server.url, "CREDITS_ID_API": live_server.url + "/v1",
+                                "DEMO_CLIENT_ID": client.client_id, "DEMO_CLIENT_SECRET": secret})
+    server = make_server("127.0.0.1", port, demo_app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield base
+    server.shutdown()
+
+
+def provider_has(app, rule: str) -> bool:
+    return any(r.rule == rule for r in app.url_map.iter_rules())
+
+
+def sign_in_through_demo(page, demo, email):
+    page.goto(demo + "/")
+    page.get_by_role("button", name="Sign in with Credits ID").click()
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/consent?**")
+
+
+def test_demo_shows_claims_userinfo_and_the_members_data(live_server, app, demo, page, shots):
+    member = make_member(tier="pro", name="Parker Pro")
+    page.goto(demo + "/")
+    shots.take("demo-home")
+    sign_in_through_demo(page, demo, member.email)
+    shots.take("consent")
+    page.get_by_role("button", name="Allow").click()
+    page.wait_for_url(demo + "/")
+    shots.take("demo-signed-in")
+
+    assert page.get_by_role("heading", level=1).inner_text() == "Hello, Parker Pro"
+    identity = page.locator("#identity").inner_text()
+    assert member.sub in identity and member.email in identity
+    assert app.config["USER_ID_CLAIM"] in identity and member.id in identity
+    assert "analytics:read" in page.locator("main").inner_text()  # pro: analytics shared
+
+    credits = page.locator("#credits").inner_text()
+    analytics = page.locator("#analytics").inner_text()
+    if provider_has(app, "/v1/me/credits"):
+        assert "credited recordings" in credits, credits
+    else:
+        assert "Not available" in credits
+    if provider_has(app, "/v1/me/analytics"):
+        assert "Not available" not in analytics and "not shared" not in analytics.lower(), analytics
+    else:
+        assert "Not available" in analytics
+
+    page.get_by_role("button", name="Renew access").click()
+    page.wait_for_url(demo + "/")
+    assert page.get_by_role("status").inner_text() == "Access renewed with the refresh token."
+    shots.take("demo-renewed")
+
+    page.get_by_role("button", name="Sign out of Liner Notes").click()
+    page.wait_for_url(demo + "/")
+    assert page.get_by_role("button", name="Sign in with Credits ID").is_visible()
+
+
+def test_demo_on_basic_says_analytics_were_not_shared(live_server, demo, page, shots):
+    member = make_member(tier="basic", name="Billie Basic")
+    sign_in_through_demo(page, demo, member.email)
+    page.get_by_role("button", name="Allow").click()
+    page.wait_for_url(demo + "/")
+    shots.take("demo-basic")
+    assert "analytics:read" not in page.locator("main").inner_text().split("Shared with this app:")[1].split("\n")[0]
+    assert "they come with the pro membership" in page.locator("#analytics").inner_text()
+
+
+def test_demo_deny_and_a_forged_callback(live_server, demo, page, shots):
+    member = make_member()
+    sign_in_through_demo(page, demo, member.email)
+    page.get_by_role("button", name="Deny").click()
+    page.wait_for_url(demo + "/callback?**")
+    shots.take("demo-denied")
+    assert page.get_by_role("heading", level=1).inner_text() == "Sign-in cancelled"
+    assert "Nothing was shared" in page.locator("main").inner_text()
+
+    forged = requests.get(f"{demo}/callback", params={"code": "x", "state": "y", "iss": "https://evil.example"},
+                          timeout=30)
+    assert forged.status_code == 400 and "Unexpected sign-in response" in forged.text
+    stale = requests.get(f"{demo}/callback", params={"code": "x", "state": "y", "iss": live_server.url}, timeout=30)
+    assert stale.status_code == 400 and "Sign-in failed" in stale.text
