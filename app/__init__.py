@@ -22,6 +22,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.config.update(flask_config(settings))
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
 
+    from app.logs import init_logging
+
+    init_logging(app)
+
     from app.auth.passwords import passwords
     from app.extensions import csrf, db, migrate
     from app.jwks import keystore
@@ -45,6 +49,12 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(oauth_bp)
     app.register_blueprint(auth_bp)
     app.register_blueprint(consent_bp)
+
+    from app.health import init_health
+    from app.metrics import init_metrics
+
+    init_health(app)
+    init_metrics(app)
 
     from app.cli import register_cli
 

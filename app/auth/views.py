@@ -8,6 +8,7 @@ from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField
 from wtforms.validators import DataRequired, Length
 
+from app import metrics
 from app.auth.passwords import passwords
 from app.auth.sessions import current_user, end_login, start_login
 from app.extensions import db
@@ -49,9 +50,11 @@ def login() -> Response | str:
         return _page(form, interaction, error="Enter your email and password.", status=400)
     user = db.session.scalar(db.select(User).where(User.email == User.normalize_email(form.email.data)))
     if not passwords.verify(user, form.password.data):
+        metrics.login_failed()
         return _page(form, interaction, error=INVALID_CREDENTIALS, status=401)
 
     session_row = start_login(user)
+    metrics.login_succeeded(user)
     if interaction is not None:
         interaction.login_session_id = session_row.id
     db.session.commit()
