@@ -110,7 +110,7 @@ class TcpProxy:
     def cut(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
-            listener.close()  # nothing listens on the port: new connections are refused
+            _close(listener)  # shutdown wakes the blocked accept(); then the port refuses
         with self._lock:
             doomed, self._sockets = self._sockets, set()
         for sock in doomed:
