@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export FLASK_APP := wsgi
 
-.PHONY: run test lint venv clean
+.PHONY: run serve test lint venv clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ run: venv
 	$(BIN)/flask keys ensure && \
 	$(BIN)/flask demo seed && \
 	$(BIN)/flask run --host 127.0.0.1 --port 5000
+
+## serve: as in production: gunicorn with gunicorn.conf.py (set DATABASE_URL, SECRET_KEY, ISSUER_URL)
+serve: venv
+	$(BIN)/flask db upgrade && \
+	$(BIN)/flask keys ensure && \
+	$(BIN)/gunicorn -c gunicorn.conf.py wsgi:app
 
 ## test: the whole suite (set TEST_DATABASE_URL to run it on PostgreSQL)
 test: venv
