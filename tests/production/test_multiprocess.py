@@ -73,6 +73,12 @@ def test_authorize_on_a_token_on_b_refresh_on_a_userinfo_on_b(pair, settings):
         requests.get(b("/.well-known/openid-configuration"), timeout=30).json()
     assert requests.get(a("/api/auth/jwks"), timeout=30).json() == requests.get(b("/api/auth/jwks"), timeout=30).json()
 
+    # Each server wrote only JSON lines, among them this flow's access lines.
+    for server, endpoint in ((a, "auth.login"), (b, "oauth.token")):
+        lines = server.log_lines()
+        assert any(line.get("endpoint") == endpoint and line.get("client_id") in (None, client.client_id)
+                   for line in lines if line["logger"] == "credits_id.access")
+
 
 def test_revoke_on_b_and_logout_on_a(pair, settings):
     a, b = pair
