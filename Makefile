@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export FLASK_APP := wsgi
 NODE_DEPS := examples/clients/node_modules/.package-lock.json
 
-.PHONY: run test test-tools lint venv clean
+.PHONY: run serve test test-tools lint venv clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ run: venv
 	$(BIN)/flask db upgrade && \
 	$(BIN)/flask keys ensure && \
 	$(BIN)/flask demo seed --json | $(BIN)/python scripts/run_dev.py
+
+## serve: as in production: gunicorn with gunicorn.conf.py (set DATABASE_URL, SECRET_KEY, ISSUER_URL)
+serve: venv
+	$(BIN)/flask db upgrade && \
+	$(BIN)/flask keys ensure && \
+	$(BIN)/gunicorn -c gunicorn.conf.py wsgi:app
 
 ## test: the whole suite (set TEST_DATABASE_URL to run it on PostgreSQL)
 test: venv test-tools

@@ -22,6 +22,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.config.update(flask_config(settings))
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
 
+    from app.logs import init_logging
+
+    init_logging(app)
+
     from app.auth.passwords import init_passwords
     from app.extensions import csrf, db, migrate
     from app.jwks import init_keystore
@@ -51,6 +55,12 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     app.register_blueprint(console_bp)
     app.register_blueprint(account_bp)
+
+    from app.health import init_health
+    from app.metrics import init_metrics
+
+    init_health(app)
+    init_metrics(app)
 
     from app.cli import register_cli
 

@@ -176,8 +176,30 @@ def demo_seed(as_json):
     emit(data, as_json, human)
 
 
+@click.command("purge-expired")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Rows per transaction (default: PURGE_BATCH_SIZE).")
+@click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
+@json_option
+def purge_expired_command(batch_size, dry_run, as_json):
+    """Delete expired codes, tokens, sessions and pending sign-ins, in batches (safe while serving)."""
+    from flask import current_app
+
+    from app.housekeeping import count_expired, purge_expired
+
+    if dry_run:
+        data = {"dry_run": True, "expired": count_expired()}
+    else:
+        size = batch_size or int(current_app.config["PURGE_BATCH_SIZE"])
+        data = {"dry_run": False, "deleted": purge_expired(size), "batch_size": size}
+    counts = data["expired"] if dry_run else data["deleted"]
+    verb = "would delete" if dry_run else "deleted"
+    emit(data, as_json, lambda d: "\n".join(f"{verb} {n} {table}" for table, n in counts.items()))
+
+
 def register_cli(app: Flask) -> None:
     from app.console.commands import fees  # adds the console's commands to `clients` and `users`
 
     for group in (users, clients, keys, demo, fees):
         app.cli.add_command(group)
+    app.cli.add_command(purge_expired_command)

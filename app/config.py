@@ -48,6 +48,14 @@ DEFAULTS: dict[str, Setting] = {
     "ARGON2_TIME_COST": Setting(2, "argon2id iterations (OWASP minimum: 2 with 19 MiB)."),
     "ARGON2_MEMORY_COST": Setting(19456, "argon2id memory in KiB (19 MiB)."),
     "ARGON2_PARALLELISM": Setting(1, "argon2id lanes."),
+    "DATABASE_POOL_SIZE": Setting(5, "Connections each process keeps open to PostgreSQL (match the threads per worker)."),
+    "DATABASE_MAX_OVERFLOW": Setting(5, "Extra PostgreSQL connections a process may open under a burst."),
+    "DATABASE_POOL_TIMEOUT": Setting(10, "Seconds a request waits for a free connection before answering 503."),
+    "DATABASE_CONNECT_TIMEOUT": Setting(5, "Seconds to wait for PostgreSQL to accept a connection before answering 503."),
+    "LOG_LEVEL": Setting("INFO", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."),
+    "METRICS_ENABLED": Setting(True, "Serve Prometheus metrics at /metrics."),
+    "METRICS_TOKEN": Setting("", "When set, /metrics answers only `Authorization: Bearer <token>` (404 otherwise)."),
+    "PURGE_BATCH_SIZE": Setting(1000, "Rows `flask purge-expired` deletes per transaction."),
 }
 
 
@@ -111,6 +119,13 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
     https = settings["ISSUER_URL"].startswith("https://")
     db_url = settings["DATABASE_URL"]
     engine_options: dict[str, Any] = {"pool_pre_ping": True}
+    if db_url.startswith("postgresql"):
+        engine_options.update(
+            pool_size=int(settings["DATABASE_POOL_SIZE"]),
+            max_overflow=int(settings["DATABASE_MAX_OVERFLOW"]),
+            pool_timeout=int(settings["DATABASE_POOL_TIMEOUT"]),
+            connect_args={"connect_timeout": int(settings["DATABASE_CONNECT_TIMEOUT"])},
+        )
     if db_url.startswith("sqlite"):
         # A busy timeout so concurrent writers wait for the lock instead of failing at once.
         engine_options = {"connect_args": {"timeout": 30}}

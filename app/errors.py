@@ -8,8 +8,10 @@ from __future__ import annotations
 import logging
 
 from authlib.oauth2.rfc6749 import OAuth2Error
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Flask, Response, g, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.exceptions import HTTPException
 
 from app.oauth.authorize import UntrustedRequest
@@ -36,7 +38,8 @@ def is_machine_request() -> bool:
 
 
 def error_page(title: str, message: str, status: int, hint: str | None = None) -> tuple[str, int]:
-    return render_template("errors/error.html", title=title, message=message, status=status, hint=hint), status
+    return render_template("errors/error.html", title=title, message=message, status=status, hint=hint,
+                           request_id=g.get("request_id")), status
 
 
 def machine_error(status: int, description: str) -> Response:
@@ -68,6 +71,25 @@ def register_error_handlers(app: Flask) -> None:
         if is_machine_request():
             return machine_error(status, message)
         return error_page(title, message, status)
+
+    @app.errorhandler(OperationalError)
+    @app.errorhandler(InterfaceError)
+    @app.errorhandler(PoolTimeoutError)
+    def database_unavailable(error: Exception):
+        """The database is down or unreachable: a retryable 503, never a 500. Whatever the
+        request was writing was in one uncommitted transaction, so nothing is half-issued."""
+        reason = str(getattr(error, "orig", None) or type(error).__name__).splitlines()[0][:300]
+        log.error("database unavailable on %s %s: %s", request.method, request.path, reason)
+        title, message = FRIENDLY[503]
+        if request.path.startswith("/v1/"):
+            response = jsonify(result="error", code=503, message="Service temporarily unavailable")
+            response.status_code = 503
+        elif is_machine_request():
+            response = machine_error(503, "The service is temporarily unavailable. Retry shortly.")
+        else:
+            response = Response(*error_page(title, message, 503, hint="Nothing was changed. Try again in a moment."))
+        response.headers["Retry-After"] = "5"
+        return response
 
     @app.errorhandler(Exception)
     def unexpected(error: Exception):

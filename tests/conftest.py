@@ -98,7 +98,7 @@ def start_server(settings: dict, port: int, log_path: Path, **extra_env: str) ->
     env = server_env(settings, ISSUER_URL=settings["ISSUER_URL"], **extra_env)
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "8",
+        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "8",
          "--timeout", "60", "wsgi:app"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
@@ -107,7 +107,7 @@ def start_server(settings: dict, port: int, log_path: Path, **extra_env: str) ->
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}; see {log_path}")
         try:
-            requests.get(f"http://127.0.0.1:{port}/.well-known/openid-configuration", timeout=5)
+            requests.get(f"http://127.0.0.1:{port}/.well-known/openid-configuration", timeout=10)
             return proc
         except requests.RequestException:  # not listening yet, or slow on a loaded machine
             time.sleep(0.2)

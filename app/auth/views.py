@@ -8,6 +8,7 @@ from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField
 from wtforms.validators import DataRequired, Length
 
+from app import metrics
 from app.audit import record
 from app.auth.passwords import passwords
 from app.auth.sessions import current_user, end_login, start_login
@@ -53,10 +54,12 @@ def login() -> Response | str:
     if not passwords.verify(user, form.password.data):
         record("signin.failed", actor=user, client=client)  # an unknown email is not stored
         db.session.commit()
+        metrics.login_failed()
         return _page(form, interaction, error=INVALID_CREDENTIALS, status=401)
 
     session_row = start_login(user)
     record("signin.ok", actor=user, client=client)
+    metrics.login_succeeded(user)
     if interaction is not None:
         interaction.login_session_id = session_row.id
     db.session.commit()

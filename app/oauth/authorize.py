@@ -25,6 +25,7 @@ from authlib.oidc.core.errors import ConsentRequiredError, LoginRequiredError
 from flask import Response, current_app, redirect, url_for
 from sqlalchemy import update
 
+from app import metrics
 from app.audit import record
 from app.auth.sessions import browser_id, current_login
 from app.consent.service import decide_granted, missing_scopes, record_consent, remembered_scopes
@@ -157,6 +158,7 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
     login = current_login()
     if not close_interaction(interaction):
         raise UntrustedRequest("Request already completed", "This sign-in request has already been answered.")
+    metrics.consent_answered(allow, login.user, client)
     try:
         if not allow:
             raise AccessDeniedError("The member denied the request.")

@@ -9,6 +9,7 @@ from datetime import timedelta
 from authlib.oauth2.rfc6749 import InvalidGrantError, grants
 from flask import current_app
 
+from app import metrics
 from app.extensions import db
 from app.models import AuthorizationCode, Client
 from app.models.base import new_uuid, sha256_hex, utcnow
@@ -53,6 +54,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             return None
         if row.used_at is not None:
             # RFC 6749 4.1.2: a code used twice revokes the tokens issued from it.
+            metrics.reuse_detected("code", row)
             tokens.revoke_grant(row.grant_id)
             return None
         return row
@@ -62,11 +64,13 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         if not tokens.consume_code(code):
             # Lost a race with a concurrent redemption of the same code: that is reuse too.
             db.session.rollback()
+            metrics.reuse_detected("code", code)
             tokens.revoke_grant(code.grant_id)
             raise InvalidGrantError("The authorization code has already been used.")
         self.request.auth_time = code.auth_time
         response = super().create_token_response()
         db.session.commit()
+        metrics.tokens_issued("authorization_code", self.request)
         return response
 
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
@@ -86,6 +90,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
             return None
         if row.refresh_used_at is not None:
             # A rotated-out refresh token came back: someone holds a copy. Revoke the family.
+            metrics.reuse_detected("refresh_token", row)
             tokens.revoke_grant(row.grant_id)
             return None
         if not row.refresh_is_usable() or not row.client.is_active:
@@ -96,11 +101,13 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         old = self.request.refresh_token
         if not tokens.consume_refresh_token(old):
             db.session.rollback()
+            metrics.reuse_detected("refresh_token", old)
             tokens.revoke_grant(old.grant_id)
             raise InvalidGrantError("The refresh token has already been used.")
         self.request.auth_time = old.auth_time
         response = super().create_token_response()
         db.session.commit()
+        metrics.tokens_issued("refresh_token", self.request)
         return response
 
     def authenticate_user(self, refresh_token):

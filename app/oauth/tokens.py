@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from flask import current_app
 from sqlalchemy import or_, update
 
+from app import metrics
 from app.extensions import db
 from app.models import AuthorizationCode, Token
 from app.models.base import new_secret, sha256_hex, utcnow
@@ -110,6 +111,7 @@ def revoke_grant(grant_id: str) -> int:
         .execution_options(synchronize_session=False)
     )
     db.session.commit()
+    metrics.tokens_revoked(result.rowcount)
     return result.rowcount
 
 
@@ -121,6 +123,7 @@ def revoke_user_client_tokens(user_id: str, client_id: int) -> int:
         .values(revoked_at=utcnow())
         .execution_options(synchronize_session=False)
     )
+    metrics.tokens_revoked(result.rowcount)
     return result.rowcount
 
 

@@ -1,0 +1,81 @@
+"""Health probes for the load balancer and the orchestrator.
+
+`/healthz` says the process answers (liveness: restart me if not); it touches nothing else.
+`/readyz` says this process can serve sign-ins now (readiness: send me traffic): the database
+answers, its schema is at the migrations' head, and a signing key is loaded. A failing check
+names itself, but never the reason's details (hosts, SQL): those go to the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from alembic.script import ScriptDirectory
+from flask import Blueprint, Flask, Response, current_app, jsonify
+from sqlalchemy import text
+
+from app.config import PROJECT_ROOT
+from app.extensions import db
+from app.jwks import keystore
+
+log = logging.getLogger(__name__)
+bp = Blueprint("health", __name__)
+
+
+def migration_heads(directory: Path = PROJECT_ROOT / "migrations") -> set[str]:
+    """The revisions the code expects the database to be at (read once at start-up)."""
+    return set(ScriptDirectory(str(directory)).get_heads())
+
+
+def _json(body: dict, status: int) -> Response:
+    response = jsonify(body)
+    response.status_code = status
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.get("/healthz")
+def healthz() -> Response:
+    return _json({"status": "ok"}, 200)
+
+
+def check_database() -> dict:
+    db.session.execute(text("SELECT 1"))
+    return {"ok": True}
+
+
+def check_migrations() -> dict:
+    expected = current_app.extensions["migration_heads"]
+    current = set(db.session.scalars(text("SELECT version_num FROM alembic_version")))
+    return {"ok": current == expected, "current": sorted(current), "head": sorted(expected)}
+
+
+def check_signing_key() -> dict:
+    kid, _ = keystore.signing_key()
+    return {"ok": True, "kid": kid}
+
+
+CHECKS = {"database": check_database, "migrations": check_migrations, "signing_key": check_signing_key}
+
+
+@bp.get("/readyz")
+def readyz() -> Response:
+    results: dict[str, dict] = {}
+    for name, check in CHECKS.items():
+        try:
+            results[name] = check()
+        except Exception:  # a probe reports failures, it does not raise them
+            log.warning("readiness check %s failed", name, exc_info=True)
+            try:
+                db.session.rollback()
+            except Exception:  # the connection is gone; the pool replaces it on the next checkout
+                log.debug("rollback after a failed check failed too", exc_info=True)
+            results[name] = {"ok": False, "error": "unavailable"}
+    ready = all(r["ok"] for r in results.values())
+    return _json({"status": "ok" if ready else "unavailable", "checks": results}, 200 if ready else 503)
+
+
+def init_health(app: Flask) -> None:
+    app.extensions["migration_heads"] = migration_heads()
+    app.register_blueprint(bp)

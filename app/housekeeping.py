@@ -1,0 +1,76 @@
+"""Housekeeping: delete what can no longer be used, in small batches, while the service runs.
+
+What "no longer usable" means, table by table:
+  authorization_codes  past `expires_at` (used or not: a replay of it is refused as expired)
+  tokens               the access token expired and the refresh token (if any) expired too; a
+                       rotated-out refresh token is kept until then so its reuse is still
+                       recognized and revokes its family
+  login_sessions       expired or ended (signed out)
+  interactions         pending sign-ins past `expires_at`
+
+Each batch is one short transaction (`DELETE ... WHERE id IN (SELECT id ... LIMIT n)`), so
+requests served meanwhile never wait long on a lock, and an interrupted purge simply resumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, delete, func, or_, select
+
+from app.extensions import db
+from app.models import AuthorizationCode, Interaction, LoginSession, Token
+from app.models.base import utcnow
+
+
+@dataclass(frozen=True)
+class Rule:
+    model: type
+    expired: Callable[[datetime], ColumnElement[bool]]
+
+
+RULES: dict[str, Rule] = {
+    "authorization_codes": Rule(AuthorizationCode, lambda now: AuthorizationCode.expires_at <= now),
+    "tokens": Rule(
+        Token,
+        lambda now: (Token.access_expires_at <= now)
+        & or_(Token.refresh_expires_at.is_(None), Token.refresh_expires_at <= now),
+    ),
+    "login_sessions": Rule(
+        LoginSession, lambda now: or_(LoginSession.expires_at <= now, LoginSession.ended_at.is_not(None))
+    ),
+    "interactions": Rule(Interaction, lambda now: Interaction.expires_at <= now),
+}
+
+
+def count_expired(now: datetime | None = None) -> dict[str, int]:
+    """How many rows a purge would delete now (for --dry-run)."""
+    now = now or utcnow()
+    return {
+        name: db.session.scalar(select(func.count()).select_from(rule.model).where(rule.expired(now))) or 0
+        for name, rule in RULES.items()
+    }
+
+
+def purge_table(rule: Rule, now: datetime, batch_size: int) -> int:
+    """Delete the expired rows of one table, `batch_size` per committed transaction."""
+    pk = rule.model.__mapper__.primary_key[0]
+    deleted = 0
+    while True:
+        batch = select(pk).where(rule.expired(now)).limit(batch_size).scalar_subquery()
+        result = db.session.execute(delete(rule.model).where(pk.in_(batch)).execution_options(synchronize_session=False))
+        db.session.commit()
+        deleted += result.rowcount
+        if result.rowcount < batch_size:
+            return deleted
+
+
+def purge_expired(batch_size: int = 1000, now: datetime | None = None) -> dict[str, int]:
+    """Purge every table; returns the rows deleted per table. `now` is fixed for the whole run,
+    so rows expiring during it wait for the next run rather than making it chase its tail."""
+    if batch_size < 1:
+        raise ValueError("batch size must be at least 1")
+    now = now or utcnow()
+    return {name: purge_table(rule, now, batch_size) for name, rule in RULES.items()}

@@ -1,0 +1,137 @@
+"""Structured logs: one JSON object per line, and every line written while serving a request
+carries that request's id.
+
+The request id is taken from an incoming `X-Request-Id` (when it looks like an id, so a caller
+cannot inject text into the logs) or made fresh, and is echoed in the response, so a support
+request, a proxy's log and ours can be matched. Each request ends with one access line: method,
+path (never the query string: it may carry an ID token as `id_token_hint`), endpoint, status,
+latency, client id and a keyed hash of the member id. Nothing else about the member, and never a
+secret, code or token, is logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import re
+import sys
+import time
+import uuid
+
+from flask import Flask, Response, current_app, g, has_request_context, request
+from pythonjsonlogger.json import JsonFormatter
+
+access_log = logging.getLogger("credits_id.access")
+events_log = logging.getLogger("credits_id.events")
+
+REQUEST_ID_HEADER = "X-Request-Id"
+REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+RENAMED = {"asctime": "time", "levelname": "level", "name": "logger"}
+
+
+class RequestContextFilter(logging.Filter):
+    """Stamps the current request's id on every record logged while the request is served."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if has_request_context() and "request_id" in g and not hasattr(record, "request_id"):
+            record.request_id = g.request_id
+        return True
+
+
+def json_formatter() -> JsonFormatter:
+    return JsonFormatter(LOG_FORMAT, rename_fields=RENAMED, datefmt="%Y-%m-%dT%H:%M:%S%z")
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """Send every log record to stderr as JSON (once per process; idempotent)."""
+    root = logging.getLogger()
+    if not any(getattr(h, "_credits_id", False) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(json_formatter())
+        handler.addFilter(RequestContextFilter())
+        handler._credits_id = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+    root.setLevel(level.upper())
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # chatter on every start
+
+
+def member_hash(user_id: str | None) -> str | None:
+    """A keyed hash of the member id: lines of one member can be linked without naming them."""
+    if not user_id:
+        return None
+    key = current_app.config["SECRET_KEY"].encode()
+    return hmac.new(key, f"member:{user_id}".encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def note(client_id: str | None = None, user_id: str | None = None) -> None:
+    """Tell the access line which app and member the request was about (set by the hooks)."""
+    if not has_request_context():
+        return
+    if client_id:
+        g.log_client_id = str(client_id)[:64]
+    if user_id:
+        g.log_user_id = str(user_id)
+
+
+def event(message: str, **fields) -> None:
+    """One line for a notable event (login failed, code reuse...), with the request's context."""
+    extra = {k: v for k, v in fields.items() if v is not None}
+    events_log.info(message, extra=extra)
+
+
+def _start_request() -> None:
+    g.request_started = time.perf_counter()
+    incoming = request.headers.get(REQUEST_ID_HEADER, "")
+    g.request_id = incoming if REQUEST_ID_PATTERN.fullmatch(incoming) else uuid.uuid4().hex
+
+
+def _client_id() -> str | None:
+    """The app the request came from: authenticated (hooks/signals), else what it claimed."""
+    if "log_client_id" in g:
+        return g.log_client_id
+    try:
+        claimed = request.args.get("client_id") or (request.authorization.username if request.authorization else None)
+        if not claimed and request.mimetype == "application/x-www-form-urlencoded":
+            claimed = request.form.get("client_id")
+    except Exception:  # a malformed request was already answered; the log line must not fail
+        claimed = None
+    return str(claimed)[:64] if claimed else None
+
+
+def _user_id() -> str | None:
+    if "log_user_id" in g:
+        return g.log_user_id
+    login = g.get("login_session")  # set by app.auth.sessions when the request looked it up
+    return getattr(login, "user_id", None)
+
+
+def _finish_request(response: Response) -> Response:
+    request_id = g.get("request_id") or uuid.uuid4().hex
+    response.headers[REQUEST_ID_HEADER] = request_id
+    started = g.get("request_started")
+    latency_ms = round((time.perf_counter() - started) * 1000, 2) if started else None
+    g.request_latency = (latency_ms or 0) / 1000
+    access_log.info(
+        "request",
+        extra={
+            "method": request.method,
+            "path": request.path,
+            "endpoint": request.url_rule.endpoint if request.url_rule else None,
+            "status": response.status_code,
+            "latency_ms": latency_ms,
+            "client_id": _client_id(),
+            "member": member_hash(_user_id()),
+            "remote_addr": request.remote_addr,
+        },
+    )
+    return response
+
+
+def init_logging(app: Flask) -> None:
+    configure_logging(app.config["LOG_LEVEL"])
+    # First of all before_request functions, so a request refused by an earlier hook (CSRF)
+    # still has its id and start time.
+    app.before_request_funcs.setdefault(None, []).insert(0, _start_request)
+    app.after_request(_finish_request)
