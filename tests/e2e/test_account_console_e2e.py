@@ -1,116 +1,157 @@
 """The member's account page (revoke a connected app) and the console (register an app, then sign
-in with it), in a real browser. Written against the behaviour issue 4 describes; each test skips,
-saying why, on a build that has no /account or /console pages yet."""
+in with it), in a real browser, found by what a person sees: labels, headings, buttons. Every
+page passed is screenshotted under artifacts/e2e/."""
 
 from __future__ import annotations
 
-import re
-
-import pytest
 import requests
 
 from app.extensions import db
-from app.models import Consent
-from tests.e2e.helpers import authorize_url
+from app.fees import CURRENCY, MONTHLY_FEE
+from app.models import Client, Consent, Token
+from app.scopes import SCOPES
+from tests.e2e.helpers import authorize_url, verify_id_token
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import USERINFO, RelyingParty
 
+SCOPE = "openid profile credits:read offline_access"
 
-def require_pages(app, prefix: str) -> None:
-    if not any(rule.rule.startswith(prefix) for rule in app.url_map.iter_rules()):
-        pytest.skip(f"this build has no {prefix} pages yet (issue 4 adds them)")
+
+def no_page_problems(page) -> None:
+    assert page.problems.messages == [], f"the browser reported errors (CSP?): {page.problems.messages}"
 
 
 def sign_in_on_login_page(page, email: str) -> None:
     page.get_by_label("Email").fill(email)
     page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Sign in").click()
 
 
 def connect(page, live_server, callback, rp: RelyingParty, email: str, shots) -> dict:
     """Sign in to the app and allow it: returns the tokens the app got."""
-    url, _ = authorize_url(live_server.url, rp, "openid profile credits:read offline_access")
+    url, params = authorize_url(live_server.url, rp, SCOPE)
     page.goto(url)
+    shots.take("login")
     sign_in_on_login_page(page, email)
     page.wait_for_url("**/consent?**")
     shots.take("consent")
     page.get_by_role("button", name="Allow").click()
     page.wait_for_url(callback.url + "*")
     shots.take("callback")
+    assert callback.last()["state"] == params["state"]
     response = rp.exchange(callback.last()["code"])
     assert response.status_code == 200, response.text
-    return response.json()
+    tokens = response.json()
+    assert {"access_token", "refresh_token", "id_token"} <= tokens.keys()
+    return tokens
 
 
-def test_account_page_revokes_a_connected_app(live_server, app, callback, page, shots):
-    require_pages(app, "/account")
+def userinfo_status(live_server, access_token: str) -> int:
+    return requests.get(live_server(USERINFO), headers={"Authorization": f"Bearer {access_token}"},
+                        timeout=30).status_code
+
+
+def test_account_page_revokes_a_connected_app(live_server, callback, page, shots):
+    from playwright.sync_api import expect
+
     member = make_member(name="Billie Basic")
     client, secret = make_client(name="Liner Notes", redirect_uris=[callback.url])
     rp = RelyingParty(live_server.url, client.client_id, secret, redirect_uri=callback.url)
     tokens = connect(page, live_server, callback, rp, member.email, shots)
+    assert userinfo_status(live_server, tokens["access_token"]) == 200
 
     page.goto(live_server("/account"))
+    assert page.title() == "Your account · Credits ID"
     shots.take("account")
-    main = page.locator("main")
-    assert "Billie Basic" in main.inner_text() and member.email in main.inner_text()
-    connected = main.locator("li, tr, article, section").filter(has_text="Liner Notes").last
-    assert "Read your credits" in connected.inner_text()  # the scopes granted, in plain words
+    profile = page.get_by_role("region", name="Profile")
+    expect(profile).to_contain_text("Billie Basic")
+    expect(profile).to_contain_text(member.email)
 
-    connected.get_by_role("button", name=re.compile("revoke|disconnect", re.I)).click()
-    confirm = page.get_by_role("button", name=re.compile("revoke|disconnect", re.I))
-    if "Liner Notes" in page.locator("main").inner_text() and confirm.count() == 1:  # a confirmation step
-        confirm.click()
-    page.wait_for_load_state()
+    # The app is listed under its own heading, with what it may do in the consent page's words.
+    apps = page.get_by_role("region", name="Connected apps")
+    card = apps.get_by_role("listitem").filter(has=page.get_by_role("heading", name="Liner Notes"))
+    expect(card).to_have_count(1)
+    expect(card.get_by_role("list").get_by_role("listitem")).to_have_text(
+        [SCOPES[s].description for s in SCOPE.split()])
+
+    with page.expect_navigation():
+        card.get_by_role("button", name="Revoke access for Liner Notes").click()
+    assert page.url == live_server("/account")
     shots.take("account-after-revoke")
-    assert "Liner Notes" not in page.locator("main").inner_text() or "revoked" in page.locator("main").inner_text().lower()
+    expect(page.get_by_role("status")).to_have_text(
+        "Liner Notes is disconnected: it can no longer read your data, and its sign-in has ended.")
+    expect(apps.get_by_role("heading", name="Liner Notes")).to_have_count(0)
+    expect(apps).to_contain_text("No apps are connected to your account.")
+    no_page_problems(page)
 
     # Revoked at once: the app's refresh is invalid_grant and its access token stops working.
     refreshed = rp.refresh(tokens["refresh_token"])
     assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
-    info = requests.get(live_server(USERINFO), headers={"Authorization": f"Bearer {tokens['access_token']}"},
-                        timeout=30)
-    assert info.status_code == 401
+    assert userinfo_status(live_server, tokens["access_token"]) == 401
     db.session.remove()
     assert db.session.scalar(db.select(Consent).where(Consent.user_id == member.id)) is None
+    issued = db.session.scalars(db.select(Token).where(Token.user_id == member.id)).all()
+    assert issued and all(t.revoked_at is not None for t in issued)
 
 
-def test_console_registers_an_app_that_can_sign_in(live_server, app, callback, page, shots):
-    require_pages(app, "/console")
+def test_console_registers_an_app_that_can_sign_in(live_server, callback, page, shots):
+    from playwright.sync_api import expect
+
     developer = make_member(name="Dana Developer", role="developer")
 
     page.goto(live_server("/console"))
-    if "/login" in page.url:
-        shots.take("login")
-        sign_in_on_login_page(page, developer.email)
-        page.wait_for_url("**/console**")
+    assert page.url.startswith(live_server("/login?")), page.url  # the console asks who you are first
+    shots.take("login")
+    sign_in_on_login_page(page, developer.email)
+    assert page.url == live_server("/console"), page.url
+    expect(page.get_by_role("heading", name="Your applications")).to_be_visible()
+    expect(page.locator("main")).to_contain_text(f"Each registered application costs {MONTHLY_FEE} {CURRENCY} per month")
     shots.take("console")
 
-    page.get_by_role("link", name=re.compile("register", re.I)).first.click()
+    page.get_by_role("link", name="Register an app", exact=True).click()
+    page.wait_for_url("**/console/apps/new")
+    expect(page.get_by_role("heading", name="Register an app")).to_be_visible()
+    page.get_by_label("Name", exact=True).fill("Session Notes")
+    page.get_by_label("Redirect URIs (one per line)").fill(callback.url)
+    expect(page.get_by_label("Confidential — a server that keeps a client secret")).to_be_checked()
     shots.take("register-form")
-    page.get_by_label(re.compile("^name", re.I)).first.fill("Session Notes")
-    page.get_by_label(re.compile("redirect uris", re.I)).first.fill(callback.url)
-    page.get_by_role("button", name=re.compile("register|create", re.I)).click()
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Register").click()
+
+    # The secret page: the client id and the secret, shown this once.
+    expect(page.get_by_role("heading", name="Session Notes is registered")).to_be_visible()
+    expect(page.get_by_role("alert")).to_contain_text("It is shown only this once")
     shots.take("registered")
+    client_id = page.locator("#client-id").inner_text().strip()
+    client_secret = page.locator("#client-secret").inner_text().strip()
+    assert len(client_secret) >= 32, client_secret
+    db.session.remove()
+    stored = db.session.scalar(db.select(Client).where(Client.client_id == client_id))
+    assert stored is not None and stored.name == "Session Notes" and stored.owner_id == developer.id
+    assert stored.check_client_secret(client_secret) and stored.client_secret_hash != client_secret  # a hash
+    no_page_problems(page)
 
-    text = page.locator("main").inner_text()
-    client_id = re.search(r"client id\s*:?\s*(\S+)", text, re.I)
-    client_secret = re.search(r"secret\s*:?\s*(\S{20,})", text, re.I)
-    assert client_id and client_secret, f"the new app's client id and secret are not on the page:\n{text}"
-    assert "99" in text or "99" in page.goto(live_server("/console")).text()  # the flat monthly fee is shown
+    # Past that page the secret is nowhere to be seen again.
+    page.get_by_role("link", name="I have copied it — go to the app").click()
+    page.wait_for_url(f"**/console/apps/{client_id}")
+    expect(page.get_by_role("heading", name="Session Notes")).to_be_visible()
+    assert client_secret not in page.content()
+    shots.take("app-detail")
 
-    rp = RelyingParty(live_server.url, client_id.group(1), client_secret.group(1), redirect_uri=callback.url)
+    # The new app signs the developer in: consent (it is not first-party), callback, token exchange.
+    rp = RelyingParty(live_server.url, client_id, client_secret, redirect_uri=callback.url)
     url, params = authorize_url(live_server.url, rp, "openid profile")
     page.goto(url)
-    if "/login" in page.url:
-        sign_in_on_login_page(page, developer.email)
-    page.wait_for_url("**/consent?**")
+    page.wait_for_url("**/consent?**")  # already signed in: no login page this time
+    expect(page.locator("main")).to_contain_text("Session Notes wants to access your Credits ID account")
     shots.take("consent-for-new-app")
-    assert "Session Notes" in page.locator("main").inner_text()
     page.get_by_role("button", name="Allow").click()
     page.wait_for_url(callback.url + "*")
     shots.take("callback")
     assert callback.last()["state"] == params["state"]
     response = rp.exchange(callback.last()["code"])
     assert response.status_code == 200, response.text
-    assert "id_token" in response.json()
+    claims = verify_id_token(live_server.url, response.json()["id_token"], client_id, params["nonce"])
+    assert claims["sub"] == developer.sub
+    assert userinfo_status(live_server, response.json()["access_token"]) == 200

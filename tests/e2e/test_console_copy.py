@@ -1,47 +1,42 @@
-"""In a real browser (Chromium through Playwright): the secret page's copy button works under the
-strict CSP (script loaded from a file, no inline script) and puts the secret on the clipboard."""
+"""In a real browser (the shared Debian Chromium of tests/e2e/conftest.py): the secret page's copy
+button works under the strict CSP (script loaded from a file, no inline script) and puts the
+secret on the clipboard. Every page passed is screenshotted under artifacts/e2e/."""
 
-import shutil
-
-import pytest
+from __future__ import annotations
 
 from tests.factories import PASSWORD, make_member
 
-sync_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CLIPBOARD = ["clipboard-read", "clipboard-write"]
 
 
-@pytest.fixture
-def page(live_server):
-    if not shutil.which(CHROMIUM):
-        pytest.skip("no Chromium on this machine")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        context = browser.new_context(permissions=["clipboard-read", "clipboard-write"])
-        page = context.new_page()
-        page.set_default_timeout(60_000)  # a loaded machine
-        page.csp_violations = []
-        page.on("console", lambda m: "Content Security Policy" in m.text and page.csp_violations.append(m.text))
-        yield page
-        browser.close()
+def test_copy_button_copies_the_secret(live_server, context, page, shots):
+    from playwright.sync_api import expect
 
-
-def test_copy_button_copies_the_secret(live_server, page):
+    # This test's own context (from the shared browser) may read and write the clipboard.
+    context.grant_permissions(CLIPBOARD, origin=live_server.url)
     dev = make_member(role="developer")
     page.goto(live_server("/login?next=/console/apps/new"))
-    page.fill("#email", dev.email)
-    page.fill("#password", PASSWORD)
-    page.click("button[type=submit]")
+    page.get_by_label("Email").fill(dev.email)
+    page.get_by_label("Password").fill(PASSWORD)
+    shots.take("login")
+    page.get_by_role("button", name="Sign in").click()
     page.wait_for_url("**/console/apps/new")
-    page.fill("#name", "Clipboard App")
-    page.fill("#redirect_uris", "https://clip.example.com/cb")
-    page.click("form.app-form button[type=submit]")
+    page.get_by_label("Name", exact=True).fill("Clipboard App")
+    page.get_by_label("Redirect URIs (one per line)").fill("https://clip.example.com/cb")
+    shots.take("register-form")
+    with page.expect_navigation() as navigation:
+        page.get_by_role("button", name="Register").click()
+    csp = navigation.value.headers["content-security-policy"]
+    assert "script-src 'self';" in csp and "unsafe-inline" not in csp
 
-    secret = page.inner_text("#client-secret").strip()
+    secret = page.locator("#client-secret").inner_text().strip()
+    assert len(secret) >= 32
     button = page.locator("button[data-copy=client-secret]")
-    sync_api.expect(button).to_be_visible()  # hidden until the script runs
+    expect(button).to_be_visible()  # hidden until the script (a file, not inline) runs
+    shots.take("secret-page")
     button.click()
-    sync_api.expect(button).to_have_text("Copied")
+    expect(button).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == secret
-    assert page.inner_text("#copy-status") == "Copied to the clipboard."
-    assert page.csp_violations == []
+    expect(page.get_by_role("status")).to_have_text("Copied to the clipboard.")
+    shots.take("copied")
+    assert page.problems.messages == [], f"the browser reported errors (CSP?): {page.problems.messages}"
