@@ -23,12 +23,13 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
 
     from app.auth.passwords import passwords
-    from app.extensions import csrf, db, migrate
+    from app.extensions import csrf, db, limiter, migrate
     from app.jwks import keystore
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     csrf.init_app(app)
+    limiter.init_app(app)
     keystore.init_app(app)
     passwords.init_app(app)
 
@@ -45,6 +46,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(oauth_bp)
     app.register_blueprint(auth_bp)
     app.register_blueprint(consent_bp)
+
+    from app.api import init_api
+
+    init_api(app)
 
     from app.cli import register_cli
 

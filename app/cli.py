@@ -12,7 +12,7 @@ from flask.cli import AppGroup
 
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
-from app.members import MemberError, create_member
+from app.members import MemberError, create_member, find_member, set_tier
 from app.models import Client, Role, Tier
 from app.models.base import new_secret
 from app.registration import NewClient, RegistrationError, register_client
@@ -56,6 +56,22 @@ def users_create(email, name, tier, admin, role, password_stdin, profile_id, as_
     if not password_stdin:
         data["password"] = password
     emit(data, as_json, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
+
+
+@users.command("set-tier")
+@click.argument("email")
+@click.argument("tier", type=click.Choice([t.value for t in Tier]))
+@json_option
+def users_set_tier(email, tier, as_json):
+    """Change a member's membership; existing tokens follow at their next request."""
+    try:
+        user = find_member(email)
+        previous = user.tier
+        set_tier(user, tier)
+    except MemberError as exc:
+        fail(str(exc))
+    emit({"email": user.email, "tier": user.tier, "previous_tier": previous}, as_json,
+         lambda d: f"{d['email']}: {d['previous_tier']} -> {d['tier']}")
 
 
 @clients.command("create")
@@ -153,16 +169,29 @@ def keys_list(as_json):
 
 
 @demo.command("seed")
+@click.option("--seed", "catalog_seed", type=int, default=None, help="Seed of the demo catalog (same seed, same data).")
+@click.option("--credits", "credit_count", type=click.IntRange(min=100), default=None,
+              help="Credit rows in the demo catalog (e.g. 100000 for benchmarks).")
+@click.option("--rebuild", is_flag=True, help="Replace an existing catalog (members keep their accounts).")
 @json_option
-def demo_seed(as_json):
-    """Create (or refresh) the demo members and apps and print their credentials."""
+def demo_seed(catalog_seed, credit_count, rebuild, as_json):
+    """Create (or refresh) the demo catalog, members and apps and print their credentials."""
+    from app.catalog_seed import CatalogExists
     from app.demo import seed_accounts
 
-    data = seed_accounts()
+    try:
+        data = seed_accounts(catalog_seed=catalog_seed, credits=credit_count, rebuild=rebuild)
+    except CatalogExists as exc:
+        fail(str(exc))
 
     def human(d):
-        lines = ["Demo members (passwords shown once):"]
-        lines += [f"  {m['tier']:<5} {m['email']}  password: {m['password']}" for m in d["members"]]
+        c = d["catalog"]
+        origin = f"seed {c['seed']}" if c["built"] else "kept"
+        lines = [f"Demo catalog ({origin}): {c['profiles']} profiles, "
+                 f"{c['albums']} albums, {c['tracks']} tracks, {c['credits']} credits, {c['chart_rows']} chart rows"]
+        lines.append("Demo members (passwords shown once):")
+        lines += [f"  {m['tier']:<5} {m['email']}  password: {m['password']}  profile: {m['profile_id']}"
+                  for m in d["members"]]
         lines.append("Demo apps:")
         for a in d["apps"]:
             secret = f"  secret: {a['client_secret']}" if a["client_secret"] else "  (public: no secret)"

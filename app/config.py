@@ -48,6 +48,8 @@ DEFAULTS: dict[str, Setting] = {
     "ARGON2_TIME_COST": Setting(2, "argon2id iterations (OWASP minimum: 2 with 19 MiB)."),
     "ARGON2_MEMORY_COST": Setting(19456, "argon2id memory in KiB (19 MiB)."),
     "ARGON2_PARALLELISM": Setting(1, "argon2id lanes."),
+    "REDIS_URL": Setting("", "Redis for shared rate-limit counts (`redis://host:6379/0`); empty keeps them in memory."),
+    "API_RATE_LIMIT_PER_MINUTE": Setting(300, "Requests per minute each access token may make to the `/v1` data API."),
 }
 
 
@@ -101,6 +103,8 @@ def check_settings(settings: dict[str, Any]) -> None:
         secret = settings.get("SECRET_KEY") or ""
         if secret == DEV_SECRET_KEY or len(secret) < 32:
             raise ConfigError("SECRET_KEY must be set to a random value of at least 32 characters outside development")
+    if int(settings["API_RATE_LIMIT_PER_MINUTE"]) <= 0:
+        raise ConfigError("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
     for name in ("AUTHORIZATION_CODE_LIFETIME", "ACCESS_TOKEN_LIFETIME", "ID_TOKEN_LIFETIME", "REFRESH_TOKEN_LIFETIME"):
         if int(settings[name]) <= 0:
             raise ConfigError(f"{name} must be a positive number of seconds")
@@ -129,4 +133,5 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
         "WTF_CSRF_SSL_STRICT": https,
         "PREFERRED_URL_SCHEME": "https" if https else "http",
         "JSON_SORT_KEYS": False,
+        "RATELIMIT_STORAGE_URI": settings["REDIS_URL"] or "memory://",
     }

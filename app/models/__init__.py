@@ -1,6 +1,7 @@
 """All models, imported here so Alembic and the app see the whole schema."""
 
 from app.models.authorization_code import AuthorizationCode
+from app.models.catalog import Album, ChartRow, Credit, CreditRole, Profile, Track, TrackArtist, credit_role_links
 from app.models.client import Client, ClientStatus, ClientType
 from app.models.consent import Consent
 from app.models.interaction import Interaction
@@ -10,6 +11,14 @@ from app.models.token import Token
 from app.models.user import Role, Tier, User
 
 __all__ = [
+    "Album",
+    "ChartRow",
+    "Credit",
+    "CreditRole",
+    "Profile",
+    "Track",
+    "TrackArtist",
+    "credit_role_links",
     "AuthorizationCode",
     "Client",
     "ClientStatus",
