@@ -255,8 +255,8 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
         for position, (profile_id, count) in enumerate(ranked, start=1):
             score = count * 100 + rng.randrange(100)
             chart_rows.append({
-                "profile_id": profile_id, "chart_name": CHARTS[family], "position": position,
-                "position_change": rng.randint(-10, 10), "score": score,
+                "id": len(chart_rows) + 1, "profile_id": profile_id, "chart_name": CHARTS[family],
+                "position": position, "position_change": rng.randint(-10, 10), "score": score,
                 "score_change": rng.randint(-500, 500) if rng.random() < 0.8 else None,
                 "credits_count": count, "percentage": round(100.0 * count / total, 3),
             })
@@ -280,7 +280,7 @@ def _sync_sequences() -> None:
     inserts that let the database choose the id do not collide (SQLite needs nothing)."""
     if db.session.get_bind().dialect.name != "postgresql":
         return
-    for table in ("credits", "credit_roles"):
+    for table in ("credits", "credit_roles", "chart_rows"):
         db.session.execute(text(
             f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"  # noqa: S608 - fixed names
         ))
