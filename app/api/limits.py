@@ -73,8 +73,8 @@ def count_request() -> None:
     try:
         allowed = limiter.limiter.hit(item, LIMIT_SCOPE, key)
         reset_at, remaining = limiter.limiter.get_window_stats(item, LIMIT_SCOPE, key)
-    except Exception:  # the counter store is down: serve (fail open) rather than refuse everyone
-        log.exception("rate-limit storage unavailable; /v1 request not counted")
+    except Exception as exc:  # the counter store is down: serve (fail open) rather than refuse everyone
+        log.warning("rate-limit storage unavailable, /v1 request not counted: %s", type(exc).__name__)
         return
     window = Window(item.amount, max(0, remaining), max(1, math.ceil(reset_at - time.time())))
     g.api_window = window
