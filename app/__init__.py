@@ -27,12 +27,13 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     init_logging(app)
 
     from app.auth.passwords import init_passwords
-    from app.extensions import csrf, db, migrate
+    from app.extensions import csrf, db, limiter, migrate
     from app.jwks import init_keystore
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     csrf.init_app(app)
+    limiter.init_app(app)
     init_keystore(app)
     init_passwords(app)
 
@@ -61,6 +62,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     init_health(app)
     init_metrics(app)
+
+    from app.api import init_api
+
+    init_api(app)
 
     from app.cli import register_cli
 

@@ -156,16 +156,29 @@ def keys_list(as_json):
 
 
 @demo.command("seed")
+@click.option("--seed", "catalog_seed", type=int, default=None, help="Seed of the demo catalog (same seed, same data).")
+@click.option("--credits", "credit_count", type=click.IntRange(min=100), default=None,
+              help="Credit rows in the demo catalog (e.g. 100000 for benchmarks).")
+@click.option("--rebuild", is_flag=True, help="Replace an existing catalog (members keep their accounts).")
 @json_option
-def demo_seed(as_json):
-    """Create (or refresh) the demo members and apps and print their credentials."""
+def demo_seed(catalog_seed, credit_count, rebuild, as_json):
+    """Create (or refresh) the demo catalog, members and apps and print their credentials."""
+    from app.catalog_seed import CatalogExists
     from app.demo import seed_accounts
 
-    data = seed_accounts()
+    try:
+        data = seed_accounts(catalog_seed=catalog_seed, credits=credit_count, rebuild=rebuild)
+    except CatalogExists as exc:
+        fail(str(exc))
 
     def human(d):
-        lines = ["Demo members (passwords shown once):"]
-        lines += [f"  {m['tier']:<5} {m['email']}  password: {m['password']}" for m in d["members"]]
+        c = d["catalog"]
+        origin = f"seed {c['seed']}" if c["built"] else "kept"
+        lines = [f"Demo catalog ({origin}): {c['profiles']} profiles, "
+                 f"{c['albums']} albums, {c['tracks']} tracks, {c['credits']} credits, {c['chart_rows']} chart rows"]
+        lines.append("Demo members (passwords shown once):")
+        lines += [f"  {m['tier']:<5} {m['email']}  password: {m['password']}  profile: {m['profile_id']}"
+                  for m in d["members"]]
         lines.append("Demo apps:")
         for a in d["apps"]:
             secret = f"  secret: {a['client_secret']}" if a["client_secret"] else "  (public: no secret)"

@@ -56,6 +56,8 @@ DEFAULTS: dict[str, Setting] = {
     "METRICS_ENABLED": Setting(True, "Serve Prometheus metrics at /metrics."),
     "METRICS_TOKEN": Setting("", "When set, /metrics answers only `Authorization: Bearer <token>` (404 otherwise)."),
     "PURGE_BATCH_SIZE": Setting(1000, "Rows `flask purge-expired` deletes per transaction."),
+    "REDIS_URL": Setting("", "Redis for shared rate-limit counts (`redis://host:6379/0`); empty keeps them in memory."),
+    "API_RATE_LIMIT_PER_MINUTE": Setting(300, "Requests per minute each access token may make to the `/v1` data API."),
 }
 
 
@@ -109,6 +111,8 @@ def check_settings(settings: dict[str, Any]) -> None:
         secret = settings.get("SECRET_KEY") or ""
         if secret == DEV_SECRET_KEY or len(secret) < 32:
             raise ConfigError("SECRET_KEY must be set to a random value of at least 32 characters outside development")
+    if int(settings["API_RATE_LIMIT_PER_MINUTE"]) <= 0:
+        raise ConfigError("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
     for name in ("AUTHORIZATION_CODE_LIFETIME", "ACCESS_TOKEN_LIFETIME", "ID_TOKEN_LIFETIME", "REFRESH_TOKEN_LIFETIME"):
         if int(settings[name]) <= 0:
             raise ConfigError(f"{name} must be a positive number of seconds")
@@ -144,4 +148,5 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
         "WTF_CSRF_SSL_STRICT": https,
         "PREFERRED_URL_SCHEME": "https" if https else "http",
         "JSON_SORT_KEYS": False,
+        "RATELIMIT_STORAGE_URI": settings["REDIS_URL"] or "memory://",
     }

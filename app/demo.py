@@ -1,19 +1,22 @@
-"""Demo data for a first run: two members (basic and pro) and two apps (confidential and public).
+"""Demo data for a first run: a catalog, two members (basic and pro) linked to two of its most
+credited profiles, and two apps (confidential and public).
 
-Running it again is safe: the same members and apps are kept, and fresh credentials are
+Running it again is safe: the same catalog, members and apps are kept, and fresh credentials are
 issued and printed (passwords and secrets are stored hashed, so they cannot be shown again)."""
 
 from __future__ import annotations
 
+from app.catalog_seed import ensure_catalog, profiles_by_credit_count
 from app.extensions import db
 from app.members import create_member, set_password
 from app.models import Client, Tier, User
 from app.models.base import new_secret
 from app.registration import NewClient, register_client, rotate_secret
 
+# `catalog_rank`: which of the most-credited profiles the member is linked to (0 = the most).
 DEMO_MEMBERS = (
-    {"email": "basic@demo.credits.example", "name": "Billie Basic", "tier": Tier.BASIC.value},
-    {"email": "pro@demo.credits.example", "name": "Parker Pro", "tier": Tier.PRO.value},
+    {"email": "basic@demo.credits.example", "name": "Billie Basic", "tier": Tier.BASIC.value, "catalog_rank": 1},
+    {"email": "pro@demo.credits.example", "name": "Parker Pro", "tier": Tier.PRO.value, "catalog_rank": 0},
 )
 DEMO_REDIRECT = "http://127.0.0.1:5001/callback"
 DEMO_APPS = (
@@ -33,15 +36,19 @@ DEMO_APPS = (
 )
 
 
-def seed_accounts() -> dict:
-    """Create or refresh the demo members and apps; returns what a newcomer needs to try it."""
+def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, rebuild: bool = False) -> dict:
+    """Create or refresh the demo catalog, members and apps; returns what a newcomer needs to try it."""
+    catalog = ensure_catalog(catalog_seed, credits, rebuild)
+    linked = profiles_by_credit_count(len(DEMO_MEMBERS))
     members = []
     for spec in DEMO_MEMBERS:
         password = new_secret(12)
+        profile_id = linked[spec["catalog_rank"]] if spec["catalog_rank"] < len(linked) else None
         user = db.session.scalar(db.select(User).where(User.email == spec["email"]))
         if user is None:
-            user = create_member(spec["email"], spec["name"], password, tier=spec["tier"])
+            user = create_member(spec["email"], spec["name"], password, tier=spec["tier"], profile_id=profile_id)
         else:
+            user.profile_id, user.tier = profile_id, spec["tier"]
             set_password(user, password)
         members.append({"email": user.email, "password": password, "tier": user.tier,
                         "profile_id": user.profile_id, "id": user.id, "sub": user.sub})
@@ -54,4 +61,4 @@ def seed_accounts() -> dict:
             secret = None if client.is_public else rotate_secret(client)
         apps.append({"name": client.name, "client_id": client.client_id, "client_secret": secret,
                      "type": client.client_type, "redirect_uris": client.redirect_uris})
-    return {"members": members, "apps": apps}
+    return {"members": members, "apps": apps, "catalog": catalog.as_dict()}

@@ -14,6 +14,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.exceptions import HTTPException
 
+from app.api.envelope import is_api_request, status_error
 from app.oauth.authorize import UntrustedRequest
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,8 @@ def register_error_handlers(app: Flask) -> None:
     def http_error(error: HTTPException):
         status = error.code or 500
         title, message = FRIENDLY.get(status, (error.name, error.description or ""))
+        if is_api_request():
+            return status_error(status)
         if is_machine_request():
             return machine_error(status, message)
         return error_page(title, message, status)
@@ -95,6 +98,8 @@ def register_error_handlers(app: Flask) -> None:
     def unexpected(error: Exception):
         log.exception("unhandled error on %s %s", request.method, request.path)
         title, message = FRIENDLY[500]
+        if is_api_request():
+            return status_error(500)
         if is_machine_request():
             return machine_error(500, message)
         return error_page(title, message, 500)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import uuid
 
 from app.auth.passwords import passwords
 from app.extensions import db
-from app.models import Role, Tier, User
+from app.models import Profile, Role, Tier, User
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD_LENGTH = 10
@@ -37,6 +38,7 @@ def create_member(
         raise MemberError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
     if db.session.scalar(db.select(User.id).where(User.email == email)):
         raise MemberError(f"a member with email {email} already exists")
+    profile_id = linkable_profile_id(profile_id)
     user = User(email=email, name=name.strip(), tier=tier, role=role, password_hash=passwords.hash(password),
                 profile_id=profile_id)
     db.session.add(user)
@@ -77,3 +79,17 @@ def set_role(user: User, role: str) -> bool:
     changed = user.role != role
     user.role = role
     return changed
+
+
+def linkable_profile_id(profile_id: str | None) -> str | None:
+    """A catalog profile id a member can be linked to (canonical form), or None for no link."""
+    if profile_id is None or profile_id == "":
+        return None
+    try:
+        canonical = str(uuid.UUID(profile_id))
+    except ValueError:
+        raise MemberError(f"not a profile id (UUID): {profile_id!r}") from None
+    if db.session.get(Profile, canonical) is None:
+        raise MemberError(f"no catalog profile with id {canonical}")
+    return canonical
+

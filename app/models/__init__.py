@@ -2,6 +2,7 @@
 
 from app.models.audit import AuditEvent
 from app.models.authorization_code import AuthorizationCode
+from app.models.catalog import Album, ChartRow, Credit, CreditRole, Profile, Track, TrackArtist, credit_role_links
 from app.models.client import Client, ClientStatus, ClientType
 from app.models.consent import Consent
 from app.models.interaction import Interaction
@@ -12,6 +13,14 @@ from app.models.user import Role, Tier, User
 
 __all__ = [
     "AuditEvent",
+    "Album",
+    "ChartRow",
+    "Credit",
+    "CreditRole",
+    "Profile",
+    "Track",
+    "TrackArtist",
+    "credit_role_links",
     "AuthorizationCode",
     "Client",
     "ClientStatus",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Boolean, String
+from sqlalchemy import Boolean, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -39,7 +39,9 @@ class User(db.Model):
     password_hash: Mapped[str] = mapped_column(String(255))
     tier: Mapped[str] = mapped_column(String(16), default=Tier.BASIC.value)
     role: Mapped[str] = mapped_column(String(16), default=Role.MEMBER.value)
-    profile_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    profile_id: Mapped[str | None] = mapped_column(
+        String(36), ForeignKey("profiles.id", ondelete="SET NULL"), nullable=True
+    )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -2,7 +2,7 @@
 
 Each section says what happened in words the page can show: the data, "not shared" (the scope
 was not granted), "refused" (the API said no, e.g. analytics on the basic membership), or "not
-available" (this server has no data API: a 404)."""
+available" (this server has no data API: a 404 outside the API's error envelope)."""
 
 from __future__ import annotations
 
@@ -43,9 +43,10 @@ def _get(remote_app, url: str, token: dict) -> Section:
         response = remote_app.get(url, token=token, timeout=10)
     except requests.RequestException as exc:
         return Section("error", f"Could not reach the data API ({exc.__class__.__name__}).")
-    if response.status_code == 404:
-        return Section("unavailable", "Not available: this Credits ID server does not offer this data API yet.")
     body = _json(response)
+    if response.status_code == 404 and body.get("result") != "error":
+        # A 404 outside the API's envelope: the server has no data API at all.
+        return Section("unavailable", "Not available: this Credits ID server does not offer this data API yet.")
     if response.status_code != 200 or body.get("result") != "ok":
         message = body.get("message") or f"The data API answered {response.status_code}."
         return Section("refused", message)

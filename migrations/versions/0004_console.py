@@ -1,7 +1,7 @@
 """console: audit trail, soft delete and secret rotation grace
 
 Revision ID: 0004_console
-Revises: 0001_core
+Revises: 0002_catalog
 Create Date: 2026-11-23
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0004_console'
-down_revision = '0001_core'
+down_revision = '0002_catalog'
 branch_labels = None
 depends_on = None
 

@@ -11,6 +11,7 @@ import requests
 from werkzeug.serving import make_server
 
 from examples.demo_app import create_app as create_demo_app
+from tests.api_support import make_catalog
 from tests.conftest import free_port
 from tests.factories import PASSWORD, make_client, make_member
 
@@ -44,7 +45,8 @@ def sign_in_through_demo(page, demo, email):
 
 
 def test_demo_shows_claims_userinfo_and_the_members_data(live_server, app, demo, page, shots):
-    member = make_member(tier="pro", name="Parker Pro")
+    catalog = make_catalog()
+    member = make_member(tier="pro", name="Parker Pro", profile_id=catalog.mine)
     page.goto(demo + "/")
     shots.take("demo-home")
     sign_in_through_demo(page, demo, member.email)

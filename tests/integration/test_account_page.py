@@ -4,6 +4,7 @@ import re
 
 from app.extensions import db
 from app.models import AuditEvent, Consent, LoginSession, Token
+from tests.api_support import make_catalog
 from tests.factories import db_state, make_client, make_member
 from tests.flows import Browser, RelyingParty, sign_in
 from tests.integration.console_support import flashes, fresh, post_form, signed_in, userinfo
@@ -28,10 +29,11 @@ def test_signed_out_goes_to_login_and_comes_back(live_server):
 
 
 def test_profile_and_membership(live_server):
-    member = make_member(tier="basic", name="Billie Holiday", profile_id="prof-123")
+    profile_id = make_catalog().mine
+    member = make_member(tier="basic", name="Billie Holiday", profile_id=profile_id)
     page = signed_in(live_server.url, member.email, "/account").get("/account")
     text = page.text
-    assert "Billie Holiday" in text and member.email in text and "prof-123" in text and member.id in text
+    assert "Billie Holiday" in text and member.email in text and profile_id in text and member.id in text
     assert "Membership: basic" in text
     basic = re.search(r"<strong>basic</strong>.*?</li>", text, re.S).group(0)
     pro = re.search(r"<strong>pro</strong>.*?</li>", text, re.S).group(0)

@@ -1,0 +1,95 @@
+"""The `/v1` request budget, the request id and the version header - on every `/v1` response.
+
+The budget is per access token per minute (`API_RATE_LIMIT_PER_MINUTE`), counted by
+Flask-Limiter's storage and fixed-window strategy: Redis when `REDIS_URL` is set, so every
+server process draws on the same count. Requests without a bearer token are counted per client
+address. The count is taken for every `/v1` request before routing (an unknown path costs a
+request too), and the headers are rendered from the same window. Sign-in traffic (authorize,
+token, userinfo, key set, discovery) never passes here: it is not metered.
+
+Flask-Limiter's own headers name the reset as a timestamp (`X-RateLimit-Reset`); the platform
+spec wants `RateLimit-Reset` in seconds until the window refills, so the headers are set here."""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+import uuid
+from dataclasses import dataclass
+
+from flask import Response, current_app, g, request
+from limits import RateLimitItemPerMinute
+
+from app.api.auth import bearer_value
+from app.api.envelope import ApiError
+from app.extensions import limiter
+from app.models.base import sha256_hex
+
+log = logging.getLogger(__name__)
+
+# The date of the /v1 contract this service implements (spec: `x-service-version`, a date).
+SERVICE_VERSION = "2026-11-23"
+LIMIT_SCOPE = "api-v1"
+# A caller's request id is echoed only when it is short printable ASCII (it lands in logs).
+REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
+
+
+@dataclass(frozen=True)
+class Window:
+    limit: int
+    remaining: int
+    reset: int  # seconds until the window refills
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset),
+            "X-RateLimit-Limit-Minute": str(self.limit),
+            "X-RateLimit-Remaining-Minute": str(self.remaining),
+        }
+
+
+def request_id() -> str:
+    """The caller's `X-Request-Id` when it is sane, else a fresh one."""
+    sent = request.headers.get("X-Request-Id", "")
+    return sent if REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
+
+
+def caller_key() -> str:
+    """Whose budget a request draws on: the access token (by hash: no token in the store), or
+    the client address when no token was sent."""
+    token = bearer_value()
+    return f"token:{sha256_hex(token)}" if token else f"addr:{request.remote_addr or 'unknown'}"
+
+
+def count_request() -> None:
+    """Spend one request of the caller's budget; past the budget, 429 with `Retry-After`."""
+    g.api_request_id = request_id()
+    item = RateLimitItemPerMinute(int(current_app.config["API_RATE_LIMIT_PER_MINUTE"]))
+    key = caller_key()
+    try:
+        allowed = limiter.limiter.hit(item, LIMIT_SCOPE, key)
+        reset_at, remaining = limiter.limiter.get_window_stats(item, LIMIT_SCOPE, key)
+    except Exception as exc:  # the counter store is down: serve (fail open) rather than refuse everyone
+        log.warning("rate-limit storage unavailable, /v1 request not counted: %s", type(exc).__name__)
+        return
+    window = Window(item.amount, max(0, remaining), max(1, math.ceil(reset_at - time.time())))
+    g.api_window = window
+    if not allowed:
+        raise ApiError(429, f"Too many requests: the budget is {item.amount} per minute for each access token",
+                       {"Retry-After": str(window.reset)})
+
+
+def decorate_response(response: Response) -> Response:
+    """Headers every `/v1` response carries, success or failure."""
+    window: Window | None = g.get("api_window")
+    if window is not None:
+        response.headers.update(window.headers())
+    response.headers["X-Request-Id"] = g.get("api_request_id") or request_id()
+    response.headers["x-service-version"] = SERVICE_VERSION
+    # Data is served live and must not be stored by the consumer (spec, data-use terms 2).
+    response.headers["Cache-Control"] = "no-store"
+    return response

@@ -1,0 +1,135 @@
+"""The credits catalog a member's token reads: profiles, tracks, albums, the credit-role
+taxonomy, credits and chart rows.
+
+The catalog is read-only for the data API. Every read the API makes is backed by an index:
+a member's credits by (profile, release date, id) - which also gives the page its stable
+order - and the children of a page (roles, track artists) by the ids on that page."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from sqlalchemy import JSON, Date, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+
+
+class Profile(db.Model):
+    """A credited person or act (the spec's Profile). A member may be linked to one."""
+
+    __tablename__ = "profiles"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    city: Mapped[str | None] = mapped_column(String(120), nullable=True)
+    country: Mapped[str | None] = mapped_column(String(120), nullable=True)
+    bio: Mapped[str | None] = mapped_column(Text, nullable=True)
+    website: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    facebook: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    twitter: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    instagram: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    spotify_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    avatar_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+
+
+class Track(db.Model):
+    __tablename__ = "tracks"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    title: Mapped[str] = mapped_column(String(300))
+    popularity: Mapped[int] = mapped_column(Integer, default=0)
+    isrcs: Mapped[list[str]] = mapped_column(JSON, default=list)
+    spotify_id: Mapped[str] = mapped_column(String(64))
+    spotify_preview_url: Mapped[str] = mapped_column(String(500))
+    label: Mapped[str | None] = mapped_column(String(200), nullable=True)
+
+    artists: Mapped[list[TrackArtist]] = relationship(
+        back_populates="track", order_by="TrackArtist.position", cascade="all, delete-orphan"
+    )
+
+
+class Album(db.Model):
+    __tablename__ = "albums"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    title: Mapped[str] = mapped_column(String(300))
+    album_art: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    upc: Mapped[str | None] = mapped_column(String(14), nullable=True, index=True)
+    label: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    release_date: Mapped[date] = mapped_column(Date)
+
+
+class TrackArtist(db.Model):
+    """The artists a track is released under, in billing order (each is a profile)."""
+
+    __tablename__ = "track_artists"
+
+    track_id: Mapped[str] = mapped_column(ForeignKey("tracks.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"), index=True)
+
+    track: Mapped[Track] = relationship(back_populates="artists")
+    profile: Mapped[Profile] = relationship(lazy="joined")
+
+
+class CreditRole(db.Model):
+    """The role taxonomy: a family (parent_id NULL, e.g. "Producer") and its specific roles
+    (e.g. "Co-Producer"). A credit names specific roles; the family is read through the parent."""
+
+    __tablename__ = "credit_roles"
+    __table_args__ = (UniqueConstraint("parent_id", "name", name="uq_credit_roles_parent_name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120))
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("credit_roles.id"), nullable=True, index=True)
+
+    parent: Mapped[CreditRole | None] = relationship(remote_side=[id], lazy="joined", join_depth=1)
+
+
+credit_role_links = db.Table(
+    "credit_role_links",
+    db.Column("credit_id", ForeignKey("credits.id", ondelete="CASCADE"), primary_key=True),
+    db.Column("role_id", ForeignKey("credit_roles.id"), primary_key=True),
+)
+
+
+class Credit(db.Model):
+    """One credited work of a profile: a track on an album, with the roles held on it."""
+
+    __tablename__ = "credits"
+    __table_args__ = (
+        UniqueConstraint("profile_id", "track_id", "album_id", name="uq_credits_profile_track_album"),
+        # The page: a profile's credits, newest release first; the id breaks ties so the order
+        # is total and stable. The index also answers the count.
+        Index("ix_credits_profile_release", "profile_id", "release_date", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
+    track_id: Mapped[str] = mapped_column(ForeignKey("tracks.id", ondelete="CASCADE"), index=True)
+    album_id: Mapped[str] = mapped_column(ForeignKey("albums.id", ondelete="CASCADE"), index=True)
+    # The album's release date, copied here so the page order is served by one index.
+    release_date: Mapped[date] = mapped_column(Date)
+
+    profile: Mapped[Profile] = relationship()
+    track: Mapped[Track] = relationship()
+    album: Mapped[Album] = relationship()
+    roles: Mapped[list[CreditRole]] = relationship(secondary=credit_role_links, order_by=CreditRole.id)
+
+
+class ChartRow(db.Model):
+    """A profile's standing on one chart (the member's analytics)."""
+
+    __tablename__ = "chart_rows"
+    __table_args__ = (UniqueConstraint("profile_id", "chart_name", name="uq_chart_rows_profile_chart"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
+    chart_name: Mapped[str] = mapped_column(String(120))
+    position: Mapped[int] = mapped_column(Integer)
+    position_change: Mapped[int] = mapped_column(Integer, default=0)
+    score: Mapped[int] = mapped_column(Integer)
+    score_change: Mapped[int | None] = mapped_column(Integer, nullable=True)  # may be absent on a row
+    credits_count: Mapped[int] = mapped_column(Integer)
+    percentage: Mapped[float] = mapped_column(Float)

@@ -1,0 +1,115 @@
+"""The OpenAPI 3.1 document: valid, served at both addresses, in step with the routes, and every
+kind of real response (success and each refusal) validates against it (openapi-core)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from openapi_core import OpenAPI
+from openapi_core.contrib.werkzeug import WerkzeugOpenAPIRequest, WerkzeugOpenAPIResponse
+from openapi_core.validation.response.exceptions import InvalidData
+from openapi_spec_validator import validate
+
+from app.api.openapi import DOCUMENT, openapi_document
+from app.extensions import db
+from tests.api_support import bearer, make_catalog, member_with_token, uid
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return OpenAPI.from_dict(openapi_document())
+
+
+def test_the_document_is_valid_openapi_3_1():
+    doc = yaml.safe_load(DOCUMENT.read_text())
+    validate(doc)
+    assert doc["openapi"].startswith("3.1") and doc["info"]["version"] == "2.0"
+
+
+def test_served_as_yaml_at_both_addresses(client):
+    first = client.get("/openapi.yaml")
+    second = client.get("/api/openapi")
+    for response in (first, second):
+        assert response.status_code == 200 and response.mimetype == "application/yaml"
+        assert yaml.safe_load(response.get_data()) == openapi_document()
+        assert response.headers["x-service-version"]
+    assert client.get("/openapi.yaml", headers={"If-None-Match": first.headers["ETag"]}).status_code == 304
+
+
+def test_json_for_a_client_that_asks_for_it(client):
+    response = client.get("/api/openapi", headers={"Accept": "application/json"})
+    assert response.status_code == 200 and response.mimetype == "application/json"
+    assert json.loads(response.get_data()) == openapi_document()
+
+
+def test_every_v1_route_is_documented_with_the_scope_it_checks(app):
+    doc = openapi_document()
+    documented = {"/v1" + path.replace("{id}", "<profile_id>"): ops["get"] for path, ops in doc["paths"].items()}
+    routes = {rule.rule: rule for rule in app.url_map.iter_rules() if rule.rule.startswith("/v1")}
+    assert set(routes) == set(documented)
+    for path, rule in routes.items():
+        assert rule.methods - {"HEAD", "OPTIONS"} == {"GET"}
+        view = app.view_functions[rule.endpoint]
+        assert documented[path]["security"] == [{"creditsId": [view.required_scope]}], path
+
+
+def _validate(spec, response):
+    spec.validate_response(WerkzeugOpenAPIRequest(response.request), WerkzeugOpenAPIResponse(response))
+
+
+def test_real_responses_validate_against_the_document(app, client, spec, monkeypatch):
+    catalog = make_catalog(credits=30)
+    user, _, token = member_with_token("pro", catalog.mine)
+    _, _, credits_only = member_with_token("basic", catalog.mine, scope="openid credits:read")
+    _, _, no_profile = member_with_token("pro", None)
+    cases = [
+        ("/v1/me", token, 200),
+        ("/v1/me/credits", token, 200),
+        ("/v1/me/credits?limit=50&offset=10", token, 200),
+        ("/v1/me/credits?offset=30", token, 200),
+        ("/v1/me/analytics", token, 200),
+        (f"/v1/profile/{catalog.mine}", token, 200),
+        (f"/v1/profile/{catalog.mine}/credits?limit=1", token, 200),
+        (f"/v1/profile/{catalog.mine}/charts", token, 200),
+        ("/v1/me/credits?limit=51", token, 400),
+        ("/v1/me", None, 401),
+        ("/v1/me", "bogus", 401),
+        ("/v1/me/analytics", credits_only, 403),
+        (f"/v1/profile/{catalog.other}", token, 403),
+        (f"/v1/profile/{uid(77, 1)}/charts", token, 403),
+        ("/v1/profile/not-a-uuid", token, 404),
+        ("/v1/me", no_profile, 404),
+    ]
+    for path, bearer_token, status in cases:
+        response = client.get(path, headers=bearer(bearer_token) if bearer_token else {})
+        assert response.status_code == status, (path, response.get_data(as_text=True))
+        _validate(spec, response)
+
+    monkeypatch.setitem(app.config, "API_RATE_LIMIT_PER_MINUTE", 1)
+    assert client.get("/v1/me", headers=bearer(token)).status_code == 200
+    response = client.get("/v1/me", headers=bearer(token))
+    assert response.status_code == 429
+    _validate(spec, response)
+
+
+def test_the_validator_catches_a_response_that_breaks_the_contract(app, client, spec, monkeypatch):
+    """The check above can fail: a row with a field the document does not define is refused."""
+    from app.api import reads
+
+    catalog = make_catalog(credits=3)
+    _, _, token = member_with_token("pro", catalog.mine)
+    real = reads.chart_rows
+    monkeypatch.setattr(reads, "chart_rows", lambda pid: [{**row, "leaked": "x"} for row in real(pid)])
+    response = client.get("/v1/me/analytics", headers=bearer(token))
+    assert response.status_code == 200
+    with pytest.raises(InvalidData) as caught:
+        _validate(spec, response)
+    assert "leaked" in str(caught.value.__cause__)
+    db.session.rollback()
