@@ -5,6 +5,8 @@ Used by the CLI and the console alike, so the rules live in one place."""
 from __future__ import annotations
 
 import re
+import secrets
+import string
 from dataclasses import dataclass, field
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -17,6 +19,16 @@ from app.scopes import SUPPORTED_SCOPES, known_scopes
 
 # RFC 8252 7.1: a private-use scheme is a reverse domain name, e.g. com.example.app
 PRIVATE_SCHEME = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+$")
+
+
+CLIENT_ID_ALPHABET = string.ascii_letters + string.digits
+CLIENT_ID_LENGTH = 22  # about 131 bits
+
+
+def new_client_id() -> str:
+    """A random public client id of letters and digits only: it is typed into shells, URLs and
+    config files, where a leading '-' or a '_' reads as something else."""
+    return "".join(secrets.choice(CLIENT_ID_ALPHABET) for _ in range(CLIENT_ID_LENGTH))
 
 
 class RegistrationError(ValueError):
@@ -141,7 +153,7 @@ def register_client(spec: NewClient) -> tuple[Client, str | None]:
     """Create the client; returns it with its secret (None for public clients). The secret is
     shown once by the caller: only its hash is stored."""
     client = Client(
-        client_id=spec.client_id or new_secret(16),
+        client_id=spec.client_id or new_client_id(),
         client_type=ClientType.PUBLIC if spec.public else ClientType.CONFIDENTIAL,
         owner_id=spec.owner_id,
         **_checked_fields(spec, spec.public),

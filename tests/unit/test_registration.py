@@ -61,3 +61,11 @@ def test_public_client_has_no_secret_and_authenticates_with_none():
 def test_pkce_cannot_be_relaxed_for_public_clients():
     with pytest.raises(RegistrationError, match="PKCE"):
         register_client(NewClient(name="N", redirect_uris=["com.example.app:/cb"], public=True, require_pkce=False))
+
+
+def test_client_ids_are_letters_and_digits_only():
+    from app.registration import new_client_id
+
+    ids = {new_client_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    assert all(i.isalnum() and i.isascii() and len(i) == 22 for i in ids)
