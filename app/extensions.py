@@ -1,5 +1,7 @@
 """Bare extension singletons, bound to the app in create_app()."""
 
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
@@ -23,3 +25,4 @@ class Base(DeclarativeBase):
 db = SQLAlchemy(model_class=Base)
 migrate = Migrate(render_as_batch=True)
 csrf = CSRFProtect()
+limiter = Limiter(key_func=get_remote_address)

@@ -30,6 +30,7 @@ from app.consent.service import decide_granted, missing_scopes, record_consent, 
 from app.extensions import db
 from app.models import Client, Interaction, LoginSession
 from app.models.base import new_secret, sha256_hex, utcnow
+from app.oauth.endpoints import read_id_token_hint
 from app.oauth.server import StoredAuthorizationRequest, issuer_parameter, server
 from app.scopes import grantable, join, scope_list
 
@@ -99,6 +100,15 @@ def _validate_shape(payload) -> None:
         raise InvalidRequestError("Only response_mode=query is supported.")
 
 
+def _hinted_subject(payload) -> str | None:
+    """The `sub` of a valid `id_token_hint` (OIDC Core 3.1.2.1; expired hints are fine), or None.
+    A hint we did not issue is `invalid_request`."""
+    hint = payload.data.get("id_token_hint")
+    if not hint:
+        return None
+    return read_id_token_hint(hint)["sub"]
+
+
 def _login_is_fresh(login: LoginSession, max_age: str | None) -> bool:
     if max_age is None:
         return True
@@ -121,6 +131,9 @@ def run(oauth_request, interaction: Interaction | None = None) -> Response:
         prompts = set(scope_list(payload.data.get("prompt")))
         logged_in_here = interaction is not None and login is not None and interaction.login_session_id == login.id
         must_login = ("login" in prompts or not _login_is_fresh(login, payload.data.get("max_age"))) if login else True
+        hinted = _hinted_subject(payload)
+        if login is not None and hinted is not None and hinted != user.sub:
+            must_login = True  # the app expects another member than the one signed in here
         if must_login and not logged_in_here:
             if "none" in prompts:
                 raise LoginRequiredError()
