@@ -76,7 +76,16 @@ def find_presented_token(value: str, hint: str | None) -> PresentedToken | None:
     return None
 
 
-class Revocation(RevocationEndpoint):
+class TokenParameter:
+    """`token` is required; `token_type_hint` is only a hint, so an unknown value is ignored
+    (RFC 7662 section 2.1) rather than refused with Authlib's 401 `unsupported_token_type`."""
+
+    def check_params(self, request, client) -> None:
+        if not request.form.get("token"):
+            raise InvalidRequestError("Missing 'token' parameter.")
+
+
+class Revocation(TokenParameter, RevocationEndpoint):
     """RFC 7009. Authlib answers 200 for an unknown token and refuses a token of another
     client; we decide what revoking means."""
 
@@ -97,7 +106,7 @@ class Revocation(RevocationEndpoint):
         db.session.commit()
 
 
-class Introspection(IntrospectionEndpoint):
+class Introspection(TokenParameter, IntrospectionEndpoint):
     """RFC 7662. Only the client a token was issued to may introspect it; for anyone else, and
     for an unknown, expired, revoked or rotated-out token, the answer is `{"active": false}`."""
 
