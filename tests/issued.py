@@ -8,7 +8,10 @@ import json
 from dataclasses import dataclass
 
 import requests
+from joserfc import jwt
+from joserfc.jwk import RSAKey
 
+from app.jwks import keystore
 from app.models import Client, User
 from tests.factories import make_client, make_member
 from tests.flows import Browser, RelyingParty, sign_in
@@ -68,3 +71,11 @@ def jwt_claims(token: str) -> dict:
 def jwt_header(token: str) -> dict:
     header = token.split(".")[0]
     return json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
+
+
+def mint_id_token(claims: dict, key: RSAKey | None = None, kid: str | None = None) -> str:
+    """An ID token signed by the provider's active key (or by `key`): e.g. an expired one, or
+    one naming another member."""
+    if key is None:
+        kid, key = keystore.signing_key()
+    return jwt.encode({"alg": "RS256", "kid": kid or "unknown"}, claims, key)
