@@ -79,3 +79,15 @@ def mint_id_token(claims: dict, key: RSAKey | None = None, kid: str | None = Non
     if key is None:
         kid, key = keystore.signing_key()
     return jwt.encode({"alg": "RS256", "kid": kid or "unknown"}, claims, key)
+
+
+def separate_app(settings: dict, **overrides):
+    """Another app instance over the test database, for Flask test-client requests.
+
+    The suite's autouse fixture keeps the session app's context pushed, and Flask reuses an
+    active context of the *same* app for test-client requests - so `g` (CSRF token, current
+    login) would leak from one request to the next. Requests to another app instance get fresh
+    contexts, as in production."""
+    from app import create_app
+
+    return create_app({**{k: v for k, v in settings.items() if not k.startswith("_")}, **overrides})

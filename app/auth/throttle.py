@@ -57,8 +57,8 @@ def login_failed(response: Response) -> bool:
 
 
 def retry_after(limit: RequestLimit) -> int:
-    """Whole seconds until the breached window resets (at least 1)."""
-    return max(1, math.ceil(limit.reset_at - time.time()))
+    """Whole seconds until the breached window resets (at least 1, at most the window)."""
+    return max(1, min(limit.limit.get_expiry(), math.ceil(limit.reset_at - time.time())))
 
 
 def _setting(name: str) -> Callable[[], str]:
