@@ -80,13 +80,21 @@ def trusted_destination(payload) -> tuple[Client, str]:
     return client, default
 
 
+class OnlyCodeResponseType(UnsupportedResponseTypeError):
+    """A fixed description: Authlib's echoes the requested value, which may hold anything
+    (and a quote or backslash in a description makes Authlib raise ValueError - a 500)."""
+
+    def get_error_description(self) -> str:
+        return "Only response_type=code is supported."
+
+
 def _validate_shape(payload) -> None:
     """Checks Authlib leaves to us: response_type presence, sizes, prompt, max_age, response_mode."""
     response_type = payload.data.get("response_type")
     if not response_type:
         raise InvalidRequestError("Missing 'response_type' parameter.")
     if response_type != "code":
-        raise UnsupportedResponseTypeError("Only response_type=code is supported.", response_type)
+        raise OnlyCodeResponseType(response_type)
     for name in PARKED_PARAMS:
         if len(payload.data.get(name) or "") > MAX_PARAM_LENGTH:
             raise InvalidRequestError(f"The '{name}' parameter is too long.")
