@@ -37,6 +37,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     init_keystore(app)
     init_passwords(app)
 
+    from app.auth.throttle import init_throttle
+
+    init_throttle(app)
+
     from app.oauth.metadata import init_metadata
     from app.oauth.server import init_oauth
 

@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from limits import parse_many
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEV_SECRET_KEY = "dev-only-insecure-secret-key-change-me"
+MAX_REFRESH_GRACE_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,13 @@ DEFAULTS: dict[str, Setting] = {
     ),
     "KEY_REFRESH_INTERVAL": Setting(10, "Seconds between checks for keys rotated by another process."),
     "TRUSTED_PROXY_HOPS": Setting(0, "Reverse proxies in front of the service whose X-Forwarded-* headers are trusted."),
+    "REFRESH_GRACE_SECONDS": Setting(
+        0, "Refresh-rotation grace window (0-60 s): a retried refresh within it gets the same response. 0 = off."
+    ),
+    "REDIS_URL": Setting("", "Redis for rate-limit counters shared by all processes (`redis://host:6379/0`); empty = in memory."),
+    "LOGIN_ACCOUNT_LIMIT": Setting("5 per 15 minutes", "Failed sign-ins allowed per account (email) before 429."),
+    "LOGIN_IP_LIMIT": Setting("50 per 15 minutes", "Failed sign-ins allowed per client IP before 429."),
+    "TOKEN_CLIENT_LIMIT": Setting("300 per minute", "Token-endpoint requests allowed per client id before 429."),
     "ARGON2_TIME_COST": Setting(2, "argon2id iterations (OWASP minimum: 2 with 19 MiB)."),
     "ARGON2_MEMORY_COST": Setting(19456, "argon2id memory in KiB (19 MiB)."),
     "ARGON2_PARALLELISM": Setting(1, "argon2id lanes."),
@@ -56,7 +66,6 @@ DEFAULTS: dict[str, Setting] = {
     "METRICS_ENABLED": Setting(True, "Serve Prometheus metrics at /metrics."),
     "METRICS_TOKEN": Setting("", "When set, /metrics answers only `Authorization: Bearer <token>` (404 otherwise)."),
     "PURGE_BATCH_SIZE": Setting(1000, "Rows `flask purge-expired` deletes per transaction."),
-    "REDIS_URL": Setting("", "Redis for shared rate-limit counts (`redis://host:6379/0`); empty keeps them in memory."),
     "API_RATE_LIMIT_PER_MINUTE": Setting(300, "Requests per minute each access token may make to the `/v1` data API."),
 }
 
@@ -113,6 +122,13 @@ def check_settings(settings: dict[str, Any]) -> None:
             raise ConfigError("SECRET_KEY must be set to a random value of at least 32 characters outside development")
     if int(settings["API_RATE_LIMIT_PER_MINUTE"]) <= 0:
         raise ConfigError("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
+    if not 0 <= int(settings["REFRESH_GRACE_SECONDS"]) <= MAX_REFRESH_GRACE_SECONDS:
+        raise ConfigError(f"REFRESH_GRACE_SECONDS must be between 0 and {MAX_REFRESH_GRACE_SECONDS}")
+    for name in ("LOGIN_ACCOUNT_LIMIT", "LOGIN_IP_LIMIT", "TOKEN_CLIENT_LIMIT"):
+        try:
+            parse_many(settings[name])
+        except ValueError as exc:
+            raise ConfigError(f"{name} must be a rate limit such as '5 per 15 minutes': {exc}") from exc
     for name in ("AUTHORIZATION_CODE_LIFETIME", "ACCESS_TOKEN_LIFETIME", "ID_TOKEN_LIFETIME", "REFRESH_TOKEN_LIFETIME"):
         if int(settings[name]) <= 0:
             raise ConfigError(f"{name} must be a positive number of seconds")
@@ -145,8 +161,15 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
         "SESSION_COOKIE_SECURE": https,
         "PERMANENT_SESSION_LIFETIME": int(settings["SESSION_LIFETIME"]),
         "WTF_CSRF_TIME_LIMIT": None,  # the token lives as long as the session; the session expires
-        "WTF_CSRF_SSL_STRICT": https,
+        # Flask-WTF's strict mode wants a same-origin Referer on https POSTs, but our pages send
+        # none (Referrer-Policy: no-referrer, which also makes browsers send `Origin: null`).
+        # The CSRF token bound to the session, plus the SameSite=Lax cookie, is the defence.
+        "WTF_CSRF_SSL_STRICT": False,
+        # Flask-Limiter: Redis when configured (shared by every process), else per-process memory.
+        "RATELIMIT_STORAGE_URI": settings["REDIS_URL"] or "memory://",
+        "RATELIMIT_KEY_PREFIX": "credits-id",
+        "RATELIMIT_SWALLOW_ERRORS": True,  # a Redis outage must not turn sign-in into a 500
+        "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,
         "PREFERRED_URL_SCHEME": "https" if https else "http",
         "JSON_SORT_KEYS": False,
-        "RATELIMIT_STORAGE_URI": settings["REDIS_URL"] or "memory://",
     }

@@ -19,7 +19,8 @@ from app.oauth.authorize import UntrustedRequest
 
 log = logging.getLogger(__name__)
 
-MACHINE_PREFIXES = ("/api/auth/oauth2/token", "/api/auth/oauth2/userinfo", "/api/auth/jwks", "/.well-known/")
+MACHINE_PREFIXES = ("/api/auth/oauth2/token", "/api/auth/oauth2/userinfo", "/api/auth/oauth2/revoke",
+                    "/api/auth/oauth2/introspect", "/api/auth/jwks", "/.well-known/")
 FRIENDLY = {
     400: ("Bad request", "The request could not be understood."),
     403: ("Not allowed", "You do not have access to this page."),

@@ -1,32 +1,56 @@
-"""Security headers and proxy trust, in one place.
+"""Security headers, proxy trust and log hygiene, in one place.
 
 Every HTML page is unframeable and runs no inline script (strict CSP); sign-in, consent and
-token responses are never cached; HSTS when the issuer is https."""
+token responses are never cached; HSTS when the issuer is https. Behind reverse proxies, only
+the configured number of hops may set the client IP, scheme and host (ProxyFix)."""
 
 from __future__ import annotations
 
-from flask import Flask, Response, request
+import logging
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, g, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-CSP = (
+CSP_DIRECTIVES = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; "
-    "form-action 'self' http: https:; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+    "frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 )
+# Browsers apply form-action to the redirects a form submission leads to (consent -> the app's
+# redirect_uri), so web apps' origins must be allowed; native apps' private-use schemes are
+# added per page by `allow_form_redirect`.
+FORM_ACTION = "form-action 'self' http: https:"
+CSP = f"{CSP_DIRECTIVES}; {FORM_ACTION}"
 NO_STORE_PREFIXES = ("/login", "/consent", "/logout", "/account", "/console", "/signed-in", "/api/auth/oauth2/")
+HSTS = "max-age=31536000; includeSubDomains"
+# Authlib logs every issued token (access, refresh, ID token) at DEBUG ("Issue token %r").
+QUIET_LOGGERS = ("authlib",)
+
+
+def allow_form_redirect(uri: str | None) -> None:
+    """Let the form on this page lead to `uri` (e.g. a native app's `com.example.app:/cb`)."""
+    scheme = urlsplit(uri or "").scheme.lower()
+    if scheme and scheme not in ("http", "https") and scheme.replace(".", "").replace("-", "").isalnum():
+        g.setdefault("csp_form_schemes", set()).add(f"{scheme}:")
+
+
+def content_security_policy() -> str:
+    extra = sorted(g.get("csp_form_schemes", ()))
+    return f"{CSP} {' '.join(extra)}" if extra else CSP
 
 
 def apply_security_headers(response: Response, https: bool) -> Response:
     headers = response.headers
     headers.setdefault("X-Content-Type-Options", "nosniff")
     if response.mimetype == "text/html":
-        headers.setdefault("Content-Security-Policy", CSP)
+        headers.setdefault("Content-Security-Policy", content_security_policy())
         headers.setdefault("X-Frame-Options", "DENY")
         headers.setdefault("Referrer-Policy", "no-referrer")
     if request.path.startswith(NO_STORE_PREFIXES):
         headers["Cache-Control"] = "no-store"
         headers.setdefault("Pragma", "no-cache")
     if https:
-        headers.setdefault("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
+        headers.setdefault("Strict-Transport-Security", HSTS)
     return response
 
 
@@ -36,3 +60,7 @@ def init_security(app: Flask) -> None:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops, x_prefix=hops)
     https = app.config["ISSUER_URL"].startswith("https://")
     app.after_request(lambda response: apply_security_headers(response, https))
+    for name in QUIET_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level < logging.INFO:  # NOTSET (inherit) or DEBUG: whatever the root level is
+            logger.setLevel(logging.INFO)

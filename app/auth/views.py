@@ -3,22 +3,25 @@ after a successful login it sends the browser back to resume the parked request.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, redirect, render_template, request, url_for
+from flask import Blueprint, Response, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField
 from wtforms.validators import DataRequired, Length
 
 from app import metrics
 from app.audit import record
+from app.auth import throttle
 from app.auth.passwords import passwords
 from app.auth.sessions import current_user, end_login, start_login
 from app.extensions import db
 from app.models import User
-from app.oauth.authorize import find_interaction
+from app.oauth.authorize import UntrustedRequest, find_interaction
+from app.security import allow_form_redirect
 
 bp = Blueprint("auth", __name__)
 
 INVALID_CREDENTIALS = "Incorrect email or password."
+TOO_MANY_ATTEMPTS = "Too many sign-in attempts. Wait a few minutes and try again."
 
 
 class LoginForm(FlaskForm):
@@ -35,7 +38,21 @@ def safe_next(target: str | None) -> str | None:
     return None
 
 
+def _throttled(limit) -> Response:
+    """The login page again, 429, the same for every email (known or not), with Retry-After."""
+    form = LoginForm()
+    uid = request.form.get("interaction")
+    try:
+        interaction = find_interaction(uid) if uid else None
+    except UntrustedRequest:
+        interaction = None
+    response = make_response(_page(form, interaction, error=TOO_MANY_ATTEMPTS, status=429))
+    response.headers["Retry-After"] = str(throttle.retry_after(limit))
+    return response
+
+
 @bp.route("/login", methods=["GET", "POST"])
+@throttle.limit_login(on_breach=_throttled)
 def login() -> Response | str:
     form = LoginForm()
     uid = request.values.get("interaction") or None
@@ -69,6 +86,8 @@ def login() -> Response | str:
 
 
 def _page(form: LoginForm, interaction, error: str | None = None, status: int = 200):
+    if interaction is not None:
+        allow_form_redirect(interaction.params.get("redirect_uri") or interaction.client.get_default_redirect_uri())
     return (
         render_template("auth/login.html", form=form, client=interaction.client if interaction else None, error=error),
         status,

@@ -10,6 +10,7 @@ from app.auth.sessions import current_login
 from app.consent.service import describe
 from app.oauth import authorize
 from app.scopes import scope_list
+from app.security import allow_form_redirect
 
 bp = Blueprint("consent", __name__)
 
@@ -31,6 +32,7 @@ def show() -> Response | str:
         return redirect(url_for("auth.login", interaction=interaction.id))
     requested = interaction.client.get_allowed_scope(interaction.params.get("scope"))
     form = ConsentForm(interaction=interaction.id)
+    allow_form_redirect(interaction.params.get("redirect_uri") or interaction.client.get_default_redirect_uri())
     return render_template(
         "consent/consent.html",
         form=form,

@@ -7,6 +7,7 @@ from app.models.client import Client, ClientStatus, ClientType
 from app.models.consent import Consent
 from app.models.interaction import Interaction
 from app.models.login_session import LoginSession
+from app.models.refresh_replay import RefreshReplay
 from app.models.signing_key import SigningKey
 from app.models.token import Token
 from app.models.user import Role, Tier, User
@@ -28,6 +29,7 @@ __all__ = [
     "Consent",
     "Interaction",
     "LoginSession",
+    "RefreshReplay",
     "Role",
     "SigningKey",
     "Tier",

@@ -32,6 +32,7 @@ from app.consent.service import decide_granted, missing_scopes, record_consent, 
 from app.extensions import db
 from app.models import Client, Interaction, LoginSession
 from app.models.base import new_secret, sha256_hex, utcnow
+from app.oauth.endpoints import read_id_token_hint
 from app.oauth.server import StoredAuthorizationRequest, issuer_parameter, server
 from app.scopes import grantable, join, scope_list
 
@@ -81,13 +82,21 @@ def trusted_destination(payload) -> tuple[Client, str]:
     return client, default
 
 
+class OnlyCodeResponseType(UnsupportedResponseTypeError):
+    """A fixed description: Authlib's echoes the requested value, which may hold anything
+    (and a quote or backslash in a description makes Authlib raise ValueError - a 500)."""
+
+    def get_error_description(self) -> str:
+        return "Only response_type=code is supported."
+
+
 def _validate_shape(payload) -> None:
     """Checks Authlib leaves to us: response_type presence, sizes, prompt, max_age, response_mode."""
     response_type = payload.data.get("response_type")
     if not response_type:
         raise InvalidRequestError("Missing 'response_type' parameter.")
     if response_type != "code":
-        raise UnsupportedResponseTypeError("Only response_type=code is supported.", response_type)
+        raise OnlyCodeResponseType(response_type)
     for name in PARKED_PARAMS:
         if len(payload.data.get(name) or "") > MAX_PARAM_LENGTH:
             raise InvalidRequestError(f"The '{name}' parameter is too long.")
@@ -99,6 +108,15 @@ def _validate_shape(payload) -> None:
         raise InvalidRequestError("'max_age' must be a non-negative integer.")
     if payload.data.get("response_mode") not in (None, "query"):
         raise InvalidRequestError("Only response_mode=query is supported.")
+
+
+def _hinted_subject(payload) -> str | None:
+    """The `sub` of a valid `id_token_hint` (OIDC Core 3.1.2.1; expired hints are fine), or None.
+    A hint we did not issue is `invalid_request`."""
+    hint = payload.data.get("id_token_hint")
+    if not hint:
+        return None
+    return read_id_token_hint(hint)["sub"]
 
 
 def _login_is_fresh(login: LoginSession, max_age: str | None) -> bool:
@@ -123,6 +141,9 @@ def run(oauth_request, interaction: Interaction | None = None) -> Response:
         prompts = set(scope_list(payload.data.get("prompt")))
         logged_in_here = interaction is not None and login is not None and interaction.login_session_id == login.id
         must_login = ("login" in prompts or not _login_is_fresh(login, payload.data.get("max_age"))) if login else True
+        hinted = _hinted_subject(payload)
+        if login is not None and hinted is not None and hinted != user.sub:
+            must_login = True  # the app expects another member than the one signed in here
         if must_login and not logged_in_here:
             if "none" in prompts:
                 raise LoginRequiredError()

@@ -13,7 +13,7 @@ from app import metrics
 from app.extensions import db
 from app.models import AuthorizationCode, Client
 from app.models.base import new_uuid, sha256_hex, utcnow
-from app.oauth import tokens
+from app.oauth import refresh_grace, tokens
 
 TOKEN_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
 
@@ -89,6 +89,8 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         if row is None:
             return None
         if row.refresh_used_at is not None:
+            if refresh_grace.replay(row, refresh_token) is not None:
+                return row  # a retry within the grace window: answered in create_token_response
             # A rotated-out refresh token came back: someone holds a copy. Revoke the family.
             metrics.reuse_detected("refresh_token", row)
             tokens.revoke_grant(row.grant_id)
@@ -99,16 +101,23 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
 
     def create_token_response(self):
         old = self.request.refresh_token
+        presented = self.request.form.get("refresh_token") or ""
         if not tokens.consume_refresh_token(old):
+            # Already rotated (by an earlier request, or a concurrent one that just committed):
+            # the same answer again within the grace window, else reuse revokes the family.
             db.session.rollback()
+            answer = refresh_grace.replay(old, presented)
+            if answer is not None:
+                return 200, answer, self.TOKEN_RESPONSE_HEADER
             metrics.reuse_detected("refresh_token", old)
             tokens.revoke_grant(old.grant_id)
             raise InvalidGrantError("The refresh token has already been used.")
         self.request.auth_time = old.auth_time
-        response = super().create_token_response()
+        status, body, headers = super().create_token_response()
+        refresh_grace.seal(old, presented, body)
         db.session.commit()
         metrics.tokens_issued("refresh_token", self.request)
-        return response
+        return status, body, headers
 
     def authenticate_user(self, refresh_token):
         return refresh_token.user

@@ -8,12 +8,16 @@ import json
 
 from flask import Flask
 
+from app.oauth.endpoints import INTROSPECTION_AUTH_METHODS, REVOCATION_AUTH_METHODS
 from app.scopes import SCOPES, SUPPORTED_SCOPES
 
 AUTHORIZE_PATH = "/api/auth/oauth2/authorize"
 TOKEN_PATH = "/api/auth/oauth2/token"
 USERINFO_PATH = "/api/auth/oauth2/userinfo"
 JWKS_PATH = "/api/auth/jwks"
+REVOCATION_PATH = "/api/auth/oauth2/revoke"
+INTROSPECTION_PATH = "/api/auth/oauth2/introspect"
+END_SESSION_PATH = "/api/auth/oauth2/endsession"
 
 
 def discovery_document(config: dict) -> dict:
@@ -26,6 +30,11 @@ def discovery_document(config: dict) -> dict:
         "token_endpoint": issuer + TOKEN_PATH,
         "userinfo_endpoint": issuer + USERINFO_PATH,
         "jwks_uri": issuer + JWKS_PATH,
+        "revocation_endpoint": issuer + REVOCATION_PATH,
+        "revocation_endpoint_auth_methods_supported": list(REVOCATION_AUTH_METHODS),
+        "introspection_endpoint": issuer + INTROSPECTION_PATH,
+        "introspection_endpoint_auth_methods_supported": list(INTROSPECTION_AUTH_METHODS),
+        "end_session_endpoint": issuer + END_SESSION_PATH,
         "scopes_supported": list(SUPPORTED_SCOPES),
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
@@ -41,6 +50,7 @@ def discovery_document(config: dict) -> dict:
         "prompt_values_supported": ["none", "login", "consent"],
         "authorization_response_iss_parameter_supported": True,
         "ui_locales_supported": ["en"],
+        "display_values_supported": ["page"],
         "claim_types_supported": ["normal"],
     }
 

@@ -22,7 +22,7 @@ from flask import request as flask_request
 
 from app.extensions import db
 from app.models import Client
-from app.oauth import tokens
+from app.oauth import endpoints, tokens
 from app.oauth.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from app.oauth.oidc import CodeIDToken, RefreshIDToken, user_claims
 from app.oauth.pkce import S256CodeChallenge
@@ -157,3 +157,6 @@ def init_oauth(app: Flask) -> None:
         server.register_grant(RefreshTokenGrant, [RefreshIDToken()])
         server.register_extension(issuer_parameter)
         server.register_endpoint(UserInfo(resource_protector=require_oauth))
+        server.register_endpoint(endpoints.revocation)
+        server.register_endpoint(endpoints.introspection)
+        server.register_endpoint(endpoints.end_session)

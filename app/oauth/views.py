@@ -5,10 +5,20 @@ from __future__ import annotations
 from authlib.oauth2.rfc6749 import InvalidRequestError
 from flask import Blueprint, Response, current_app, request
 
+from app.auth import logout, throttle
+from app.errors import machine_error
 from app.extensions import csrf
 from app.jwks import keystore
 from app.oauth import authorize
-from app.oauth.metadata import AUTHORIZE_PATH, JWKS_PATH, TOKEN_PATH, USERINFO_PATH
+from app.oauth.metadata import (
+    AUTHORIZE_PATH,
+    END_SESSION_PATH,
+    INTROSPECTION_PATH,
+    JWKS_PATH,
+    REVOCATION_PATH,
+    TOKEN_PATH,
+    USERINFO_PATH,
+)
 from app.oauth.server import server
 
 bp = Blueprint("oauth", __name__)
@@ -49,8 +59,15 @@ def resume(interaction: str) -> Response:
     return authorize.resume(authorize.find_interaction(interaction))
 
 
+def _token_throttled(limit) -> Response:
+    response = machine_error(429, "Too many token requests for this client. Retry later.")
+    response.headers["Retry-After"] = str(throttle.retry_after(limit))
+    return response
+
+
 @bp.post(TOKEN_PATH)
 @csrf.exempt
+@throttle.limit_token_endpoint(on_breach=_token_throttled)
 def token() -> Response:
     if not request.form.get("grant_type"):
         return server.handle_error_response(None, InvalidRequestError("Missing 'grant_type' parameter."))
@@ -61,3 +78,26 @@ def token() -> Response:
 @csrf.exempt
 def userinfo() -> Response:
     return server.create_endpoint_response("userinfo")
+
+
+@bp.post(REVOCATION_PATH)
+@csrf.exempt
+def revoke() -> Response:
+    return server.create_endpoint_response("revocation")
+
+
+@bp.post(INTROSPECTION_PATH)
+@csrf.exempt
+def introspect() -> Response:
+    return server.create_endpoint_response("introspection")
+
+
+@bp.route(END_SESSION_PATH, methods=["GET", "POST"])
+@csrf.exempt  # apps send members here from their own pages (RP-Initiated Logout section 2)
+def end_session() -> Response | str:
+    return logout.end_session_request(request.values)
+
+
+@bp.post(END_SESSION_PATH + "/confirm")
+def end_session_confirm() -> Response | str:
+    return logout.confirm_end_session()

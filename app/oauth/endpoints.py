@@ -1,0 +1,186 @@
+"""The protocol endpoints beyond authorize/token/userinfo, as Authlib endpoint subclasses:
+
+- revocation (RFC 7009): a client revokes its own tokens; revoking a refresh token ends the
+  whole grant family (every access and refresh token descended from the same code);
+- introspection (RFC 7662): a client asks whether one of its tokens is active, and what for;
+- end session (OpenID Connect RP-Initiated Logout 1.0): an app signs the member out of the
+  provider, identified by an ID token it holds (`id_token_hint`), even an expired one.
+
+Authlib drives the protocol; these subclasses supply our storage (tokens are found by hash), the
+key set the ID tokens are verified against, and robust handling of hostile input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from authlib.oauth2 import OAuth2Error
+from authlib.oauth2.rfc6749 import InvalidRequestError
+from authlib.oauth2.rfc7009 import RevocationEndpoint
+from authlib.oauth2.rfc7662 import IntrospectionEndpoint
+from authlib.oidc.rpinitiated import EndSessionEndpoint
+from flask import current_app, g
+from joserfc.errors import JoseError
+
+from app.auth.sessions import end_login
+from app.extensions import db
+from app.jwks import ALG, keystore
+from app.models import Client, Token
+from app.models.base import utcnow
+from app.oauth import tokens
+from app.scopes import grantable, join, scope_list
+
+ACCESS_TOKEN = "access_token"
+REFRESH_TOKEN = "refresh_token"
+# Public clients may revoke their own tokens (RFC 7009 section 5); only confidential clients,
+# which can prove who they are, may introspect.
+REVOCATION_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+INTROSPECTION_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+MAX_ID_TOKEN_HINT_LENGTH = 8192
+
+
+@dataclass
+class PresentedToken:
+    """A token row seen through the token that was presented: the access token or the refresh
+    token of that row, which expire and stop being usable at different times."""
+
+    row: Token
+    kind: str
+
+    def check_client(self, client: Client) -> bool:
+        return self.row.client_id == client.id
+
+    def expires_at(self) -> datetime | None:
+        return self.row.access_expires_at if self.kind == ACCESS_TOKEN else self.row.refresh_expires_at
+
+    def is_expired(self) -> bool:
+        expires = self.expires_at()
+        return expires is None or utcnow() >= expires
+
+    def is_revoked(self) -> bool:
+        # A rotated-out refresh token is no longer usable: for introspection it is inactive.
+        return self.row.revoked_at is not None or (self.kind == REFRESH_TOKEN and self.row.refresh_used_at is not None)
+
+
+def find_presented_token(value: str, hint: str | None) -> PresentedToken | None:
+    """The token `value` names, looking first where the hint points (a hint is only a hint:
+    RFC 7009 section 2.1 and RFC 7662 section 2.1 ask the server to look further)."""
+    finders = [(ACCESS_TOKEN, tokens.find_access_token), (REFRESH_TOKEN, tokens.find_refresh_token)]
+    if hint == REFRESH_TOKEN:
+        finders.reverse()
+    for kind, find in finders:
+        row = find(value)
+        if row is not None:
+            return PresentedToken(row, kind)
+    return None
+
+
+class TokenParameter:
+    """`token` is required; `token_type_hint` is only a hint, so an unknown value is ignored
+    (RFC 7662 section 2.1) rather than refused with Authlib's 401 `unsupported_token_type`."""
+
+    def check_params(self, request, client) -> None:
+        if not request.form.get("token"):
+            raise InvalidRequestError("Missing 'token' parameter.")
+
+
+class Revocation(TokenParameter, RevocationEndpoint):
+    """RFC 7009. Authlib answers 200 for an unknown token and refuses a token of another
+    client; we decide what revoking means."""
+
+    CLIENT_AUTH_METHODS = REVOCATION_AUTH_METHODS
+
+    def query_token(self, token_string: str, token_type_hint: str | None) -> PresentedToken | None:
+        return find_presented_token(token_string, token_type_hint)
+
+    def revoke_token(self, token: PresentedToken, request) -> None:
+        """A refresh token: the whole grant family (every token descended from the same
+        authorization code). An access token: its row, so the refresh token issued with it
+        goes too (RFC 7009 section 2.1 allows it; the app asked to end this access)."""
+        if token.kind == REFRESH_TOKEN:
+            tokens.revoke_grant(token.row.grant_id)
+            return
+        if token.row.revoked_at is None:
+            token.row.revoked_at = utcnow()
+        db.session.commit()
+
+
+class Introspection(TokenParameter, IntrospectionEndpoint):
+    """RFC 7662. Only the client a token was issued to may introspect it; for anyone else, and
+    for an unknown, expired, revoked or rotated-out token, the answer is `{"active": false}`."""
+
+    CLIENT_AUTH_METHODS = INTROSPECTION_AUTH_METHODS
+
+    def query_token(self, token_string: str, token_type_hint: str | None) -> PresentedToken | None:
+        return find_presented_token(token_string, token_type_hint)
+
+    def check_permission(self, token: PresentedToken, client: Client, request) -> bool:
+        return token.check_client(client)
+
+    def introspect_token(self, token: PresentedToken) -> dict:
+        row = token.row
+        payload = {
+            "active": True,
+            # Reach follows the membership now, not at consent: a downgraded member's token no
+            # longer carries the scopes the lower tier lacks (the one rule in app/scopes.py).
+            "scope": join(grantable(scope_list(row.scope), row.user.tier)),
+            "client_id": row.client.client_id,
+            "sub": row.user.sub,
+            "iss": current_app.config["ISSUER_URL"],
+            "exp": int(token.expires_at().timestamp()),
+            "iat": int(row.issued_at.timestamp()),
+        }
+        if token.kind == ACCESS_TOKEN:
+            payload["token_type"] = "Bearer"  # RFC 6749 section 5.1 types describe access tokens only
+        return payload
+
+
+class EndSession(EndSessionEndpoint):
+    """RP-Initiated Logout 1.0. The hint is verified against the published key set - which
+    still holds a retired key until every token it signed has expired - and accepted even when
+    expired, as the spec asks. Redirects only to a post-logout URI registered for the client."""
+
+    def get_server_jwks(self) -> dict:
+        return keystore.public_key_set()
+
+    def get_algorithms(self) -> list[str]:
+        return [ALG]
+
+    def _validate_id_token_hint(self, id_token_hint: str) -> dict:
+        """Authlib's check, hardened: any malformed hint is one fixed protocol error (Authlib
+        would put joserfc's message, which may hold a quote, into the error and fail with a
+        ValueError), and the issuer must be us (Authlib checks only the signature)."""
+        if len(id_token_hint) > MAX_ID_TOKEN_HINT_LENGTH:
+            raise InvalidRequestError("The 'id_token_hint' is not a valid ID token from this provider.")
+        try:
+            claims = super()._validate_id_token_hint(id_token_hint)
+        except (OAuth2Error, JoseError, ValueError, TypeError, KeyError) as exc:
+            raise InvalidRequestError("The 'id_token_hint' is not a valid ID token from this provider.") from exc
+        if claims.get("iss") != current_app.config["ISSUER_URL"] or not isinstance(claims.get("sub"), str):
+            raise InvalidRequestError("The 'id_token_hint' is not a valid ID token from this provider.")
+        return claims
+
+    def _is_valid_post_logout_redirect_uri(self, client: Client, post_logout_redirect_uri: str) -> bool:
+        # Exact string match against the client's registered list (our column, not RFC 7591 metadata).
+        return post_logout_redirect_uri in (client.post_logout_redirect_uris or [])
+
+    def is_post_logout_redirect_uri_legitimate(self, request, post_logout_redirect_uri, client, logout_hint) -> bool:
+        """Without an ID token, the redirect is legitimate once the member confirmed the sign-out
+        on our page (the URI is still exactly one registered for the client)."""
+        return bool(g.get("end_session_confirmed"))
+
+    def end_session(self, end_session_request) -> None:
+        end_login()
+        db.session.commit()
+
+
+revocation = Revocation()
+introspection = Introspection()
+end_session = EndSession()
+
+
+def read_id_token_hint(id_token_hint: str) -> dict:
+    """The claims of an ID token this provider issued (expired or not), or InvalidRequestError.
+    Shared by the end-session endpoint and the authorization endpoint's `id_token_hint`."""
+    return end_session._validate_id_token_hint(id_token_hint)

@@ -1,0 +1,143 @@
+"""No secret ever leaves: a full flow against a real gunicorn process that logs everything it can
+(access log on, every logger at DEBUG, SQL statements with their parameters), then a scan of the
+captured log for every password, secret, code and token of the flow."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from tests.conftest import ROOT, free_port, server_env
+from tests.factories import PASSWORD, make_client, make_member
+from tests.flows import Browser, RelyingParty, query, sign_in
+
+WRONG_PASSWORD = "wrong-password-Zq9xLk2"
+WRONG_SECRET = "wrong-client-secret-Hf83nQ"
+BOGUS_CODE = "bogus-code-Pp41Xx9Lm"
+BOGUS_TOKEN = "bogus-token-Yt62Bv0Wd"
+LOGOUT_URI = "http://127.0.0.1:7199/logged-out"
+
+LOG_CONFIG = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"out": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stdout"}},
+    "root": {"level": "DEBUG", "handlers": ["out"]},
+    "loggers": {
+        "gunicorn.error": {"level": "DEBUG", "handlers": ["out"], "propagate": False},
+        "gunicorn.access": {"level": "INFO", "handlers": ["out"], "propagate": False},
+        "sqlalchemy.engine": {"level": "INFO"},  # every statement, with its parameters
+    },
+}
+
+
+@pytest.fixture
+def chatty_server(app, settings, tmp_path):
+    port = free_port()
+    config = tmp_path / "logging.json"
+    config.write_text(json.dumps(LOG_CONFIG))
+    # Not the production gunicorn.conf.py (its JSON logging is quieter): this server logs everything.
+    no_conf = tmp_path / "gunicorn.conf.py"
+    no_conf.write_text("")
+    log_path = tmp_path / "server.log"
+    issuer = f"http://127.0.0.1:{port}"
+    env = server_env({**settings, "ISSUER_URL": issuer, "LOG_LEVEL": "DEBUG"})
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", str(no_conf), "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "4",
+             "--timeout", "60", "--access-logfile", "-",
+             # gunicorn's own access line as an operator would configure it: the path, never the
+             # query string (authorize and end-session URLs carry id_token_hint and codes there).
+             "--access-logformat", '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s', "--log-config-json", str(config), "wsgi:app"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    try:
+        for _ in range(600):
+            try:
+                requests.get(issuer + "/.well-known/openid-configuration", timeout=5)
+                break
+            except requests.RequestException:
+                if proc.poll() is not None:
+                    raise RuntimeError(log_path.read_text()) from None
+                time.sleep(0.2)
+        yield issuer, proc, log_path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_a_full_flow_leaves_no_secret_in_the_logs(chatty_server):
+    base, proc, log_path = chatty_server
+    member = make_member()
+    client, client_secret = make_client(post_logout_redirect_uris=[LOGOUT_URI])
+    client_id = client.client_id
+    rp = RelyingParty(base, client_id, client_secret)
+    secrets = {"password": PASSWORD, "client_secret": client_secret, "wrong password": WRONG_PASSWORD,
+               "wrong client secret": WRONG_SECRET, "bogus code": BOGUS_CODE, "bogus token": BOGUS_TOKEN}
+
+    # A failed sign-in first, then the whole flow.
+    browser = Browser(base)
+    browser.authorize(rp.auth_params(scope="openid profile email offline_access"))
+    failed = browser.login(member.email, password=WRONG_PASSWORD)
+    assert failed.status_code == 401
+    params, browser = sign_in(base, rp, member.email, scope="openid profile email offline_access", browser=browser)
+    secrets.update(code=params["code"], code_verifier=rp.verifier,
+                   session_cookie=browser.session.cookies.get("credits_id_session"))
+    tokens = rp.exchange(params["code"]).json()
+    replay = rp.exchange(params["code"])  # a replayed code: rejected, and it revokes the grant
+    assert replay.status_code == 400
+
+    # Second grant, used for refresh, introspection, revocation and logout.
+    params, browser = sign_in(base, rp, member.email, scope="openid profile email offline_access", browser=browser)
+    secrets["second code"] = params["code"]
+    tokens = rp.exchange(params["code"]).json()
+    secrets.update(access=tokens["access_token"], refresh=tokens["refresh_token"], id_token=tokens["id_token"])
+    userinfo = requests.get(base + "/api/auth/oauth2/userinfo", timeout=30,
+                            headers={"Authorization": f"Bearer {tokens['access_token']}"})
+    assert userinfo.status_code == 200
+    rotated = rp.refresh(tokens["refresh_token"]).json()
+    secrets.update(access2=rotated["access_token"], refresh2=rotated["refresh_token"], id_token2=rotated["id_token"])
+
+    # Failures that carry secrets in the request.
+    bad_code = rp.exchange(BOGUS_CODE)
+    bad_secret = requests.post(base + "/api/auth/oauth2/token", auth=(client_id, WRONG_SECRET), timeout=30,
+                               data={"grant_type": "refresh_token", "refresh_token": rotated["refresh_token"]})
+    bad_bearer = requests.get(base + "/api/auth/oauth2/userinfo", headers={"Authorization": f"Bearer {BOGUS_TOKEN}"},
+                              timeout=30)
+    for response in (bad_code, bad_secret, bad_bearer):
+        assert response.status_code in (400, 401)
+        for value in (BOGUS_CODE, WRONG_SECRET, BOGUS_TOKEN, rotated["refresh_token"]):
+            assert value not in response.text  # error messages never echo what was sent
+            assert value not in str(response.headers)
+
+    auth = (client_id, client_secret)
+    introspected = requests.post(base + "/api/auth/oauth2/introspect", auth=auth, timeout=30,
+                                 data={"token": rotated["access_token"]})
+    assert introspected.json()["active"] is True
+    assert requests.post(base + "/api/auth/oauth2/revoke", auth=auth, timeout=30,
+                         data={"token": rotated["refresh_token"]}).status_code == 200
+    logout = browser.get("/api/auth/oauth2/endsession", params={
+        "id_token_hint": rotated["id_token"], "post_logout_redirect_uri": LOGOUT_URI, "state": "bye"})
+    assert logout.status_code == 302 and query(logout.headers["Location"]) == {"state": "bye"}
+
+    proc.terminate()
+    proc.wait(timeout=30)
+    log = log_path.read_text(errors="replace")
+
+    # The log really captured the flow: access lines, our SQL, library debug output.
+    assert '"POST /api/auth/oauth2/token HTTP/1.1" 200' in log
+    assert '"GET /api/auth/oauth2/endsession' in log
+    assert '"path": "/api/auth/oauth2/token", "endpoint": "oauth.token", "status": 200' in log  # the app's own line
+    assert "INSERT INTO tokens" in log and "UPDATE tokens" in log
+    assert " DEBUG " in log
+    for name, value in secrets.items():
+        assert value and len(value) >= 8, name
+        assert value not in log, f"{name} appears in the server log"

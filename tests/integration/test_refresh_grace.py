@@ -1,0 +1,130 @@
+"""The refresh-rotation grace window: off by default; when on, a retried refresh within the window
+gets the same response; outside it (or once the new token was used), reuse revokes the family."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func
+
+from app.config import ConfigError, check_settings, load_settings
+from app.extensions import db
+from app.models import RefreshReplay, Token
+from app.models.base import utcnow
+from app.oauth import refresh_grace
+from app.oauth.tokens import find_refresh_token
+from tests.conftest import free_port, start_server
+from tests.issued import issue
+
+GRACE = 30
+
+
+@pytest.fixture(scope="module")
+def grace_server(app, settings, tmp_path_factory):
+    """A second server process over the same database, with the grace window on."""
+    port = free_port()
+    server_settings = {**settings, "ISSUER_URL": f"http://127.0.0.1:{port}"}
+    log_path = tmp_path_factory.mktemp("grace") / "server.log"
+    proc = start_server(server_settings, port, log_path, REFRESH_GRACE_SECONDS=str(GRACE))
+    yield server_settings["ISSUER_URL"]
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def family(refresh_token: str) -> list[Token]:
+    db.session.remove()
+    grant_id = find_refresh_token(refresh_token).grant_id
+    return db.session.scalars(db.select(Token).where(Token.grant_id == grant_id).order_by(Token.id)).all()
+
+
+def test_off_by_default_a_retry_revokes_the_family(live_server):
+    issued = issue(live_server.url)
+    first = issued.rp.refresh(issued.refresh_token)
+    assert first.status_code == 200
+    retry = issued.rp.refresh(issued.refresh_token)
+    assert retry.status_code == 400 and retry.json()["error"] == "invalid_grant"
+    assert all(row.revoked_at is not None for row in family(issued.refresh_token))
+    db.session.remove()
+    assert db.session.scalar(db.select(func.count()).select_from(RefreshReplay)) == 0  # nothing kept when off
+
+
+def test_a_retry_within_the_window_gets_the_same_response(grace_server):
+    issued = issue(grace_server)
+    first = issued.rp.refresh(issued.refresh_token)
+    assert first.status_code == 200, first.text
+
+    retry = issued.rp.refresh(issued.refresh_token)
+
+    assert retry.status_code == 200, retry.text
+    assert retry.json() == first.json()  # same access, refresh and ID token
+    assert retry.headers["Cache-Control"] == "no-store"
+    rows = family(issued.refresh_token)
+    assert len(rows) == 2  # no new pair was minted by the retry
+    assert all(row.revoked_at is None for row in rows)
+    # The replayed refresh token is the live one.
+    assert issued.rp.refresh(first.json()["refresh_token"]).status_code == 200
+
+
+def test_the_sealed_response_is_not_readable_from_the_database(grace_server, app, monkeypatch):
+    monkeypatch.setitem(app.config, "REFRESH_GRACE_SECONDS", GRACE)
+    issued = issue(grace_server)
+    body = issued.rp.refresh(issued.refresh_token).json()
+    old = family(issued.refresh_token)[0]
+    row = db.session.get(RefreshReplay, old.id)
+    assert row is not None
+    sealed = bytes(row.sealed)
+    for secret in (body["access_token"], body["refresh_token"], body["id_token"]):
+        assert secret.encode() not in sealed
+    assert refresh_grace.replay(old, "a-guessed-refresh-token") is None  # wrong key: nothing
+    assert refresh_grace.replay(old, issued.refresh_token) == body  # the presented token opens it
+
+
+def test_once_the_new_token_was_used_a_retry_is_reuse(grace_server):
+    issued = issue(grace_server)
+    first = issued.rp.refresh(issued.refresh_token).json()
+    assert issued.rp.refresh(first["refresh_token"]).status_code == 200
+    retry = issued.rp.refresh(issued.refresh_token)
+    assert retry.status_code == 400 and retry.json()["error"] == "invalid_grant"
+    assert all(row.revoked_at is not None for row in family(issued.refresh_token))
+
+
+def test_outside_the_window_a_retry_revokes_the_family(grace_server):
+    issued = issue(grace_server)
+    assert issued.rp.refresh(issued.refresh_token).status_code == 200
+    old = family(issued.refresh_token)[0]
+    old.refresh_used_at = utcnow() - timedelta(seconds=GRACE + 1)
+    db.session.commit()
+
+    retry = issued.rp.refresh(issued.refresh_token)
+
+    assert retry.status_code == 400 and retry.json()["error"] == "invalid_grant"
+    assert all(row.revoked_at is not None for row in family(issued.refresh_token))
+
+
+def test_another_client_cannot_replay(grace_server):
+    from tests.factories import make_client
+    from tests.flows import RelyingParty
+
+    issued = issue(grace_server)
+    assert issued.rp.refresh(issued.refresh_token).status_code == 200
+    other, secret = make_client(name="Thief")
+    thief = RelyingParty(grace_server, other.client_id, secret)
+    response = thief.refresh(issued.refresh_token)
+    assert response.status_code == 400 and response.json()["error"] == "invalid_grant"
+    assert "access_token" not in response.text
+
+
+@pytest.mark.parametrize("value", [-1, 61, 3600])
+def test_window_is_bounded(value):
+    with pytest.raises(ConfigError, match="REFRESH_GRACE_SECONDS"):
+        check_settings(load_settings({"APP_ENV": "development", "REFRESH_GRACE_SECONDS": value}))
+
+
+def test_window_bounds_accept_zero_and_sixty():
+    for value in (0, 60):
+        check_settings(load_settings({"APP_ENV": "development", "REFRESH_GRACE_SECONDS": value}))

@@ -1,0 +1,165 @@
+"""Sign-in throttling per account and per IP, and the token endpoint's limit per client
+(Flask-Limiter: memory storage here, Redis when REDIS_URL is set)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import redis
+
+from app import create_app
+from app.extensions import db, limiter
+from app.models import LoginSession
+from tests.factories import PASSWORD, db_state, make_client, make_member
+from tests.flows import csrf_token
+from tests.issued import separate_app
+
+REDIS_TEST_URL = "redis://127.0.0.1:6379/5"
+TOKEN = "/api/auth/oauth2/token"
+
+
+@pytest.fixture(scope="module")
+def web(settings):
+    return separate_app(settings)
+
+
+@pytest.fixture(autouse=True)
+def fresh_counters(web):
+    limiter.init_app(web)  # another module's app may have taken the shared limiter over
+    limiter.reset()
+    yield
+    limiter.reset()
+
+
+@pytest.fixture
+def client(web):
+    return web.test_client()
+
+
+def attempt(client, email: str, password: str, ip: str = "127.0.0.1", headers: dict | None = None):
+    page = client.get("/login", environ_base={"REMOTE_ADDR": ip})
+    token = csrf_token(page.get_data(as_text=True))
+    return client.post("/login", data={"csrf_token": token, "email": email, "password": password},
+                       environ_base={"REMOTE_ADDR": ip}, headers=headers or {})
+
+
+def normalized(html: str) -> str:
+    """The page without what legitimately differs between two answers: CSRF token, typed email."""
+    html = re.sub(r'name="csrf_token"[^>]*value="[^"]*"', "CSRF", html)
+    html = re.sub(r'id="csrf_token"[^>]*value="[^"]*"', "CSRF", html)
+    return re.sub(r'name="email" type="email"[^>]*value="[^"]*"', "EMAIL", html)
+
+
+def test_account_is_throttled_after_five_failures_even_with_the_right_password(client):
+    member = make_member()
+    for _ in range(5):
+        assert attempt(client, member.email, "wrong password!").status_code == 401
+
+    blocked = attempt(client, member.email, PASSWORD)
+
+    assert blocked.status_code == 429
+    assert 0 < int(blocked.headers["Retry-After"]) <= 15 * 60
+    assert "Too many sign-in attempts" in blocked.get_data(as_text=True)
+    assert 'type="password"' in blocked.get_data(as_text=True)  # the login page, not an error page
+    assert blocked.headers["Cache-Control"] == "no-store"
+    db.session.remove()
+    assert db.session.scalar(db.select(LoginSession).where(LoginSession.user_id == member.id)) is None
+    # Another account from the same IP is not affected by this account's budget.
+    other = make_member()
+    assert attempt(client, other.email, PASSWORD).status_code == 302
+
+
+def test_known_and_unknown_emails_get_the_same_answers(client):
+    member = make_member()
+    unknown = "nobody-here@example.test"
+    known_failures = [attempt(client, member.email, "wrong password!") for _ in range(5)]
+    unknown_failures = [attempt(client, unknown, "wrong password!") for _ in range(5)]
+    assert {r.status_code for r in known_failures + unknown_failures} == {401}
+    assert normalized(known_failures[0].get_data(as_text=True)) == normalized(unknown_failures[0].get_data(as_text=True))
+
+    known_blocked = attempt(client, member.email, "wrong password!")
+    unknown_blocked = attempt(client, unknown, "wrong password!")
+    assert known_blocked.status_code == unknown_blocked.status_code == 429
+    assert normalized(known_blocked.get_data(as_text=True)) == normalized(unknown_blocked.get_data(as_text=True))
+    assert set(known_blocked.headers.keys()) == set(unknown_blocked.headers.keys())
+
+
+def test_the_account_key_ignores_case_and_spaces(client):
+    member = make_member()
+    for variant in (member.email.upper(), f"  {member.email}", member.email, member.email.title(), member.email):
+        assert attempt(client, variant, "wrong password!").status_code == 401
+    assert attempt(client, member.email, PASSWORD).status_code == 429
+
+
+def test_successful_sign_ins_do_not_count(client):
+    member = make_member()
+    for _ in range(8):
+        assert attempt(client, member.email, PASSWORD).status_code == 302
+
+
+def test_ip_is_throttled_across_accounts(client, web, monkeypatch):
+    monkeypatch.setitem(web.config, "LOGIN_IP_LIMIT", "3 per 15 minutes")
+    for i in range(3):
+        assert attempt(client, f"guess-{i}@example.test", "x" * 12, ip="198.51.100.4").status_code == 401
+    blocked = attempt(client, "guess-9@example.test", "x" * 12, ip="198.51.100.4")
+    assert blocked.status_code == 429 and int(blocked.headers["Retry-After"]) > 0
+    # Claiming another address in X-Forwarded-For does not help without a trusted proxy.
+    spoofed = attempt(client, "guess-10@example.test", "x" * 12, ip="198.51.100.4",
+                      headers={"X-Forwarded-For": "203.0.113.50"})
+    assert spoofed.status_code == 429
+    # Another IP has its own budget.
+    assert attempt(client, "guess-11@example.test", "x" * 12, ip="198.51.100.5").status_code == 401
+
+
+def test_token_endpoint_is_limited_per_client(client, web, monkeypatch):
+    monkeypatch.setitem(web.config, "TOKEN_CLIENT_LIMIT", "3 per minute")
+    noisy, noisy_secret = make_client(name="Noisy")
+    calm, calm_secret = make_client(name="Calm")
+    noisy_id, calm_id = noisy.client_id, calm.client_id
+    data = {"grant_type": "authorization_code", "code": "nope", "code_verifier": "v" * 43}
+    for _ in range(3):
+        assert client.post(TOKEN, data=data, auth=(noisy_id, noisy_secret)).status_code == 400
+    before = db_state()
+
+    blocked = client.post(TOKEN, data=data, auth=(noisy_id, noisy_secret))
+    by_form = client.post(TOKEN, data={**data, "client_id": noisy_id, "client_secret": noisy_secret})
+
+    for response in (blocked, by_form):
+        assert response.status_code == 429
+        assert response.json["error"] == "slow_down"
+        assert int(response.headers["Retry-After"]) > 0
+        assert response.headers["Cache-Control"] == "no-store"
+    assert db_state() == before
+    assert client.post(TOKEN, data=data, auth=(calm_id, calm_secret)).status_code == 400
+
+
+def test_limits_are_validated_at_startup():
+    from app.config import ConfigError, check_settings, load_settings
+
+    with pytest.raises(ConfigError, match="LOGIN_ACCOUNT_LIMIT"):
+        check_settings(load_settings({"APP_ENV": "development", "LOGIN_ACCOUNT_LIMIT": "lots"}))
+
+
+def test_redis_storage_is_shared_between_processes(web, settings):
+    """Two app instances (two processes in production) with REDIS_URL see the same counters."""
+    store = redis.Redis.from_url(REDIS_TEST_URL)
+    try:
+        store.ping()
+    except redis.ConnectionError:
+        pytest.skip("no Redis on 127.0.0.1:6379")
+    store.flushdb()
+    overrides = {k: v for k, v in settings.items() if not k.startswith("_")}
+    try:
+        first = create_app({**overrides, "REDIS_URL": REDIS_TEST_URL}).test_client()
+        member = make_member()
+        for _ in range(5):
+            assert attempt(first, member.email, "wrong password!").status_code == 401
+        keys = store.keys("*")
+        assert any(b"LIMITER/credits-id/account:" in key for key in keys)
+        assert member.email.encode() not in b" ".join(keys)  # keys hold a hash, not the email
+        second = create_app({**overrides, "REDIS_URL": REDIS_TEST_URL}).test_client()
+        assert attempt(second, member.email, PASSWORD).status_code == 429
+    finally:
+        store.flushdb()
+        limiter.init_app(web)  # back to memory storage
