@@ -10,9 +10,9 @@ import logging
 from authlib.oauth2.rfc6749 import OAuth2Error
 from flask import Flask, Response, g, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import BadRequest, HTTPException
 
 from app.api.envelope import is_api_request, status_error
 from app.oauth.authorize import UntrustedRequest
@@ -75,6 +75,16 @@ def register_error_handlers(app: Flask) -> None:
         if is_machine_request():
             return machine_error(status, message)
         return error_page(title, message, status)
+
+    @app.errorhandler(DataError)
+    def unstorable_input(error: DataError):
+        """Input the database refuses to hold (PostgreSQL rejects NUL in text, over-long values):
+        the request was bad, so a 400 - the transaction is rolled back, nothing is written."""
+        from app.extensions import db
+
+        db.session.rollback()
+        log.warning("input refused by the database on %s %s", request.method, request.path)
+        return http_error(BadRequest())
 
     @app.errorhandler(OperationalError)
     @app.errorhandler(InterfaceError)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, abort, g, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 CSP_DIRECTIVES = (
@@ -54,11 +54,21 @@ def apply_security_headers(response: Response, https: bool) -> Response:
     return response
 
 
+def refuse_nul_bytes() -> None:
+    """No parameter of this service may hold a NUL byte: refuse it before any route reads it
+    (PostgreSQL cannot store NUL in text, and no identifier, code or token contains one)."""
+    values = request.values
+    if "\x00" in request.path or any("\x00" in key or "\x00" in value
+                                      for key in values for value in values.getlist(key)):
+        abort(400)
+
+
 def init_security(app: Flask) -> None:
     hops = int(app.config.get("TRUSTED_PROXY_HOPS", 0))
     if hops > 0:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops, x_prefix=hops)
     https = app.config["ISSUER_URL"].startswith("https://")
+    app.before_request(refuse_nul_bytes)
     app.after_request(lambda response: apply_security_headers(response, https))
     for name in QUIET_LOGGERS:
         logger = logging.getLogger(name)

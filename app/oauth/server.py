@@ -30,7 +30,7 @@ from app.oauth.pkce import S256CodeChallenge
 
 def query_client(client_id: str | None) -> Client | None:
     """An active client by its public id (a disabled client does not exist for the protocol)."""
-    if not client_id or len(client_id) > 64:
+    if not client_id or len(client_id) > 64 or "\x00" in client_id:
         return None
     client = db.session.scalar(db.select(Client).where(Client.client_id == client_id))
     return client if client is not None and client.is_active else None
