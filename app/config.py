@@ -1,7 +1,7 @@
 """Settings: one documented table of defaults, environment overrides, and a fail-fast check.
 
 Every setting can be overridden by an environment variable of the same name. The table below is
-the single source of truth; the README's settings table is generated from the same text.
+the single source of truth; docs/operating.md lists every one of them (a test checks that none is missing).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ MONTHLY_FEE = 99
 CURRENCY = "USD"
 MAX_MONTHS = 36  # the widest range one report covers
 
-# The policy, stated once: the console page and the README show this text.
+# The policy, stated once: the console page shows this text (docs/console.md quotes it).
 POLICY = (
     "Each registered application costs 99 dollars for every calendar month (UTC) in which it is "
     "registered for at least part of the month. The first month is charged in full however late "
