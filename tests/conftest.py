@@ -109,7 +109,7 @@ def start_server(settings: dict, port: int, log_path: Path, **extra_env: str) ->
         try:
             requests.get(f"http://127.0.0.1:{port}/.well-known/openid-configuration", timeout=1)
             return proc
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):
             time.sleep(0.2)
     proc.kill()
     raise RuntimeError(f"server did not start; see {log_path}")
