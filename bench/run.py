@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
+from bench.dataset import CHEAP_ARGON2
 from bench.servers import PEER_PORT, GunicornSettings, free_port, start_gunicorn, start_peer, stop
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,8 +47,6 @@ PEER = {"client_id": "perf-conf", "client_secret": "perf-conf-secret-0123456789a
         "username": "alice", "password": "correct horse battery staple", "driver": "peer"}
 SCOPE = "openid profile email offline_access"  # what the harness requests (the peer's scopes)
 SSO_SCOPE = "openid profile email"  # already consented: no page is shown
-# A bench-only hasher: argon2id at its minimum cost, to take the password hash off the round trip.
-CHEAP_ARGON2 = {"ARGON2_TIME_COST": 1, "ARGON2_MEMORY_COST": 8, "ARGON2_PARALLELISM": 1}
 
 
 @dataclass(frozen=True)
