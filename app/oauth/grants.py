@@ -14,6 +14,7 @@ from app.models import AuthorizationCode, Client
 from app.models.base import new_uuid, sha256_hex, utcnow
 from app.oauth import tokens
 
+_INSERT_CODE = AuthorizationCode.__table__.insert()
 TOKEN_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
 
 
@@ -25,27 +26,26 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         """PKCE is required of every client; only a confidential legacy app may be relaxed."""
         return client.require_pkce or client.is_public
 
-    def save_authorization_code(self, code: str, request) -> AuthorizationCode:
+    def save_authorization_code(self, code: str, request) -> None:
         """Store the hash of the code with what the token request must match. The granted
-        scope and the login time were decided by the consent step (see authorize.py)."""
+        scope and the login time were decided by the consent step (see authorize.py). A Core
+        INSERT: the row is only read back by the token request."""
         now = utcnow()
-        row = AuthorizationCode(
-            code_hash=sha256_hex(code),
-            client_id=request.client.id,
-            user_id=request.user.id,
-            grant_id=new_uuid(),
-            redirect_uri=request.payload.redirect_uri,
-            scope=request.granted_scope,
-            nonce=request.payload.data.get("nonce") or None,
-            code_challenge=request.payload.data.get("code_challenge"),
-            code_challenge_method=request.payload.data.get("code_challenge_method"),
-            auth_time=request.auth_time,
-            issued_at=now,
-            expires_at=now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
-        )
-        db.session.add(row)
+        db.session.execute(_INSERT_CODE, {
+            "code_hash": sha256_hex(code),
+            "client_id": request.client.id,
+            "user_id": request.user.id,
+            "grant_id": new_uuid(),
+            "redirect_uri": request.payload.redirect_uri,
+            "scope": request.granted_scope,
+            "nonce": request.payload.data.get("nonce") or None,
+            "code_challenge": request.payload.data.get("code_challenge"),
+            "code_challenge_method": request.payload.data.get("code_challenge_method"),
+            "auth_time": request.auth_time,
+            "issued_at": now,
+            "expires_at": now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
+        })
         db.session.commit()
-        return row
 
     def query_authorization_code(self, code: str, client: Client) -> AuthorizationCode | None:
         row = tokens.find_code(code)
