@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export FLASK_APP := wsgi
 
-.PHONY: run test lint venv clean
+.PHONY: run test lint venv clean bench profile
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,17 @@ run: venv
 ## test: the whole suite (set TEST_DATABASE_URL to run it on PostgreSQL)
 test: venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## bench: Credits ID under gunicorn against node oidc-provider (needs ../shared/bench; see docs/performance.md)
+BENCH_HARNESS ?= ../shared/bench
+BENCH_ARGS ?=
+bench: venv
+	BENCH_HARNESS=$(BENCH_HARNESS) $(BIN)/python -m bench $(BENCH_ARGS)
+
+## profile: where one operation's time goes, in-process (OP=token|refresh|userinfo|sso|roundtrip|discovery|jwks)
+OP ?= token
+profile: venv
+	$(BIN)/python -m bench.profile --op $(OP)
 
 lint: venv
 	$(BIN)/ruff check .

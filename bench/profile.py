@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--html", help="write pyinstrument's HTML report here (one operation)")
     a = ap.parse_args(argv)
     app, data = build(a.scale)
-    ops = OPS if a.op == "all" else (a.op,)
+    ops = OPS if a.op == "all" else tuple(a.op.split(","))
     with app.app_context():
         from app.extensions import db
 

@@ -113,6 +113,7 @@ class Target:
 class Bench:
     def __init__(self, args: argparse.Namespace):
         self.a = args
+        args.harness = str(Path(args.harness).resolve())
         self.op = load_harness(Path(args.harness))
         self.p = dict(PROFILES[args.profile])
         if args.repeat:
