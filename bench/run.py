@@ -76,7 +76,8 @@ PROFILES = {
 TARGETS = {  # ours / peer, server CPU per operation (issue 7)
     "token": 1.0, "refresh": 1.0, "roundtrip": 1.0, "sso": 1.0, "userinfo": 2.0,
 }
-FLOOR_TARGET = 1.2  # discovery and JWKS: within 1.2x of the Flask hello endpoint
+FLOOR_TARGET = 1.2
+HARNESS_TESTS = ("discovery", "jwks", "roundtrip", "token", "refresh", "userinfo")  # oidcperf's own  # discovery and JWKS: within 1.2x of the Flask hello endpoint
 
 
 def load_harness(path: Path):
@@ -127,8 +128,8 @@ class Bench:
 
     # -- processes ------------------------------------------------------------------------
 
-    def dataset(self, database_url: str, argon2: dict) -> dict:
-        keys = self.tmp / "keys"
+    def dataset(self, database_url: str, argon2: dict, keys_name: str) -> dict:
+        keys = self.tmp / keys_name
         env = {**os.environ, **{k: str(v) for k, v in argon2.items()}, "PYTHONPATH": str(ROOT)}
         out = subprocess.run(  # noqa: S603 - our own fixed argv
             [sys.executable, "-m", "bench.dataset", "--database-url", database_url, "--keys-dir", str(keys),
@@ -174,7 +175,7 @@ class Bench:
 
     def harness_run(self, t: Target, tests: list[str], name: str) -> list:
         """The standard tests, by the shared harness's own command line (its JSON format)."""
-        tests = [x for x in tests if x in ("discovery", "jwks", "roundtrip", "token", "refresh", "userinfo")]
+        tests = [x for x in tests if x in HARNESS_TESTS]
         if not tests:
             return []
         out = self.out / f"{name}.json"
@@ -298,53 +299,64 @@ class Bench:
     # -- the session ----------------------------------------------------------------------
 
     def run(self) -> int:
+        """Start every server first, then run each test on each of them in turn (ours, the peer,
+        ours with the real hash cost, ours on PostgreSQL), so a change in the machine's load
+        during the session hits both providers alike."""
         machine = machine_info()
         print("machine:", json.dumps(machine), flush=True)
-        files: dict[str, Path] = {}
-        sqlite_url = f"sqlite:///{self.tmp / 'bench.sqlite3'}"
-        dbs = self.a.database.split(",")
-        real_argon2 = {}  # the configured (production) cost from app/config.py or the environment
+        ours_on = "ours" in self.a.targets
+        targets: dict[str, Target] = {}
+        hello_url = hello_pid = None
+        results: dict[str, list] = {}
         try:
-            if "ours" in self.a.targets:
-                # 1. the round trip with the real password-hash cost
+            if ours_on:
+                data = self.dataset(f"sqlite:///{self.tmp / 'bench.sqlite3'}", CHEAP_ARGON2, "keys")
+                targets["ours"] = self.provider(data, CHEAP_ARGON2, "ours")
                 if "roundtrip" in self.tests and not self.a.no_real_hash:
-                    data = self.dataset(sqlite_url, real_argon2)
-                    t = self.provider(data, real_argon2, "ours-real-hash")
-                    res = self.harness_run(t, ["roundtrip"], "ours-real-hash")
-                    for g in res:
-                        g["group"] = g["group"].replace("roundtrip", "roundtrip (real argon2id)")
-                    files["ours-real-hash"] = self.save("ours-real-hash", t, res)
-                    self.release(t)
-                # 2. everything, with the bench-only cheap hasher (the peer hashes no password)
-                data = self.dataset(sqlite_url, CHEAP_ARGON2)
-                t = self.provider(data, CHEAP_ARGON2, "ours")
-                res = self.harness_run(t, self.tests, "ours-harness")
+                    # the configured (production) argon2id cost, from app/config.py or the environment
+                    data = self.dataset(f"sqlite:///{self.tmp / 'bench-real.sqlite3'}", {}, "keys-real")
+                    targets["ours-real-hash"] = self.provider(data, {}, "ours-real-hash")
+                if "postgresql" in self.a.database.split(","):
+                    data = self.dataset(self.a.postgres_url, CHEAP_ARGON2, "keys-pg")
+                    targets["ours-postgresql"] = self.provider(data, CHEAP_ARGON2, "ours-postgresql")
                 if "hello" in self.tests:
                     hello_proc, hello_url = self.hello()
-                    res += self.get_endpoint(t, hello_url, "hello", [int(x) for x in self.p["get_concurrency"].split(",")],
-                                             pid=hello_proc.pid)
-                    self.release(hello_proc)
-                res += self.extras(t, is_peer=False)
-                files["ours"] = self.save("ours", t, res)
-                self.release(t)
-                # 3. PostgreSQL: the endpoints that write (and userinfo), beside the SQLite figures
-                if "postgresql" in dbs:
-                    data = self.dataset(self.a.postgres_url, CHEAP_ARGON2)
-                    t = self.provider(data, CHEAP_ARGON2, "ours-postgresql")
-                    pg_tests = [x for x in self.tests if x in ("token", "refresh", "userinfo", "roundtrip")]
-                    res = self.harness_run(t, pg_tests, "ours-postgresql-harness")
-                    for g in res:
-                        g["group"] += " [PostgreSQL]"
-                    files["ours-postgresql"] = self.save("ours-postgresql", t, res)
-                    self.release(t)
+                    hello_pid = hello_proc.pid
             if "peer" in self.a.targets:
-                t = self.peer()
-                res = self.harness_run(t, self.tests, "peer-harness") + self.extras(t, is_peer=True)
-                files["peer"] = self.save("peer", t, res)
-                self.release(t)
+                targets["peer"] = self.peer()
+            plan = {  # which provider runs which test
+                "ours": HARNESS_TESTS + ("hello", "sso"),
+                "peer": HARNESS_TESTS + ("sso",),
+                "ours-real-hash": ("roundtrip",),
+                "ours-postgresql": ("roundtrip", "token", "refresh", "userinfo", "sso"),
+            }
+            for test in [t for t in self.tests if t != "extra"]:
+                for name, t in targets.items():
+                    if test not in plan[name]:
+                        continue
+                    if test in HARNESS_TESTS:
+                        res = self.harness_run(t, [test], f"{name}-{test}")
+                    elif test == "hello":
+                        res = self.get_endpoint(t, hello_url, "hello",
+                                                [int(x) for x in self.p["get_concurrency"].split(",")], pid=hello_pid)
+                    else:
+                        res = self.sso(t)
+                    results.setdefault(name, []).extend(res)
+            for name, t in targets.items():
+                if name in ("ours", "peer"):
+                    results.setdefault(name, []).extend(self.extras(t, is_peer=name == "peer"))
         finally:
             for proc in list(self.procs):
                 stop(proc)
+        suffix = {"ours-real-hash": ("roundtrip", "roundtrip (real argon2id)"), "ours-postgresql": None}
+        files: dict[str, Path] = {}
+        for name, res in results.items():
+            for g in res:
+                if name == "ours-real-hash":
+                    g["group"] = g["group"].replace(*suffix[name])
+                elif name == "ours-postgresql":
+                    g["group"] += " [PostgreSQL]"
+            files[name] = self.save(name, targets.get(name), res)
         machine["load_after"] = os.getloadavg()
         report = render_report(files, machine, self.a)
         (self.out / "report.md").write_text(report)
@@ -397,8 +409,15 @@ def _kind(group: str) -> str:
 
 
 def render_report(files: dict, machine: dict, a) -> str:
-    ours = {**_groups(files.get("ours-real-hash")), **_groups(files.get("ours")),
-            **_groups(files.get("ours-postgresql"))}
+    # each of our rows, followed by its variants (real password-hash cost, PostgreSQL)
+    variants = [_groups(files.get("ours-real-hash")), _groups(files.get("ours-postgresql"))]
+    ours = {}
+    for group, g in _groups(files.get("ours")).items():
+        ours[group] = g
+        for variant in variants:
+            for vgroup, vg in variant.items():
+                if vgroup.replace(" (real argon2id)", "").replace(" [PostgreSQL]", "") == group:
+                    ours[vgroup] = vg
     peer = _groups(files.get("peer"))
     lines = [
         f"Machine: {machine['cpu']}, {machine['cores']} cores; Python {machine['python']}, node {machine['node']}; "
