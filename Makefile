@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export FLASK_APP := wsgi
 NODE_DEPS := examples/clients/node_modules/.package-lock.json
 
-.PHONY: run serve test test-tools lint venv clean
+.PHONY: run serve test test-tools lint venv clean bench profile
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,17 @@ test-tools: $(NODE_DEPS)
 
 $(NODE_DEPS): examples/clients/package.json examples/clients/package-lock.json
 	npm ci --prefix examples/clients --no-audit --no-fund --loglevel=error
+
+## bench: Credits ID under gunicorn against node oidc-provider (needs ../shared/bench; see docs/performance.md)
+BENCH_HARNESS ?= ../shared/bench
+BENCH_ARGS ?=
+bench: venv
+	BENCH_HARNESS=$(BENCH_HARNESS) $(BIN)/python -m bench $(BENCH_ARGS)
+
+## profile: where one operation's time goes, in-process (OP=token|refresh|userinfo|sso|roundtrip|discovery|jwks)
+OP ?= token
+profile: venv
+	$(BIN)/python -m bench.profile --op $(OP)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,18 @@ def check_settings(settings: dict[str, Any]) -> None:
             raise ConfigError(f"{name} must be a positive number of seconds")
 
 
+class SQLiteConnection(sqlite3.Connection):
+    """SQLite in WAL mode with synchronous=NORMAL: a commit appends to the log without an fsync
+    (checkpoints still sync), and readers never wait for the writer. A commit may be lost on power
+    failure, never corrupted; production runs PostgreSQL. Measured: the commit of a token
+    exchange dropped from an fsync (milliseconds) to a write (see docs/performance.md)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.execute("PRAGMA journal_mode=WAL")
+        self.execute("PRAGMA synchronous=NORMAL")
+
+
 def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
     """Translate our settings into the names Flask and its extensions read."""
     https = settings["ISSUER_URL"].startswith("https://")
@@ -148,7 +161,7 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
         )
     if db_url.startswith("sqlite"):
         # A busy timeout so concurrent writers wait for the lock instead of failing at once.
-        engine_options = {"connect_args": {"timeout": 30}}
+        engine_options = {"connect_args": {"timeout": 30, "factory": SQLiteConnection}}
         if db_url.startswith("sqlite:///") and ":memory:" not in db_url:
             Path(db_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     return {

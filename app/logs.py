@@ -101,10 +101,7 @@ def _client_id() -> str | None:
 
 
 def _user_id() -> str | None:
-    if "log_user_id" in g:
-        return g.log_user_id
-    login = g.get("login_session")  # set by app.auth.sessions when the request looked it up
-    return getattr(login, "user_id", None)
+    return g.get("log_user_id")  # set through note(): by the session lookup, the grants, the API
 
 
 def _finish_request(response: Response) -> Response:

@@ -69,10 +69,11 @@ def consent_answered(allow: bool, user, client) -> None:
                member=logs.member_hash(user.id))
 
 
-def tokens_issued(grant_type: str, request) -> None:
-    """A token response was committed: `authorization_code` is an issue, `refresh_token` a rotation."""
+def tokens_issued(grant_type: str, client_id: str, user_id: str) -> None:
+    """A token response was committed: `authorization_code` is an issue, `refresh_token` a rotation.
+    Takes plain ids, read before the commit (after it, reading the rows would query them again)."""
     TOKENS.labels("refreshed" if grant_type == "refresh_token" else "issued").inc()
-    logs.note(client_id=request.client.client_id, user_id=request.user.id)
+    logs.note(client_id=client_id, user_id=user_id)
 
 
 def tokens_revoked(count: int) -> None:

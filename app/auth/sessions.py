@@ -5,13 +5,18 @@ from __future__ import annotations
 from datetime import timedelta
 
 from flask import current_app, g, request, session
+from sqlalchemy import bindparam, select
 
+from app import logs
 from app.extensions import db
 from app.models import LoginSession, User
 from app.models.base import new_secret, sha256_hex, utcnow
 
 SESSION_ID = "sid"
 BROWSER_ID = "bid"
+# Built once and reused on every request that asks who is signed in (SQLAlchemy then computes the
+# statement's cache key once instead of per request).
+_LOGIN_BY_HASH = select(LoginSession).where(LoginSession.session_hash == bindparam("hash"))
 
 
 def current_login() -> LoginSession | None:
@@ -20,9 +25,10 @@ def current_login() -> LoginSession | None:
         g.login_session = None
         sid = session.get(SESSION_ID)
         if isinstance(sid, str) and sid:
-            row = db.session.scalar(db.select(LoginSession).where(LoginSession.session_hash == sha256_hex(sid)))
+            row = db.session.scalar(_LOGIN_BY_HASH, {"hash": sha256_hex(sid)})
             if row is not None and row.is_live():
                 g.login_session = row
+                logs.note(user_id=row.user_id)
     return g.login_session
 
 

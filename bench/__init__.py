@@ -1,0 +1,1 @@
+"""Benchmarks of Credits ID (`make bench`): see docs/performance.md."""

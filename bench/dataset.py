@@ -1,0 +1,193 @@
+"""The benchmark's prepared dataset: a fresh schema (built by the migrations), a signing key, the
+benchmark's own confidential app and member, and filler rows so the measured requests run
+against tables of a realistic size.
+
+Run as `python -m bench.dataset --database-url URL --keys-dir DIR [--scale N] --json`; it prints
+the credentials the load generator needs. The filler is sized by `--scale` (1 = 100 apps,
+1,000 members, 10,000 stored tokens, ...; 10 = ten times that), so "does the cost grow with the
+rows?" is one flag away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run from anywhere: the project is not an installed package
+    sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import MetaData, insert, inspect, text  # noqa: E402
+
+REDIRECT_URI = "http://127.0.0.1:7199/cb"  # the redirect URI the shared load harness uses
+BENCH_CLIENT_ID = "bench-conf"
+BENCH_EMAIL = "bench@example.test"
+BENCH_PASSWORD = "correct horse battery staple"  # noqa: S105 - a benchmark account on a throwaway database
+
+# A bench-only hasher: argon2id at its minimum cost, to take the password hash off the round trip
+# (the peer hashes no password). The real cost is measured beside it.
+CHEAP_ARGON2 = {"ARGON2_TIME_COST": 1, "ARGON2_MEMORY_COST": 8, "ARGON2_PARALLELISM": 1}
+
+# Filler rows at scale 1; every count is multiplied by --scale.
+FILLER = {"apps": 100, "members": 1_000, "tokens": 10_000, "codes": 1_000, "sessions": 1_000, "consents": 1_000}
+
+
+def server_settings(database_url: str, keys_dir: str, issuer: str = "http://127.0.0.1:9", **extra) -> dict:
+    """Settings shared by the dataset step and the server it is prepared for."""
+    return {
+        "APP_ENV": "development",
+        "ISSUER_URL": issuer,
+        "DATABASE_URL": database_url,
+        "KEYS_DIR": keys_dir,
+        "SECRET_KEY": "bench-" + secrets.token_hex(24),
+        **extra,
+    }
+
+
+def reset_schema(engine) -> None:
+    """Drop every table (a previous run on the same PostgreSQL database); migrations rebuild."""
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            for table in inspect(engine).get_table_names():
+                conn.execute(text(f'DROP TABLE IF EXISTS "{table}" CASCADE'))
+    else:
+        meta = MetaData()
+        meta.reflect(bind=engine)
+        meta.drop_all(bind=engine)
+
+
+def ensure_postgres_database(url: str) -> None:
+    """Create the benchmark's PostgreSQL database when it does not exist yet."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    admin = f"host={u.host or '127.0.0.1'} port={u.port or 5432} user={u.username or 'postgres'} dbname=postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (u.database,)).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{u.database}"')
+
+
+def add_filler(scale: int, password_hash: str, client_pk: int) -> dict:
+    """Bulk-insert filler rows (core INSERTs: seconds even at scale 10)."""
+    from app.extensions import db
+    from app.models import AuthorizationCode, Client, Consent, LoginSession, Token, User
+    from app.models.base import new_uuid, sha256_hex, utcnow
+
+    now = utcnow()
+    counts = {k: v * scale for k, v in FILLER.items()}
+    rnd = secrets.token_hex
+
+    users = [
+        {"id": new_uuid(), "sub": new_uuid(), "email": f"filler-{i}@example.test", "email_verified": True,
+         "name": f"Filler Member {i}", "password_hash": password_hash, "tier": "pro" if i % 5 == 0 else "basic",
+         "role": "member", "created_at": now, "updated_at": now}
+        for i in range(counts["members"])
+    ]
+    db.session.execute(insert(User), users)
+    apps = [
+        {"client_id": rnd(16), "client_secret_hash": sha256_hex(rnd(32)), "name": f"Filler App {i}",
+         "client_type": "confidential", "token_endpoint_auth_method": "client_secret_basic",
+         "redirect_uris": [f"https://app{i}.example.com/cb"], "post_logout_redirect_uris": [],
+         "allowed_scopes": "openid profile email offline_access credits:read", "require_pkce": True,
+         "trusted": False, "status": "active", "created_at": now, "updated_at": now}
+        for i in range(counts["apps"])
+    ]
+    db.session.execute(insert(Client), apps)
+    app_pks = list(db.session.scalars(db.select(Client.id).where(Client.id != client_pk)))
+    user_ids = [u["id"] for u in users]
+
+    def pick(seq, i):
+        return seq[i % len(seq)]
+
+    tokens = []
+    for i in range(counts["tokens"]):
+        issued = now - timedelta(minutes=i % 600)
+        tokens.append({
+            "client_id": pick(app_pks, i), "user_id": pick(user_ids, i * 7), "grant_id": new_uuid(),
+            "scope": "openid profile email offline_access", "access_token_hash": sha256_hex(rnd(32)),
+            "refresh_token_hash": sha256_hex(rnd(32)) if i % 2 == 0 else None, "issued_at": issued,
+            "access_expires_at": issued + timedelta(hours=1),
+            "refresh_expires_at": issued + timedelta(days=30) if i % 2 == 0 else None,
+            "revoked_at": now if i % 10 == 0 else None, "auth_time": issued,
+        })
+    for start in range(0, len(tokens), 5_000):
+        db.session.execute(insert(Token), tokens[start:start + 5_000])
+    db.session.execute(insert(AuthorizationCode), [
+        {"code_hash": sha256_hex(rnd(32)), "client_id": pick(app_pks, i), "user_id": pick(user_ids, i * 3),
+         "grant_id": new_uuid(), "redirect_uri": "https://example.com/cb", "scope": "openid",
+         "code_challenge": rnd(22), "code_challenge_method": "S256", "auth_time": now, "issued_at": now,
+         "expires_at": now + timedelta(seconds=60), "used_at": now}
+        for i in range(counts["codes"])
+    ])
+    db.session.execute(insert(LoginSession), [
+        {"session_hash": sha256_hex(rnd(32)), "user_id": pick(user_ids, i), "auth_time": now,
+         "expires_at": now + timedelta(days=14), "ip": "127.0.0.1", "user_agent": "filler"}
+        for i in range(counts["sessions"])
+    ])
+    db.session.execute(insert(Consent), [
+        {"user_id": pick(user_ids, i), "client_id": pick(app_pks, i // len(user_ids)),
+         "scope": "openid profile email", "granted_at": now, "updated_at": now}
+        for i in range(min(counts["consents"], len(user_ids) * len(app_pks)))
+    ])
+    db.session.commit()
+    return counts
+
+
+def prepare(database_url: str, keys_dir: str, scale: int = 1, argon2: dict | None = None) -> dict:
+    """Build the dataset; returns what the load generator and the server need."""
+    from flask_migrate import upgrade
+
+    if database_url.startswith("postgresql"):
+        ensure_postgres_database(database_url)
+    from app import create_app
+    from app.extensions import db
+    from app.jwks import keystore
+    from app.members import create_member
+    from app.registration import NewClient, register_client
+
+    app = create_app(server_settings(database_url, keys_dir, **(argon2 or {})))
+    with app.app_context():
+        reset_schema(db.engine)
+        upgrade()
+        keystore.ensure_key()
+        client, secret = register_client(NewClient(
+            name="Benchmark App", client_id=BENCH_CLIENT_ID, redirect_uris=[REDIRECT_URI],
+            scope="openid profile email offline_access credits:read",
+        ))
+        member = create_member(BENCH_EMAIL, "Bench Member", BENCH_PASSWORD, tier="pro")
+        counts = add_filler(scale, member.password_hash, client.id) if scale > 0 else {}
+        return {
+            "database_url": database_url,
+            "keys_dir": keys_dir,
+            "client_id": client.client_id,
+            "client_secret": secret,
+            "redirect_uri": REDIRECT_URI,
+            "username": BENCH_EMAIL,
+            "password": BENCH_PASSWORD,
+            "scale": scale,
+            "filler": counts,
+        }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--database-url", required=True)
+    ap.add_argument("--keys-dir", required=True)
+    ap.add_argument("--scale", type=int, default=1, help="filler size multiplier (0: no filler)")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    a = ap.parse_args(argv)
+    # The member's password is hashed with the ARGON2_* settings of the environment, like the server.
+    argon2 = {k: int(v) for k, v in os.environ.items() if k.startswith("ARGON2_")}
+    result = prepare(a.database_url, a.keys_dir, a.scale, argon2)
+    print(json.dumps(result, indent=None if a.json else 2))
+
+
+if __name__ == "__main__":
+    main()

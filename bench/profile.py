@@ -1,0 +1,192 @@
+"""Profile one operation in-process: where does a request's time go, and how many SQL queries
+does it run?
+
+    python -m bench.profile --op token --n 300            # pyinstrument call tree, text
+    python -m bench.profile --op all --n 200 --no-tree    # wall ms and queries per operation
+
+Operations: discovery, jwks, roundtrip, sso, token, refresh, userinfo. The app runs in this
+process on a prepared dataset (bench/dataset.py, SQLite in a temporary folder, the cheap
+bench-only hasher), driven by Flask's test client, so the profile shows the provider's own
+code without the HTTP server. Use `make bench` for the figures that count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import re
+import secrets
+import sys
+import tempfile
+import time
+from html import unescape
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import event  # noqa: E402
+
+from bench.dataset import server_settings  # noqa: E402
+
+AUTHORIZE = "/api/auth/oauth2/authorize"
+TOKEN = "/api/auth/oauth2/token"
+OPS = ("discovery", "jwks", "roundtrip", "sso", "token", "refresh", "userinfo")
+
+
+def _hidden(html: str, name: str) -> str:
+    m = re.search(rf'name="{name}"[^>]*value="([^"]*)"', html)
+    return unescape(m.group(1)) if m else ""
+
+
+class Driver:
+    """A browser and a relying party over Flask's test client."""
+
+    def __init__(self, app, data: dict):
+        self.app, self.data = app, data
+        self.browser = app.test_client()
+        self.rp = app.test_client()
+        creds = f"{data['client_id']}:{data['client_secret']}".encode()
+        self.basic = {"Authorization": "Basic " + base64.b64encode(creds).decode()}
+
+    def _authorize_url(self, scope: str, prompt: str | None) -> tuple[str, str]:
+        verifier = secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+        params = {"response_type": "code", "client_id": self.data["client_id"], "redirect_uri": self.data["redirect_uri"],
+                  "scope": scope, "state": "s", "nonce": "n", "code_challenge": challenge,
+                  "code_challenge_method": "S256"}
+        if prompt:
+            params["prompt"] = prompt
+        return AUTHORIZE + "?" + "&".join(f"{k}={v.replace(' ', '%20')}" for k, v in params.items()), verifier
+
+    def _follow(self, response):
+        while response.status_code in (302, 303):
+            location = response.headers["Location"]
+            if location.startswith(self.data["redirect_uri"]):
+                return location
+            response = self.browser.get(location)
+        return response
+
+    def roundtrip(self, scope="openid profile email offline_access") -> tuple[str, str]:
+        """Login page, login, consent page, consent: the code and its verifier."""
+        self.browser._cookies.clear()
+        url, verifier = self._authorize_url(scope, "consent")
+        page = self._follow(self.browser.get(url))
+        html = page.get_data(as_text=True)
+        page = self._follow(self.browser.post("/login", data={
+            "csrf_token": _hidden(html, "csrf_token"), "interaction": _hidden(html, "interaction"),
+            "email": self.data["username"], "password": self.data["password"]}))
+        html = page.get_data(as_text=True)
+        location = self._follow(self.browser.post("/consent", data={
+            "csrf_token": _hidden(html, "csrf_token"), "interaction": _hidden(html, "interaction"),
+            "decision": "allow", "scope": re.findall(r'name="scope" value="([^"]+)" checked', html)}))
+        return parse_qs(urlsplit(location).query)["code"][0], verifier
+
+    def sso(self, scope="openid profile email offline_access") -> tuple[str, str]:
+        url, verifier = self._authorize_url(scope, None)
+        location = self._follow(self.browser.get(url))
+        return parse_qs(urlsplit(location).query)["code"][0], verifier
+
+    def exchange(self, code: str, verifier: str) -> dict:
+        r = self.rp.post(TOKEN, headers=self.basic, data={
+            "grant_type": "authorization_code", "code": code, "redirect_uri": self.data["redirect_uri"],
+            "code_verifier": verifier})
+        assert r.status_code == 200, r.get_data(as_text=True)
+        return r.get_json()
+
+    def refresh(self, refresh_token: str) -> dict:
+        r = self.rp.post(TOKEN, headers=self.basic, data={"grant_type": "refresh_token", "refresh_token": refresh_token})
+        assert r.status_code == 200, r.get_data(as_text=True)
+        return r.get_json()
+
+    def get(self, path: str, token: str | None = None) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        r = self.rp.get(path, headers=headers)
+        assert r.status_code == 200, r.get_data(as_text=True)
+
+
+def build(scale: int):
+    from bench.dataset import CHEAP_ARGON2, prepare
+
+    tmp = Path(tempfile.mkdtemp(prefix="credits-profile-"))
+    url, keys = f"sqlite:///{tmp / 'profile.sqlite3'}", str(tmp / "keys")
+    data = prepare(url, keys, scale, CHEAP_ARGON2)
+    from app import create_app
+
+    app = create_app(server_settings(url, keys, **CHEAP_ARGON2))
+    return app, data
+
+
+def operation(d: Driver, op: str, n: int):
+    """The work of `n` operations, and what must be prepared for it beforehand (untimed)."""
+    if op in ("discovery", "jwks"):
+        path = "/.well-known/openid-configuration" if op == "discovery" else "/api/auth/jwks"
+        return lambda: [d.get(path) for _ in range(n)]
+    if op == "roundtrip":
+        return lambda: [d.roundtrip() for _ in range(n)]
+    d.roundtrip()  # a session and a remembered consent
+    if op == "sso":
+        return lambda: [d.sso() for _ in range(n)]
+    if op == "token":
+        codes = [d.sso() for _ in range(n)]
+        return lambda: [d.exchange(c, v) for c, v in codes]
+    tokens = d.exchange(*d.sso())
+    if op == "refresh":
+        state = {"rt": tokens["refresh_token"]}
+
+        def rotate():
+            for _ in range(n):
+                state["rt"] = d.refresh(state["rt"])["refresh_token"]
+        return rotate
+    if op == "userinfo":
+        return lambda: [d.get("/api/auth/oauth2/userinfo", tokens["access_token"]) for _ in range(n)]
+    raise SystemExit(f"unknown operation {op}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--op", default="all", help=f"one of {', '.join(OPS)}, or all")
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--scale", type=int, default=1)
+    ap.add_argument("--no-tree", action="store_true", help="only the per-operation summary")
+    ap.add_argument("--html", help="write pyinstrument's HTML report here (one operation)")
+    a = ap.parse_args(argv)
+    app, data = build(a.scale)
+    ops = OPS if a.op == "all" else tuple(a.op.split(","))
+    with app.app_context():
+        from app.extensions import db
+
+        engine = db.engine
+    queries = [0]
+    event.listen(engine, "before_cursor_execute", lambda *args: queries.__setitem__(0, queries[0] + 1))
+    for op in ops:
+        d = Driver(app, data)
+        work = operation(d, op, a.n)
+        work_warm = operation(d, op, 5)
+        work_warm()
+        queries[0] = 0
+        if a.no_tree:
+            t0, c0 = time.perf_counter(), time.process_time()
+            work()
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        else:
+            from pyinstrument import Profiler
+
+            profiler = Profiler(interval=0.0005)
+            t0, c0 = time.perf_counter(), time.process_time()
+            with profiler:
+                work()
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            if a.html:
+                Path(a.html).write_text(profiler.output_html())
+            else:
+                print(profiler.output_text(unicode=True, color=False, show_all=False))
+        print(f"{op:10s} n={a.n}: {wall * 1000 / a.n:.3f} ms wall/op, {cpu * 1000 / a.n:.3f} ms CPU/op, "
+              f"{queries[0] / a.n:.1f} SQL queries/op (test client, in-process)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,492 @@
+"""`make bench`: Credits ID under gunicorn against node oidc-provider, in one session.
+
+This builds on the shared load harness of issue 7 (`../shared/bench/`: `oidcperf.py` drives any
+OpenID Connect provider, `run-peer.sh` starts the peer, `make_tables.py` renders its JSON). The
+harness is called, not copied: point `--harness` (or BENCH_HARNESS) at it when it is not beside
+the repository. What this script adds:
+
+- the prepared dataset (bench/dataset.py) and the provider under gunicorn on a free loopback port;
+- the round trip twice: with the real argon2id cost, and with a cheap bench-only hasher
+  (ARGON2_* settings) so it compares with the peer, which hashes no password;
+- the SSO round trip (a member who already has a session: /authorize answers with the code);
+- the floor: a Flask "hello" JSON endpoint (bench/hello.py) under the same gunicorn settings;
+- PostgreSQL figures for the token endpoint beside the SQLite ones;
+- bearer GET endpoints from `EXTRA_ENDPOINTS` (the /v1 data API goes there);
+- one table: req/s, p50, p99 and server CPU ms per operation, ours and the peer's, and the ratio.
+
+Compare server CPU per operation first: the load generator shares the machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import os
+import platform
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
+
+from bench.dataset import CHEAP_ARGON2
+from bench.servers import PEER_PORT, GunicornSettings, free_port, start_gunicorn, start_peer, stop
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_HARNESS = ROOT.parent / "shared" / "bench"
+
+# The peer's fixed test client and member (see the harness's peer/server.js).
+PEER = {"client_id": "perf-conf", "client_secret": "perf-conf-secret-0123456789abcdef0123456789abcdef",
+        "username": "alice", "password": "correct horse battery staple", "driver": "peer"}
+SCOPE = "openid profile email offline_access"  # what the harness requests (the peer's scopes)
+SSO_SCOPE = "openid profile email"  # already consented: no page is shown
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A GET endpoint measured like userinfo: a fresh bearer token per run when `bearer`."""
+
+    name: str
+    path: str  # relative to the issuer
+    bearer: bool = True
+    scope: str = SCOPE  # the token is obtained with this scope
+    concurrency: tuple[int, ...] = (1, 16)
+    on_peer: bool = False  # the peer serves it too
+
+
+# Endpoints beyond the harness's standard set. The /v1 data API goes here, for example
+#   Endpoint("v1 me/credits limit=50", "/v1/me/credits?limit=50", scope="openid credits:read", concurrency=(1,))
+EXTRA_ENDPOINTS: list[Endpoint] = []
+
+PROFILES = {
+    "quick": {"repeat": 1, "get_duration": 3, "get_concurrency": "1", "rt_duration": 5, "rt_concurrency": "1",
+              "codes": 300, "token_concurrency": "1", "refresh_duration": 4, "refresh_concurrency": "8",
+              "userinfo_concurrency": "1"},
+    "standard": {"repeat": 3, "get_duration": 5, "get_concurrency": "1,16", "rt_duration": 8,
+                 "rt_concurrency": "1,8", "codes": 600, "token_concurrency": "1,8", "refresh_duration": 6,
+                 "refresh_concurrency": "8", "userinfo_concurrency": "1,16"},
+}
+TARGETS = {  # ours / peer, server CPU per operation (issue 7)
+    "token": 1.0, "refresh": 1.0, "roundtrip": 1.0, "sso": 1.0, "userinfo": 2.0,
+}
+FLOOR_TARGET = 1.2
+HARNESS_TESTS = ("discovery", "jwks", "roundtrip", "token", "refresh", "userinfo")  # oidcperf's own  # discovery and JWKS: within 1.2x of the Flask hello endpoint
+
+
+def load_harness(path: Path):
+    """Import the shared oidcperf module, or stop with a clear message when it is absent."""
+    script = path / "oidcperf.py"
+    if not script.is_file():
+        raise SystemExit(
+            f"bench: the shared load harness is not at {script}.\n"
+            "Issue 7 measures with ../shared/bench/oidcperf.py (and run-peer.sh, make_tables.py); "
+            "pass --harness DIR or set BENCH_HARNESS to the folder that holds them."
+        )
+    spec = importlib.util.spec_from_file_location("oidcperf", script)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["oidcperf"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Target:
+    """One provider under test and how to drive it."""
+
+    label: str
+    issuer: str
+    pid: int
+    client_id: str
+    client_secret: str
+    username: str
+    password: str
+    driver: str = "form"
+    results: list = field(default_factory=list)
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace):
+        self.a = args
+        args.harness = str(Path(args.harness).resolve())
+        self.op = load_harness(Path(args.harness))
+        self.p = dict(PROFILES[args.profile])
+        if args.repeat:
+            self.p["repeat"] = args.repeat
+        self.tests = args.tests.split(",")
+        self.out = Path(args.out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix="credits-bench-"))
+        self.gunicorn = GunicornSettings(args.workers, args.threads)
+        self.procs: list[subprocess.Popen] = []
+
+    # -- processes ------------------------------------------------------------------------
+
+    def dataset(self, database_url: str, argon2: dict, keys_name: str) -> dict:
+        keys = self.tmp / keys_name
+        env = {**os.environ, **{k: str(v) for k, v in argon2.items()}, "PYTHONPATH": str(ROOT)}
+        out = subprocess.run(  # noqa: S603 - our own fixed argv
+            [sys.executable, "-m", "bench.dataset", "--database-url", database_url, "--keys-dir", str(keys),
+             "--scale", str(self.a.scale), "--json"],
+            cwd=ROOT, env=env, capture_output=True, text=True,
+        )
+        if out.returncode != 0:
+            raise SystemExit(f"bench: preparing the dataset failed:\n{out.stderr[-3000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    def provider(self, data: dict, argon2: dict, label: str) -> Target:
+        port = free_port()
+        issuer = f"http://127.0.0.1:{port}"
+        env = {"APP_ENV": "development", "ISSUER_URL": issuer, "DATABASE_URL": data["database_url"],
+               "KEYS_DIR": data["keys_dir"], "SECRET_KEY": "bench-" + secrets.token_hex(24), **argon2}
+        proc = start_gunicorn("wsgi:app", port, env, self.tmp / f"{label}.log", self.gunicorn,
+                              "/.well-known/openid-configuration")
+        self.procs.append(proc)
+        return Target(label, issuer, proc.pid, data["client_id"], data["client_secret"], data["username"],
+                      data["password"])
+
+    def hello(self) -> tuple[subprocess.Popen, str]:
+        port = free_port()
+        proc = start_gunicorn("bench.hello:app", port, {}, self.tmp / "hello.log", self.gunicorn, "/hello")
+        self.procs.append(proc)
+        return proc, f"http://127.0.0.1:{port}/hello"
+
+    def peer(self) -> Target:
+        proc = start_peer(Path(self.a.harness) / "run-peer.sh", self.tmp / "peer.log",
+                          Path(self.a.peer_work))
+        self.procs.append(proc)
+        return Target("peer", f"http://127.0.0.1:{PEER_PORT}", proc.pid, PEER["client_id"],
+                      PEER["client_secret"], PEER["username"], PEER["password"], PEER["driver"])
+
+    def release(self, proc_or_target) -> None:
+        pid = proc_or_target.pid
+        for proc in list(self.procs):
+            if proc.pid == pid:
+                stop(proc)
+                self.procs.remove(proc)
+
+    # -- measuring ------------------------------------------------------------------------
+
+    def harness_run(self, t: Target, tests: list[str], name: str) -> list:
+        """The standard tests, by the shared harness's own command line (its JSON format)."""
+        tests = [x for x in tests if x in HARNESS_TESTS]
+        if not tests:
+            return []
+        out = self.out / f"{name}.json"
+        p = self.p
+        argv = [sys.executable, str(Path(self.a.harness) / "oidcperf.py"), "--issuer", t.issuer,
+                "--client-id", t.client_id, "--client-secret", t.client_secret, "--auth", "basic",
+                "--driver", t.driver, "--username", t.username, "--password", t.password,
+                "--server-pid", str(t.pid), "--tests", ",".join(tests), "--repeat", str(p["repeat"]),
+                "--get-duration", str(p["get_duration"]), "--get-concurrency", p["get_concurrency"],
+                "--rt-duration", str(p["rt_duration"]), "--rt-concurrency", p["rt_concurrency"],
+                "--codes", str(p["codes"]), "--token-concurrency", p["token_concurrency"],
+                "--refresh-duration", str(p["refresh_duration"]), "--refresh-concurrency", p["refresh_concurrency"],
+                "--userinfo-concurrency", p["userinfo_concurrency"], "--out", str(out)]
+        if self.a.no_wrk:
+            argv.append("--no-wrk")
+        print(f"\n== {name}: {t.issuer} {' '.join(tests)}", flush=True)
+        subprocess.run(argv, check=True)  # noqa: S603 - our own fixed argv
+        return json.loads(out.read_text())["results"]
+
+    def config(self, t: Target, scope: str = SCOPE, issuer: str | None = None):
+        op = self.op
+        cfg = op.Config(issuer or t.issuer, t.client_id, t.client_secret, "basic", "http://127.0.0.1:7199/cb",
+                        scope, op.Creds(t.username, t.password), op.load_driver(t.driver))
+        return cfg
+
+    def record(self, group: str, runs: list) -> dict:
+        for r in runs:
+            r.pop("_lat", None)
+        s = {"group": group, "runs": runs}
+        for k in ("rps", "p50_ms", "p99_ms", "server_cpu_ms_per_op", "client_cpu_ms_per_op"):
+            s[k] = self.op.median_spread(runs, k)
+        cpu = s["server_cpu_ms_per_op"]
+        print(f"{group:34s} rps={s['rps']['median'] if s['rps'] else None} "
+              f"p50={s['p50_ms']['median'] if s['p50_ms'] else None}ms "
+              f"p99={s['p99_ms']['median'] if s['p99_ms'] else None}ms "
+              f"srvcpu={cpu['median'] if cpu else None}ms/op errors={sum(r['errors'] for r in runs)}", flush=True)
+        return s
+
+    async def _sso(self, t: Target, conc: int) -> dict:
+        """A member with a session asks again: /authorize must answer with the code (no page)."""
+        op = self.op
+        cfg = self.config(t)
+        await op.fetch_discovery(cfg)
+        signed_in: set[int] = set()
+        hops: list[int] = []
+
+        async def work(conn, jar):
+            if id(jar) not in signed_in:  # sign in once per browser, through the pages
+                await op.roundtrip(cfg, conn, jar)
+                signed_in.add(id(jar))
+            verifier, challenge = op.pkce_pair()
+            state = secrets.token_urlsafe(12)
+            q = urlencode({"response_type": "code", "client_id": cfg.client_id, "redirect_uri": cfg.redirect_uri,
+                           "scope": SSO_SCOPE, "state": state, "nonce": secrets.token_urlsafe(12),
+                           "code_challenge": challenge, "code_challenge_method": "S256"})
+            resp = await conn.request("GET", cfg.disc["authorization_endpoint"] + "?" + q, jar=jar)
+            n = 1
+            while resp.status in (302, 303) and n < 10:
+                loc = urljoin(resp.url, resp.header("location"))
+                if loc.startswith(cfg.redirect_uri):
+                    qs = parse_qs(urlsplit(loc).query)
+                    if "code" not in qs or qs.get("state", [None])[0] != state:
+                        raise op.HTTPError(f"sso: callback without code: {loc}")
+                    hops.append(n)
+                    return True
+                resp = await conn.request("GET", loc, jar=jar)
+                n += 1
+            raise op.HTTPError(f"sso: no code without a page ({resp.status} at {resp.url})")
+
+        res, _ = await op.run_loops(cfg, conc, work, duration=self.p["rt_duration"], server_pid=t.pid,
+                                    name="sso", warmup=1.5)
+        res["http_requests_per_op"] = statistics.median(hops) if hops else None
+        res["concurrency"] = conc
+        return res
+
+    def sso(self, t: Target) -> list:
+        out = []
+        for c in [int(x) for x in self.p["rt_concurrency"].split(",")]:
+            runs = [asyncio.run(self._sso(t, c)) for _ in range(self.p["repeat"])]
+            out.append(self.record(f"sso c={c}", runs))
+        return out
+
+    async def _get(self, t: Target, url: str, conc: int, name: str, scope: str | None, pid: int) -> dict:
+        op = self.op
+        cfg = self.config(t, scope=scope or SCOPE, issuer=None if url.startswith(t.issuer) else url)
+        headers = None
+        if scope is not None:
+            await op.fetch_discovery(cfg)
+            token = (await op.prepare_tokens(cfg, 1))[0]["access_token"]
+            headers = {"Authorization": f"Bearer {token}"}
+        return await op.get_test(cfg, url, conc, self.p["get_duration"], pid, name, headers,
+                                 not self.a.no_wrk, None)
+
+    def get_endpoint(self, t: Target, url: str, name: str, concurrency, scope: str | None = None,
+                     pid: int | None = None) -> list:
+        out = []
+        for c in concurrency:
+            runs = [asyncio.run(self._get(t, url, c, name, scope, pid or t.pid)) for _ in range(self.p["repeat"])]
+            out.append(self.record(f"{name} c={c}", runs))
+        return out
+
+    def extras(self, t: Target, is_peer: bool) -> list:
+        out = []
+        if "sso" in self.tests:
+            out += self.sso(t)
+        for ep in EXTRA_ENDPOINTS:
+            if ep.name in self.tests or "extra" in self.tests:
+                if is_peer and not ep.on_peer:
+                    continue
+                out += self.get_endpoint(t, t.issuer + ep.path, ep.name, ep.concurrency,
+                                         ep.scope if ep.bearer else None)
+        return out
+
+    def save(self, name: str, t: Target | None, results: list) -> Path:
+        path = self.out / f"{name}.json"
+        meta = {"target": name, "issuer": t.issuer if t else None, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "profile": self.a.profile, "scale": self.a.scale, "gunicorn": vars(self.gunicorn)}
+        path.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+        return path
+
+    # -- the session ----------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Start every server first, then run each test on each of them in turn (ours, the peer,
+        ours with the real hash cost, ours on PostgreSQL), so a change in the machine's load
+        during the session hits both providers alike."""
+        machine = machine_info()
+        print("machine:", json.dumps(machine), flush=True)
+        ours_on = "ours" in self.a.targets
+        targets: dict[str, Target] = {}
+        hello_url = hello_pid = None
+        results: dict[str, list] = {}
+        try:
+            if ours_on:
+                data = self.dataset(f"sqlite:///{self.tmp / 'bench.sqlite3'}", CHEAP_ARGON2, "keys")
+                targets["ours"] = self.provider(data, CHEAP_ARGON2, "ours")
+                if "roundtrip" in self.tests and not self.a.no_real_hash:
+                    # the configured (production) argon2id cost, from app/config.py or the environment
+                    data = self.dataset(f"sqlite:///{self.tmp / 'bench-real.sqlite3'}", {}, "keys-real")
+                    targets["ours-real-hash"] = self.provider(data, {}, "ours-real-hash")
+                if "postgresql" in self.a.database.split(","):
+                    data = self.dataset(self.a.postgres_url, CHEAP_ARGON2, "keys-pg")
+                    targets["ours-postgresql"] = self.provider(data, CHEAP_ARGON2, "ours-postgresql")
+                if "hello" in self.tests:
+                    hello_proc, hello_url = self.hello()
+                    hello_pid = hello_proc.pid
+            if "peer" in self.a.targets:
+                targets["peer"] = self.peer()
+            plan = {  # which provider runs which test
+                "ours": HARNESS_TESTS + ("hello", "sso"),
+                "peer": HARNESS_TESTS + ("sso",),
+                "ours-real-hash": ("roundtrip",),
+                "ours-postgresql": ("roundtrip", "token", "refresh", "userinfo", "sso"),
+            }
+            for test in [t for t in self.tests if t != "extra"]:
+                for name, t in targets.items():
+                    if test not in plan[name]:
+                        continue
+                    if test in HARNESS_TESTS:
+                        res = self.harness_run(t, [test], f"{name}-{test}")
+                    elif test == "hello":
+                        res = self.get_endpoint(t, hello_url, "hello",
+                                                [int(x) for x in self.p["get_concurrency"].split(",")], pid=hello_pid)
+                    else:
+                        res = self.sso(t)
+                    results.setdefault(name, []).extend(res)
+            for name, t in targets.items():
+                if name in ("ours", "peer"):
+                    results.setdefault(name, []).extend(self.extras(t, is_peer=name == "peer"))
+        finally:
+            for proc in list(self.procs):
+                stop(proc)
+        suffix = {"ours-real-hash": ("roundtrip", "roundtrip (real argon2id)"), "ours-postgresql": None}
+        files: dict[str, Path] = {}
+        for name, res in results.items():
+            for g in res:
+                if name == "ours-real-hash":
+                    g["group"] = g["group"].replace(*suffix[name])
+                elif name == "ours-postgresql":
+                    g["group"] += " [PostgreSQL]"
+            files[name] = self.save(name, targets.get(name), res)
+        machine["load_after"] = os.getloadavg()
+        report = render_report(files, machine, self.a)
+        (self.out / "report.md").write_text(report)
+        print("\n" + report)
+        print(f"results: {self.out}")
+        if not self.a.keep:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        return 0
+
+
+# -- the report ----------------------------------------------------------------------------
+
+
+def machine_info() -> dict:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    node = shutil.which("node")
+    node_version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip() if node else None  # noqa: S603 - our own fixed argv
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(), "node": node_version,
+            "kernel": platform.release(), "load_before": os.getloadavg()}
+
+
+def _groups(path: Path | None) -> dict:
+    if path is None or not path.exists():
+        return {}
+    return {g["group"]: g for g in json.loads(path.read_text())["results"]}
+
+
+def _m(stat, nd=3) -> str:
+    return f"{stat['median']:,.{nd}f}" if stat else "n/a"
+
+
+def _spread(stat, nd=3) -> str:
+    if not stat:
+        return "n/a"
+    if stat["min"] == stat["max"]:
+        return f"{stat['median']:,.{nd}f}"
+    return f"{stat['median']:,.{nd}f} ({stat['min']:,.{nd}f}–{stat['max']:,.{nd}f})"
+
+
+def _kind(group: str) -> str:
+    name = group.split(" ")[0].split("(")[0]
+    return {"token": "token"}.get(name, name)
+
+
+def render_report(files: dict, machine: dict, a) -> str:
+    # each of our rows, followed by its variants (real password-hash cost, PostgreSQL)
+    variants = [_groups(files.get("ours-real-hash")), _groups(files.get("ours-postgresql"))]
+    ours = {}
+    for group, g in _groups(files.get("ours")).items():
+        ours[group] = g
+        for variant in variants:
+            for vgroup, vg in variant.items():
+                if vgroup.replace(" (real argon2id)", "").replace(" [PostgreSQL]", "") == group:
+                    ours[vgroup] = vg
+    peer = _groups(files.get("peer"))
+    lines = [
+        f"Machine: {machine['cpu']}, {machine['cores']} cores; Python {machine['python']}, node {machine['node']}; "
+        f"load average before {machine['load_before'][0]:.2f}, after {machine['load_after'][0]:.2f}.",
+        f"Profile `{a.profile}`, dataset scale {a.scale}, gunicorn {a.workers} workers x {a.threads} threads (gthread).",
+        "",
+        "| test | ours req/s | ours p50 ms | ours p99 ms | ours CPU ms/op (min–max) | peer CPU ms/op | ours ÷ peer | target |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for group, g in ours.items():
+        if group.startswith("hello"):
+            continue
+        base = group.replace(" (real argon2id)", "").replace(" [PostgreSQL]", "")
+        p = peer.get(base)
+        cpu, pcpu = g["server_cpu_ms_per_op"], p["server_cpu_ms_per_op"] if p else None
+        ratio = cpu["median"] / pcpu["median"] if cpu and pcpu else None
+        target = TARGETS.get(_kind(base))
+        target_s = ""
+        if target is not None and "real argon2id" not in group:
+            target_s = f"≤ {target:.1f}×" + ("" if ratio is None else (" ✔" if ratio <= target else " ✘"))
+        lines.append(f"| {group} | {_m(g['rps'], 0)} | {_m(g['p50_ms'], 2)} | {_m(g['p99_ms'], 2)} | "
+                     f"{_spread(cpu)} | {_spread(pcpu)} | {'' if ratio is None else f'{ratio:.2f}×'} | {target_s} |")
+    for group, p in peer.items():
+        if group not in ours:
+            lines.append(f"| {group} (peer only) | {_m(p['rps'], 0)} | {_m(p['p50_ms'], 2)} | {_m(p['p99_ms'], 2)} | "
+                         f"| {_spread(p['server_cpu_ms_per_op'])} | | |")
+    hello = {g.split(" ")[1]: v for g, v in ours.items() if g.startswith("hello")}
+    if hello:
+        lines += ["", "The floor: discovery and the key set against a Flask \"hello\" JSON endpoint (same run, same "
+                  "gunicorn settings).", "",
+                  "| test | req/s | p50 ms | p99 ms | CPU ms/op (min–max) | ÷ hello (CPU) | target |",
+                  "|---|---:|---:|---:|---:|---:|---|"]
+        for group, g in ours.items():
+            name, _, conc = group.partition(" ")
+            if name not in ("discovery", "jwks", "hello") or conc not in hello:
+                continue
+            h = hello[conc]["server_cpu_ms_per_op"]
+            cpu = g["server_cpu_ms_per_op"]
+            ratio = cpu["median"] / h["median"] if cpu and h else None
+            target_s = "" if name == "hello" else f"≤ {FLOOR_TARGET}×" + (
+                "" if ratio is None else (" ✔" if ratio <= FLOOR_TARGET else " ✘"))
+            lines.append(f"| {group} | {_m(g['rps'], 0)} | {_m(g['p50_ms'], 2)} | {_m(g['p99_ms'], 2)} | "
+                         f"{_spread(cpu)} | {'' if ratio is None else f'{ratio:.2f}×'} | {target_s} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--harness", default=os.environ.get("BENCH_HARNESS", str(DEFAULT_HARNESS)),
+                    help="folder of the shared harness (oidcperf.py, run-peer.sh, make_tables.py)")
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="standard")
+    ap.add_argument("--repeat", type=int, default=0, help="runs per test (default: the profile's)")
+    ap.add_argument("--tests", default="discovery,jwks,hello,roundtrip,token,refresh,userinfo,sso,extra")
+    ap.add_argument("--targets", default="ours,peer", help="ours, peer, or both (comma-separated)")
+    ap.add_argument("--database", default="sqlite,postgresql", help="sqlite and/or postgresql")
+    ap.add_argument("--postgres-url", default=os.environ.get(
+        "BENCH_POSTGRES_URL", "postgresql+psycopg://root@127.0.0.1:5432/credits_id_bench"))
+    ap.add_argument("--scale", type=int, default=1, help="dataset size: 1 = 100 apps, 1k members, 10k tokens")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--no-real-hash", action="store_true", help="skip the round trip with the real argon2id cost")
+    ap.add_argument("--no-wrk", action="store_true", help="the built-in client for GET tests too")
+    ap.add_argument("--peer-work", default=os.environ.get("PEER_WORK", str(Path(tempfile.gettempdir())
+                                                                              / "credits-bench-peer")))
+    ap.add_argument("--out-dir", default=str(ROOT / "artifacts" / time.strftime("bench-%Y%m%d-%H%M%S")))
+    ap.add_argument("--keep", action="store_true", help="keep the temporary dataset and server logs")
+    a = ap.parse_args(argv)
+    sys.exit(Bench(a).run())
+
+
+if __name__ == "__main__":
+    main()

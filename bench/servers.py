@@ -1,0 +1,100 @@
+"""The processes a benchmark run starts: the provider and the hello app under gunicorn, and the
+peer provider (node oidc-provider, started by the shared harness's run-peer.sh).
+
+Each is started on loopback, waited for until it answers, and stopped by its own process id."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEER_PORT = 7101  # fixed by the shared harness's run-peer.sh
+
+
+@dataclass(frozen=True)
+class GunicornSettings:
+    """The same for the provider and the hello app, so the floor is measured like the provider."""
+
+    workers: int = 2
+    threads: int = 4
+    worker_class: str = "gthread"  # keep-alive connections, as a load balancer would hold
+
+    def argv(self, port: int) -> list[str]:
+        return ["--bind", f"127.0.0.1:{port}", "--workers", str(self.workers), "--threads", str(self.threads),
+                "--worker-class", self.worker_class, "--keep-alive", "75", "--timeout", "120",
+                "--log-level", "warning"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_busy(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_for(url: str, proc: subprocess.Popen, log_path: Path, timeout: float = 180) -> None:
+    """Poll `url` until it answers 200 (the process may still be installing or importing)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}; see {log_path}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback http
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.3)
+    stop(proc)
+    raise RuntimeError(f"{url} did not answer within {timeout:.0f} s; see {log_path}")
+
+
+def start_gunicorn(wsgi_app: str, port: int, env: dict, log_path: Path, settings: GunicornSettings,
+                   ready_path: str) -> subprocess.Popen:
+    """`gunicorn <wsgi_app>` from the project root with `env` added to the environment."""
+    full_env = {**os.environ, **{k: str(v) for k, v in env.items()}, "PYTHONPATH": str(ROOT)}
+    log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(  # noqa: S603 - our own fixed argv
+        [sys.executable, "-m", "gunicorn", *settings.argv(port), wsgi_app],
+        cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    wait_for(f"http://127.0.0.1:{port}{ready_path}", proc, log_path)
+    return proc
+
+
+def start_peer(run_peer: Path, log_path: Path, work_dir: Path) -> subprocess.Popen:
+    """The peer on 127.0.0.1:7101. run-peer.sh installs its npm packages on first use (into
+    `work_dir`, outside the repository) and then execs node, so the pid is the server's."""
+    if port_busy(PEER_PORT):
+        raise RuntimeError(f"127.0.0.1:{PEER_PORT} is already in use: stop the running peer first")
+    env = {**os.environ, "PEER_WORK": str(work_dir)}
+    log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(["bash", str(run_peer)], env=env, stdout=log, stderr=subprocess.STDOUT,  # noqa: S603 S607 - our own fixed argv
+                            start_new_session=True)
+    wait_for(f"http://127.0.0.1:{PEER_PORT}/.well-known/openid-configuration", proc, log_path, timeout=600)
+    return proc
+
+
+def stop(proc: subprocess.Popen | None) -> None:
+    """Stop one process we started (gunicorn's master stops its own workers)."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
