@@ -164,13 +164,6 @@ class Bench:
         return Target("peer", f"http://127.0.0.1:{PEER_PORT}", proc.pid, PEER["client_id"],
                       PEER["client_secret"], PEER["username"], PEER["password"], PEER["driver"])
 
-    def release(self, proc_or_target) -> None:
-        pid = proc_or_target.pid
-        for proc in list(self.procs):
-            if proc.pid == pid:
-                stop(proc)
-                self.procs.remove(proc)
-
     # -- measuring ------------------------------------------------------------------------
 
     def harness_run(self, t: Target, tests: list[str], name: str) -> list:
@@ -279,8 +272,6 @@ class Bench:
 
     def extras(self, t: Target, is_peer: bool) -> list:
         out = []
-        if "sso" in self.tests:
-            out += self.sso(t)
         for ep in EXTRA_ENDPOINTS:
             if ep.name in self.tests or "extra" in self.tests:
                 if is_peer and not ep.on_peer:
@@ -348,12 +339,11 @@ class Bench:
         finally:
             for proc in list(self.procs):
                 stop(proc)
-        suffix = {"ours-real-hash": ("roundtrip", "roundtrip (real argon2id)"), "ours-postgresql": None}
         files: dict[str, Path] = {}
         for name, res in results.items():
             for g in res:
                 if name == "ours-real-hash":
-                    g["group"] = g["group"].replace(*suffix[name])
+                    g["group"] = g["group"].replace("roundtrip", "roundtrip (real argon2id)")
                 elif name == "ours-postgresql":
                     g["group"] += " [PostgreSQL]"
             files[name] = self.save(name, targets.get(name), res)
