@@ -40,6 +40,9 @@ from bench.dataset import CHEAP_ARGON2
 from bench.servers import PEER_PORT, GunicornSettings, free_port, start_gunicorn, start_peer, stop
 
 ROOT = Path(__file__).resolve().parent.parent
+# The load test is one client hammering the token endpoint: lift the per-client throttle (300 a
+# minute by default) so the benchmark measures work, not 429s. Throttling has its own tests.
+BENCH_LIMITS = {"TOKEN_CLIENT_LIMIT": "1000000 per minute", "LOGIN_IP_LIMIT": "1000000 per minute"}
 DEFAULT_HARNESS = ROOT.parent / "shared" / "bench"
 
 # The peer's fixed test client and member (see the harness's peer/server.js).
@@ -144,7 +147,8 @@ class Bench:
         port = free_port()
         issuer = f"http://127.0.0.1:{port}"
         env = {"APP_ENV": "development", "ISSUER_URL": issuer, "DATABASE_URL": data["database_url"],
-               "KEYS_DIR": data["keys_dir"], "SECRET_KEY": "bench-" + secrets.token_hex(24), **argon2}
+               "KEYS_DIR": data["keys_dir"], "SECRET_KEY": "bench-" + secrets.token_hex(24), **argon2,
+               **BENCH_LIMITS}
         proc = start_gunicorn("wsgi:app", port, env, self.tmp / f"{label}.log", self.gunicorn,
                               "/.well-known/openid-configuration")
         self.procs.append(proc)

@@ -29,7 +29,9 @@ class GunicornSettings:
     worker_class: str = "gthread"  # keep-alive connections, as a load balancer would hold
 
     def argv(self, port: int) -> list[str]:
-        return ["--bind", f"127.0.0.1:{port}", "--workers", str(self.workers), "--threads", str(self.threads),
+        # `-c /dev/null`: not the repository's gunicorn.conf.py, whose worker recycling
+        # (WEB_MAX_REQUESTS) would throw away the CPU time of recycled workers mid-run.
+        return ["-c", "/dev/null", "--bind", f"127.0.0.1:{port}", "--workers", str(self.workers), "--threads", str(self.threads),
                 "--worker-class", self.worker_class, "--keep-alive", "75", "--timeout", "120",
                 "--log-level", "warning"]
 
