@@ -13,6 +13,7 @@ from app.audit import record
 from app.auth import throttle
 from app.auth.passwords import passwords
 from app.auth.sessions import current_user, end_login, start_login
+from app.console.apps import can_use_console
 from app.extensions import db
 from app.models import User
 from app.oauth.authorize import UntrustedRequest, find_interaction
@@ -104,7 +105,7 @@ def signed_in() -> Response | str:
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login"))
-    return render_template("auth/signed_in.html", user=user)
+    return render_template("auth/signed_in.html", user=user, can_use_console=can_use_console(user))
 
 
 @bp.post("/logout")
