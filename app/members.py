@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 
+from app.audit import record
 from app.auth.passwords import passwords
 from app.extensions import db
 from app.models import Profile, Role, Tier, User
@@ -60,25 +61,31 @@ def set_password(user: User, password: str) -> None:
     db.session.commit()
 
 
-def set_tier(user: User, tier: str) -> bool:
+def set_tier(user: User, tier: str, actor: User | None = None) -> bool:
     """Change the membership. Reach is checked on every data request, so a downgrade takes
-    the higher tier's scopes away from existing tokens at once. True when it changed; the
-    caller commits."""
+    the higher tier's scopes away from existing tokens at once. A change is audited here, for
+    every caller (console, CLI). True when it changed; the caller commits."""
     if tier not in {t.value for t in Tier}:
         raise MemberError(f"tier must be one of {', '.join(t.value for t in Tier)}")
-    changed = user.tier != tier
+    before = user.tier
     user.tier = tier
-    return changed
+    if before == tier:
+        return False
+    record("user.tier_changed", actor=actor, subject=user, tier=tier, previous=before)
+    return True
 
 
-def set_role(user: User, role: str) -> bool:
-    """Change what the member may do in the console (member, developer, admin). True when it
-    changed; the caller commits."""
+def set_role(user: User, role: str, actor: User | None = None) -> bool:
+    """Change what the member may do in the console (member, developer, admin); audited here.
+    True when it changed; the caller commits."""
     if role not in {r.value for r in Role}:
         raise MemberError(f"role must be one of {', '.join(r.value for r in Role)}")
-    changed = user.role != role
+    before = user.role
     user.role = role
-    return changed
+    if before == role:
+        return False
+    record("user.role_changed", actor=actor, subject=user, role=role, previous=before)
+    return True
 
 
 def linkable_profile_id(profile_id: str | None) -> str | None:

@@ -131,12 +131,9 @@ def update_user(user_id: str):
     if user.role == Role.ADMIN and form.role.data != Role.ADMIN and _admin_count() <= 1:
         flash("Not changed: this is the only administrator.", "error")
         return redirect(url_for("console.users", q=user.email))
-    before_role, before_tier = user.role, user.tier
     try:
-        if set_role(user, form.role.data):
-            record("user.role_changed", actor=console_user(), subject=user, role=user.role, previous=before_role)
-        if set_tier(user, form.tier.data):
-            record("user.tier_changed", actor=console_user(), subject=user, tier=user.tier, previous=before_tier)
+        set_role(user, form.role.data, actor=console_user())
+        set_tier(user, form.tier.data, actor=console_user())
     except MemberError as exc:
         db.session.rollback()
         flash(str(exc), "error")

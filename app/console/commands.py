@@ -10,7 +10,6 @@ from datetime import timedelta
 import click
 from flask.cli import AppGroup
 
-from app.audit import record
 from app.cli import clients, emit, fail, json_option, users
 from app.console.apps import AppNotFound, delete_app, disable_app, enable_app, find_app, rotate_app_secret
 from app.extensions import db
@@ -103,8 +102,7 @@ def users_set_role(email, role, as_json):
     """Give a member the role member, developer (owns apps in the console) or admin."""
     user = _member(email)
     before = user.role
-    if set_role(user, role):
-        record("user.role_changed", subject=user, role=role, previous=before)
+    set_role(user, role)
     db.session.commit()
     emit({"id": user.id, "email": user.email, "role": user.role, "previous_role": before}, as_json, _lines)
 
@@ -117,8 +115,7 @@ def users_set_tier(email, tier, as_json):
     """Change a member's membership (basic or pro); a downgrade applies to existing tokens at once."""
     user = _member(email)
     before = user.tier
-    if set_tier(user, tier):
-        record("user.tier_changed", subject=user, tier=tier, previous=before)
+    set_tier(user, tier)
     db.session.commit()
     emit({"id": user.id, "email": user.email, "tier": user.tier, "previous_tier": before}, as_json, _lines)
 
