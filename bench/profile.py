@@ -109,14 +109,14 @@ class Driver:
 
 
 def build(scale: int):
-    from bench.dataset import CHEAP_ARGON2, prepare
+    from bench.dataset import BENCH_LIMITS, CHEAP_ARGON2, prepare
 
     tmp = Path(tempfile.mkdtemp(prefix="credits-profile-"))
     url, keys = f"sqlite:///{tmp / 'profile.sqlite3'}", str(tmp / "keys")
     data = prepare(url, keys, scale, CHEAP_ARGON2)
     from app import create_app
 
-    app = create_app(server_settings(url, keys, **CHEAP_ARGON2))
+    app = create_app(server_settings(url, keys, **CHEAP_ARGON2, **BENCH_LIMITS))
     return app, data
 
 
