@@ -27,13 +27,12 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     init_logging(app)
 
     from app.auth.passwords import init_passwords
-    from app.extensions import csrf, db, limiter, migrate
+    from app.extensions import csrf, db, migrate
     from app.jwks import init_keystore
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     csrf.init_app(app)
-    limiter.init_app(app)
     init_keystore(app)
     init_passwords(app)
 
@@ -46,6 +45,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     init_oauth(app)
     init_metadata(app)
+
+    from app.oauth.published import init_published
+
+    init_published(app)
 
     from app.auth.views import bp as auth_bp
     from app.consent.views import bp as consent_bp
