@@ -77,13 +77,18 @@ class KeyStore:
     # -- reading ------------------------------------------------------------------------
 
     def snapshot(self) -> KeySnapshot:
-        snap = self._snapshot
-        now = time.monotonic()
-        if snap is None or now >= snap.valid_until or now - self._checked_at >= self.refresh_interval:
+        snap = self.fresh_snapshot()
+        if snap is None:
             with self._lock:
-                snap = self._snapshot
-                if snap is None or now >= snap.valid_until or now - self._checked_at >= self.refresh_interval:
-                    snap = self._load()
+                snap = self.fresh_snapshot() or self._load()
+        return snap
+
+    def fresh_snapshot(self) -> KeySnapshot | None:
+        """The cached snapshot while it is still current, else None (reading needs no database,
+        so it works outside an app context: see app/oauth/published.py)."""
+        snap, now = self._snapshot, time.monotonic()
+        if snap is None or now >= snap.valid_until or now - self._checked_at >= self.refresh_interval:
+            return None
         return snap
 
     def signing_key(self) -> tuple[str, RSAKey]:

@@ -81,10 +81,23 @@ def event(message: str, **fields) -> None:
     events_log.info(message, extra=extra)
 
 
+def request_id_for(incoming: str | None) -> str:
+    """The caller's X-Request-Id when it looks like an id, else a fresh one."""
+    return incoming if incoming and REQUEST_ID_PATTERN.fullmatch(incoming) else uuid.uuid4().hex
+
+
+def write_access_line(*, method: str, path: str, endpoint: str | None, status: int, latency_ms: float | None,
+                      client_id: str | None, member: str | None, remote_addr: str | None, request_id: str) -> None:
+    """The one access line per request (from Flask's hook, or the published-documents front)."""
+    access_log.info("request", extra={
+        "method": method, "path": path, "endpoint": endpoint, "status": status, "latency_ms": latency_ms,
+        "client_id": client_id, "member": member, "remote_addr": remote_addr, "request_id": request_id,
+    })
+
+
 def _start_request() -> None:
     g.request_started = time.perf_counter()
-    incoming = request.headers.get(REQUEST_ID_HEADER, "")
-    g.request_id = incoming if REQUEST_ID_PATTERN.fullmatch(incoming) else uuid.uuid4().hex
+    g.request_id = request_id_for(request.headers.get(REQUEST_ID_HEADER))
 
 
 def _client_id() -> str | None:
@@ -110,18 +123,16 @@ def _finish_request(response: Response) -> Response:
     started = g.get("request_started")
     latency_ms = round((time.perf_counter() - started) * 1000, 2) if started else None
     g.request_latency = (latency_ms or 0) / 1000
-    access_log.info(
-        "request",
-        extra={
-            "method": request.method,
-            "path": request.path,
-            "endpoint": request.url_rule.endpoint if request.url_rule else None,
-            "status": response.status_code,
-            "latency_ms": latency_ms,
-            "client_id": _client_id(),
-            "member": member_hash(_user_id()),
-            "remote_addr": request.remote_addr,
-        },
+    write_access_line(
+        method=request.method,
+        path=request.path,
+        endpoint=request.url_rule.endpoint if request.url_rule else None,
+        status=response.status_code,
+        latency_ms=latency_ms,
+        client_id=_client_id(),
+        member=member_hash(_user_id()),
+        remote_addr=request.remote_addr,
+        request_id=request_id,
     )
     return response
 

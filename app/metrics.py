@@ -90,12 +90,17 @@ def reuse_detected(kind: str, row) -> None:
 # -- requests ----------------------------------------------------------------------------------
 
 
+def observe_request(endpoint: str, method: str, status: int, seconds: float | None) -> None:
+    """Count one answered request (from Flask's hook, or the published-documents front)."""
+    REQUESTS.labels(endpoint, method, str(status)).inc()
+    if seconds is not None:
+        LATENCY.labels(endpoint).observe(seconds)
+
+
 def _observe(response: Response) -> Response:
-    endpoint = request.url_rule.endpoint if request.url_rule else "unmatched"
-    REQUESTS.labels(endpoint, request.method, str(response.status_code)).inc()
     started = g.get("request_started")
-    if started is not None:
-        LATENCY.labels(endpoint).observe(time.perf_counter() - started)
+    observe_request(request.url_rule.endpoint if request.url_rule else "unmatched", request.method,
+                    response.status_code, time.perf_counter() - started if started is not None else None)
     return response
 
 

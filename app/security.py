@@ -39,9 +39,15 @@ def content_security_policy() -> str:
     return f"{CSP} {' '.join(extra)}" if extra else CSP
 
 
+def baseline_headers(https: bool) -> list[tuple[str, str]]:
+    """What every response carries, whatever its type."""
+    return [("X-Content-Type-Options", "nosniff")] + ([("Strict-Transport-Security", HSTS)] if https else [])
+
+
 def apply_security_headers(response: Response, https: bool) -> Response:
     headers = response.headers
-    headers.setdefault("X-Content-Type-Options", "nosniff")
+    for name, value in baseline_headers(https):
+        headers.setdefault(name, value)
     if response.mimetype == "text/html":
         headers.setdefault("Content-Security-Policy", content_security_policy())
         headers.setdefault("X-Frame-Options", "DENY")
@@ -49,8 +55,6 @@ def apply_security_headers(response: Response, https: bool) -> Response:
     if request.path.startswith(NO_STORE_PREFIXES):
         headers["Cache-Control"] = "no-store"
         headers.setdefault("Pragma", "no-cache")
-    if https:
-        headers.setdefault("Strict-Transport-Security", HSTS)
     return response
 
 
