@@ -6,6 +6,10 @@ Run as `python -m bench.dataset --database-url URL --keys-dir DIR [--scale N] --
 the credentials the load generator needs. The filler is sized by `--scale` (1 = 100 apps,
 1,000 members, 10,000 stored tokens, ...; 10 = ten times that), so "does the cost grow with the
 rows?" is one flag away.
+
+The demo catalog (app/catalog_seed.py) is built beside it, 120,000 credits by default
+(`--catalog-credits`), and the benchmark member is linked to its most credited profile, so the
+`/v1` reads page through thousands of the member's own credits in a catalog of realistic size.
 """
 
 from __future__ import annotations
@@ -22,18 +26,19 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from anywhere: the project is not an installed package
     sys.path.insert(0, str(ROOT))
 
-from sqlalchemy import MetaData, insert, inspect, text  # noqa: E402
+from sqlalchemy import MetaData, func, insert, inspect, select, text  # noqa: E402
 
 REDIRECT_URI = "http://127.0.0.1:7199/cb"  # the redirect URI the shared load harness uses
 BENCH_CLIENT_ID = "bench-conf"
 BENCH_EMAIL = "bench@example.test"
 BENCH_PASSWORD = "correct horse battery staple"  # noqa: S105 - a benchmark account on a throwaway database
 
+# The benchmark fires thousands of token requests from one client, logins from one address and
+# /v1 reads with one token: the throttles and the /v1 budget would answer them with 429.
+BENCH_LIMITS = {"TOKEN_CLIENT_LIMIT": "1000000 per minute", "LOGIN_IP_LIMIT": "1000000 per minute",
+                "API_RATE_LIMIT_PER_MINUTE": 100_000_000}
 # A bench-only hasher: argon2id at its minimum cost, to take the password hash off the round trip
 # (the peer hashes no password). The real cost is measured beside it.
-# The benchmark fires thousands of token requests from one client and logins from one address:
-# the per-client and per-address throttles would answer them with slow_down / 429.
-BENCH_LIMITS = {"TOKEN_CLIENT_LIMIT": "1000000 per minute", "LOGIN_IP_LIMIT": "1000000 per minute"}
 CHEAP_ARGON2 = {"ARGON2_TIME_COST": 1, "ARGON2_MEMORY_COST": 8, "ARGON2_PARALLELISM": 1}
 
 # Filler rows at scale 1; every count is multiplied by --scale.
@@ -143,16 +148,22 @@ def add_filler(scale: int, password_hash: str, client_pk: int) -> dict:
     return counts
 
 
-def prepare(database_url: str, keys_dir: str, scale: int = 1, argon2: dict | None = None) -> dict:
+CATALOG_CREDITS = 120_000
+
+
+def prepare(database_url: str, keys_dir: str, scale: int = 1, argon2: dict | None = None,
+            catalog_credits: int = CATALOG_CREDITS) -> dict:
     """Build the dataset; returns what the load generator and the server need."""
     from flask_migrate import upgrade
 
     if database_url.startswith("postgresql"):
         ensure_postgres_database(database_url)
     from app import create_app
+    from app.catalog_seed import build_catalog, profiles_by_credit_count
     from app.extensions import db
     from app.jwks import keystore
     from app.members import create_member
+    from app.models import Credit
     from app.registration import NewClient, register_client
 
     app = create_app(server_settings(database_url, keys_dir, **(argon2 or {})))
@@ -164,7 +175,13 @@ def prepare(database_url: str, keys_dir: str, scale: int = 1, argon2: dict | Non
             name="Benchmark App", client_id=BENCH_CLIENT_ID, redirect_uris=[REDIRECT_URI],
             scope="openid profile email offline_access credits:read",
         ))
-        member = create_member(BENCH_EMAIL, "Bench Member", BENCH_PASSWORD, tier="pro")
+        profile_id, member_credits = None, 0
+        if catalog_credits > 0:
+            build_catalog(credits=catalog_credits)
+            profile_id = profiles_by_credit_count(1)[0]
+            member_credits = db.session.scalar(
+                select(func.count()).select_from(Credit).where(Credit.profile_id == profile_id))
+        member = create_member(BENCH_EMAIL, "Bench Member", BENCH_PASSWORD, tier="pro", profile_id=profile_id)
         counts = add_filler(scale, member.password_hash, client.id) if scale > 0 else {}
         return {
             "database_url": database_url,
@@ -176,6 +193,8 @@ def prepare(database_url: str, keys_dir: str, scale: int = 1, argon2: dict | Non
             "password": BENCH_PASSWORD,
             "scale": scale,
             "filler": counts,
+            "catalog_credits": catalog_credits,
+            "member_credits": member_credits,
         }
 
 
@@ -184,11 +203,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--database-url", required=True)
     ap.add_argument("--keys-dir", required=True)
     ap.add_argument("--scale", type=int, default=1, help="filler size multiplier (0: no filler)")
+    ap.add_argument("--catalog-credits", type=int, default=CATALOG_CREDITS, help="demo catalog size (0: none)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     a = ap.parse_args(argv)
     # The member's password is hashed with the ARGON2_* settings of the environment, like the server.
     argon2 = {k: int(v) for k, v in os.environ.items() if k.startswith("ARGON2_")}
-    result = prepare(a.database_url, a.keys_dir, a.scale, argon2)
+    result = prepare(a.database_url, a.keys_dir, a.scale, argon2, a.catalog_credits)
     print(json.dumps(result, indent=None if a.json else 2))
 
 
