@@ -22,7 +22,7 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-db = SQLAlchemy(model_class=Base)
+db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 migrate = Migrate(render_as_batch=True)
 csrf = CSRFProtect()
 # Storage comes from RATELIMIT_STORAGE_URI (Redis when REDIS_URL is set, so every process shares
