@@ -22,6 +22,9 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+# Rows stay loaded after a commit: a request that wrote a row (a login session, a consent) and then
+# renders or redirects with it would otherwise read it back. Each request has its own short-lived
+# session (removed at teardown), so nothing stale outlives the request.
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 migrate = Migrate(render_as_batch=True)
 csrf = CSRFProtect()
