@@ -4,9 +4,19 @@ valid registration live in app.registration, not here (these only carry the inpu
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, RadioField, SelectField, SelectMultipleField, StringField, TextAreaField, widgets
+from wtforms import (
+    BooleanField,
+    HiddenField,
+    RadioField,
+    SelectField,
+    SelectMultipleField,
+    StringField,
+    TextAreaField,
+    widgets,
+)
 from wtforms.validators import DataRequired, Length, Optional
 
+from app.console.once import new_submission_id
 from app.models import Role, Tier
 from app.registration import NewClient
 from app.scopes import SCOPES, scope_list
@@ -29,7 +39,13 @@ def lines(text: str | None) -> list[str]:
 URL_HELP = "An https:// address (http only for 127.0.0.1, [::1] or localhost)."
 
 
-class AppForm(FlaskForm):
+class OnceForm(FlaskForm):
+    """A form whose repeated submission must not act twice (app/console/once.py)."""
+
+    submission = HiddenField(default=new_submission_id)
+
+
+class AppForm(OnceForm):
     name = StringField("Name", validators=[DataRequired(), Length(max=120)])
     homepage_url = StringField("Homepage", validators=[Optional(), Length(max=500)], description=URL_HELP)
     logo_url = StringField("Logo URL", validators=[Optional(), Length(max=500)],
@@ -104,7 +120,7 @@ GRACE_CHOICES = [
 ]
 
 
-class RotateSecretForm(FlaskForm):
+class RotateSecretForm(OnceForm):
     grace = SelectField("Keep the old secret working for", choices=GRACE_CHOICES, default="0")
 
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 from flask import abort, flash, redirect, render_template, request, url_for
 
 from app.audit import AuditFilter, audit_page, describe
+from app.console import once
 from app.console.apps import (
     app_for,
     delete_app,
@@ -45,6 +46,12 @@ def _secret_page(client, secret: str, created: bool):
     return render_template("console/secret.html", client=client, secret=secret, created=created)
 
 
+def _already_done(client_id: str, what: str):
+    """A repeated submission (a reload of the secret page): to the app, acting no second time."""
+    flash(f"{what} Its secret was shown once and is not stored; if you did not copy it, rotate it.")
+    return redirect(url_for("console.app_detail", client_id=client_id), 303)
+
+
 @bp.get("", strict_slashes=False)
 @console_page()
 def apps():
@@ -60,6 +67,8 @@ def register():
         return _form_page(form)
     if not form.validate_on_submit():
         return _form_page(form, error="Check the fields marked below.", status=400)
+    if done := once.already_done(form.submission.data):
+        return _already_done(done, "This app is already registered: the form was sent twice.")
     spec = _spec_from(form)
     actor = console_user()
     spec.owner_id = actor.id
@@ -75,6 +84,7 @@ def register():
         client, secret = register_app(spec, actor)
     except RegistrationError as exc:
         return _form_page(form, error=str(exc), status=400)
+    once.remember(form.submission.data, client.client_id)
     if secret is None:
         flash(f"{client.name} is registered. Its client id is {client.client_id}; a public app has no secret.")
         return redirect(url_for("console.app_detail", client_id=client.client_id))
@@ -123,12 +133,15 @@ def rotate(client_id: str):
     form = RotateSecretForm()
     if not form.validate_on_submit():
         abort(400)
+    if once.already_done(form.submission.data) == client.client_id:
+        return _already_done(client.client_id, "The secret was already rotated: the form was sent twice.")
     grace = timedelta(seconds=int(form.grace.data))
     try:
         secret = rotate_app_secret(client, console_user(), grace or None)
     except RegistrationError as exc:
         flash(str(exc), "error")
         return redirect(url_for("console.app_detail", client_id=client.client_id))
+    once.remember(form.submission.data, client.client_id)
     return _secret_page(client, secret, created=False)
 
 

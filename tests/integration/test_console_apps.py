@@ -10,7 +10,7 @@ from app.extensions import db
 from app.models import AuditEvent, Client, Consent, Token
 from app.models.base import sha256_hex
 from tests.factories import db_state, make_client, make_member
-from tests.flows import AUTHORIZE, Browser, RelyingParty, sign_in
+from tests.flows import AUTHORIZE, Browser, RelyingParty, csrf_token, sign_in
 from tests.integration.console_support import (
     alerts,
     authenticates,
@@ -387,3 +387,56 @@ def test_csrf_token_of_another_session_is_rejected(live_server, dev_app):
     assert response.status_code == 400
     fresh()
     assert db.session.get(Client, client.id).status == "active"
+
+
+# -- a reload of the secret page re-posts the form: it must not act twice ---------------------
+
+
+def post_twice(browser, page_path: str, action: str, data: dict) -> tuple[requests.Response, requests.Response]:
+    """Submit the form of `page_path` as rendered (its CSRF token and submission id), then send
+    the very same request again, as a browser does when the answer page is reloaded."""
+    page = browser.get(page_path).text
+    submission = re.search(r'name="submission" type="hidden" value="([^"]+)"', page).group(1)
+    form = {"csrf_token": csrf_token(page), "submission": submission, **data}
+    return browser.post(action, data=form), browser.post(action, data=form)
+
+
+def test_reloading_the_secret_page_does_not_register_a_second_app(live_server):
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    first, again = post_twice(browser, "/console/apps/new", "/console/apps/new", NEW_APP)
+    assert first.status_code == 200 and secret_on_page(first.text)
+    client_id = client_id_on_page(first.text)
+    assert again.status_code == 303 and again.headers["Location"] == f"/console/apps/{client_id}"
+    page = browser.get(again.headers["Location"])
+    assert any("already registered" in text for text in flashes(page.text)), flashes(page.text)
+    assert secret_on_page(page.text) is None
+    fresh()
+    assert db.session.scalar(db.select(db.func.count(Client.id)).where(Client.owner_id == dev.id)) == 1
+    assert actions() == ["signin.ok", "app.registered"]
+    # A new visit to the form is a new registration.
+    assert register(browser).status_code == 200
+    fresh()
+    assert db.session.scalar(db.select(db.func.count(Client.id)).where(Client.owner_id == dev.id)) == 2
+
+
+def test_reloading_the_new_secret_page_does_not_rotate_again(live_server, dev_app):
+    _, client, old, browser = dev_app
+    detail = f"/console/apps/{client.client_id}"
+    first, again = post_twice(browser, detail, f"{detail}/rotate-secret", {"grace": "0"})
+    new = secret_on_page(first.text)
+    assert first.status_code == 200 and new
+    assert again.status_code == 303 and again.headers["Location"] == detail
+    # The secret the first page showed is the one that works; the old one stopped at once.
+    assert authenticates(live_server.url, client.client_id, new)
+    assert not authenticates(live_server.url, client.client_id, old)
+    assert actions().count("app.secret_rotated") == 1
+
+
+def test_a_forged_submission_id_is_ignored(live_server):
+    """An id that is not one (too short, odd characters) cannot match anything: the form acts."""
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    page = browser.get("/console/apps/new").text
+    response = browser.post("/console/apps/new", data={"csrf_token": csrf_token(page), "submission": "x<y", **NEW_APP})
+    assert response.status_code == 200 and secret_on_page(response.text)
