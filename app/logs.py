@@ -26,7 +26,9 @@ access_log = logging.getLogger("credits_id.access")
 events_log = logging.getLogger("credits_id.events")
 
 REQUEST_ID_HEADER = "X-Request-Id"
-REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+# What a caller's id may look like to be echoed and logged: short printable ASCII, no spaces or
+# quotes (URL-safe and standard base64 ids included). Anything else is replaced by a fresh id.
+REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 RENAMED = {"asctime": "time", "levelname": "level", "name": "logger"}
 

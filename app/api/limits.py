@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
-import uuid
 from dataclasses import dataclass
 
 from flask import Response, current_app, g, request
 from limits import RateLimitItemPerMinute
 
+from app import logs
 from app.api.auth import bearer_value
 from app.api.envelope import ApiError
 from app.extensions import limiter
@@ -32,8 +31,7 @@ log = logging.getLogger(__name__)
 # The date of the /v1 contract this service implements (spec: `x-service-version`, a date).
 SERVICE_VERSION = "2026-11-23"
 LIMIT_SCOPE = "api-v1"
-# A caller's request id is echoed only when it is short printable ASCII (it lands in logs).
-REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
+GATEWAY_REQUEST_ID = "X-Gateway-Request-Id"  # the spec's name; X-Request-Id is set on every response
 
 
 @dataclass(frozen=True)
@@ -52,12 +50,6 @@ class Window:
         }
 
 
-def request_id() -> str:
-    """The caller's `X-Request-Id` when it is sane, else a fresh one."""
-    sent = request.headers.get("X-Request-Id", "")
-    return sent if REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
-
-
 def caller_key() -> str:
     """Whose budget a request draws on: the access token (by hash: no token in the store), or
     the client address when no token was sent."""
@@ -67,7 +59,6 @@ def caller_key() -> str:
 
 def count_request() -> None:
     """Spend one request of the caller's budget; past the budget, 429 with `Retry-After`."""
-    g.api_request_id = request_id()
     item = RateLimitItemPerMinute(int(current_app.config["API_RATE_LIMIT_PER_MINUTE"]))
     key = caller_key()
     try:
@@ -88,7 +79,9 @@ def decorate_response(response: Response) -> Response:
     window: Window | None = g.get("api_window")
     if window is not None:
         response.headers.update(window.headers())
-    response.headers["X-Request-Id"] = g.get("api_request_id") or request_id()
+    # The request's id (app/logs.py: the caller's when sane, else fresh; its access line carries
+    # it too) under the platform's header name as well as ours.
+    response.headers[GATEWAY_REQUEST_ID] = g.get("request_id") or logs.request_id_for(None)
     response.headers["x-service-version"] = SERVICE_VERSION
     # Data is served live and must not be stored by the consumer (spec, data-use terms 2).
     response.headers["Cache-Control"] = "no-store"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -59,12 +60,17 @@ def test_the_budget_counts_down_per_token(client, token, catalog):
     assert remaining(client.get("/v1/me", headers=bearer(other))) == 299
 
 
-def test_request_id_is_echoed_when_sane(client, token):
-    response = client.get("/v1/me", headers={**bearer(token), "X-Request-Id": "support-ticket-42"})
-    assert response.headers["X-Request-Id"] == "support-ticket-42"
+def test_request_id_is_echoed_when_sane(client, token, caplog):
+    for sane in ("support-ticket-42", "dGVzdC9pZA+/=="):
+        with caplog.at_level(logging.INFO, logger="credits_id.access"):
+            response = client.get("/v1/me", headers={**bearer(token), "X-Request-Id": sane})
+        # One id for the request: echoed under both names, and on its access line.
+        assert response.headers["X-Request-Id"] == response.headers["X-Gateway-Request-Id"] == sane
+        assert [r.request_id for r in caplog.records if r.name == "credits_id.access"][-1] == sane
     for junk in ("has space", "x" * 129, "semi;colon", "\u00e9t\u00e9".encode().decode("latin-1"), ""):
         response = client.get("/v1/me", headers={**bearer(token), "X-Request-Id": junk})
         assert re.fullmatch(r"[0-9a-f]{32}", response.headers["X-Request-Id"]), junk
+        assert response.headers["X-Gateway-Request-Id"] == response.headers["X-Request-Id"]
 
 
 def test_beyond_the_budget_is_429_with_retry_after(app, client, token, catalog, monkeypatch):
