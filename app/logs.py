@@ -57,6 +57,10 @@ def configure_logging(level: str = "INFO") -> None:
         root.addHandler(handler)
     root.setLevel(level.upper())
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # chatter on every start
+    # The development server (`flask run`, `make run`) logs each request line with its query
+    # string, which may hold an id_token_hint or a login_hint; the access line above (path only)
+    # already records every request, so only its warnings and errors are kept.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
 
 def member_hash(user_id: str | None) -> str | None:

@@ -99,3 +99,24 @@ def test_client_address_behind_trusted_proxies(app, settings, caplog, hops, expe
                                   headers={"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"})
     record = next(r for r in caplog.records if r.name == "credits_id.access")
     assert record.remote_addr == expected and record.path == "/healthz"
+
+
+def test_development_server_logs_no_query_string(app, caplog):
+    """`make run` serves with Werkzeug's development server, whose own request line would carry
+    the query string (an id_token_hint, a login_hint): only our access line (path only) is kept."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with caplog.at_level(logging.INFO):
+            response = requests.get(f"http://127.0.0.1:{server.port}/healthz?id_token_hint=SECRET-HINT-42", timeout=30)
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+    assert response.status_code == 200
+    assert "SECRET-HINT-42" not in caplog.text
+    assert any(r.name == "credits_id.access" and r.path == "/healthz" for r in caplog.records)
