@@ -3,7 +3,7 @@ recording a grant, and revoking one."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -12,9 +12,12 @@ from app.models.base import utcnow
 from app.oauth.tokens import revoke_user_client_tokens
 from app.scopes import SCOPES, grantable, join, scope_list, tier_allows
 
+# Built once: every authorization request asks (SQLAlchemy then computes its cache key once).
+_CONSENT = select(Consent).where(Consent.user_id == bindparam("user_id"), Consent.client_id == bindparam("client_id"))
+
 
 def remembered_scopes(db_session: Session, user: User, client: Client) -> list[str]:
-    row = db_session.scalar(select(Consent).where(Consent.user_id == user.id, Consent.client_id == client.id))
+    row = db_session.scalar(_CONSENT, {"user_id": user.id, "client_id": client.id})
     return scope_list(row.scope) if row else []
 
 

@@ -23,7 +23,7 @@ from authlib.oauth2.rfc6749 import (
 )
 from authlib.oidc.core.errors import ConsentRequiredError, LoginRequiredError
 from flask import Response, current_app, redirect, url_for
-from sqlalchemy import update
+from sqlalchemy import bindparam, select, update
 
 from app import metrics
 from app.audit import record
@@ -232,9 +232,14 @@ def park(oauth_request, client: Client) -> Interaction:
     return interaction
 
 
+# Built once: each page of the sign-in flow looks its interaction up (cheaper than Session.get,
+# which builds its primary-key query on every call when the row is not in the session yet).
+_INTERACTION = select(Interaction).where(Interaction.id == bindparam("id"))
+
+
 def find_interaction(uid: str | None) -> Interaction:
     """The open interaction `uid` started by this browser, or UntrustedRequest."""
-    interaction = db.session.get(Interaction, uid) if uid and len(uid) <= 64 else None
+    interaction = db.session.scalar(_INTERACTION, {"id": uid}) if uid and len(uid) <= 64 else None
     if interaction is None or interaction.browser_hash != sha256_hex(browser_id()):
         raise UntrustedRequest(
             "Sign-in request not found",
