@@ -11,6 +11,7 @@ from flask import Flask
 from app.oauth.endpoints import INTROSPECTION_AUTH_METHODS, REVOCATION_AUTH_METHODS
 from app.scopes import SCOPES, SUPPORTED_SCOPES
 
+DISCOVERY_PATH = "/.well-known/openid-configuration"
 AUTHORIZE_PATH = "/api/auth/oauth2/authorize"
 TOKEN_PATH = "/api/auth/oauth2/token"
 USERINFO_PATH = "/api/auth/oauth2/userinfo"
@@ -61,6 +62,17 @@ class PreparedDocument:
     def __init__(self, document: dict):
         self.body = json.dumps(document, separators=(",", ":")).encode()
         self.etag = '"' + hashlib.sha256(self.body).hexdigest()[:32] + '"'
+
+
+def published_headers(etag: str, max_age: int) -> list[tuple[str, str]]:
+    """What discovery and the key set carry besides their body: cacheable by anyone for `max_age`
+    seconds (JWKS_MAX_AGE), revalidated by ETag, readable from browser apps on other origins."""
+    return [("Cache-Control", f"public, max-age={max_age}"), ("ETag", etag), ("Access-Control-Allow-Origin", "*")]
+
+
+def not_modified(etag: str, if_none_match: str | None) -> bool:
+    """A conditional GET that already holds this version."""
+    return etag in (if_none_match or "")
 
 
 def init_metadata(app: Flask) -> None:

@@ -22,10 +22,9 @@ from typing import Any
 from flask import Flask
 
 from app import logs, metrics
-from app.oauth.metadata import JWKS_PATH
+from app.oauth.metadata import DISCOVERY_PATH, JWKS_PATH, not_modified, published_headers
 from app.security import baseline_headers
 
-DISCOVERY_PATH = "/.well-known/openid-configuration"
 StartResponse = Callable[..., Any]
 
 
@@ -36,7 +35,7 @@ class PublishedDocuments:
         self.wsgi_app = wsgi_app
         self.discovery = app.extensions["discovery"]
         self.keystore = app.extensions["keystore"]
-        self.cache_control = f"public, max-age={int(app.config['JWKS_MAX_AGE'])}"
+        self.max_age = int(app.config["JWKS_MAX_AGE"])
         self.baseline = baseline_headers(app.config["ISSUER_URL"].startswith("https://"))
 
     def _document(self, path: str) -> tuple[str, bytes, str] | None:
@@ -58,9 +57,8 @@ class PublishedDocuments:
         started = time.perf_counter()
         endpoint, body, etag = document
         request_id = logs.request_id_for(environ.get("HTTP_X_REQUEST_ID"))
-        headers = [("Cache-Control", self.cache_control), ("ETag", etag), ("Access-Control-Allow-Origin", "*"),
-                   *self.baseline, (logs.REQUEST_ID_HEADER, request_id)]
-        if etag in environ.get("HTTP_IF_NONE_MATCH", ""):
+        headers = [*published_headers(etag, self.max_age), *self.baseline, (logs.REQUEST_ID_HEADER, request_id)]
+        if not_modified(etag, environ.get("HTTP_IF_NONE_MATCH")):
             status, body = 304, b""
             start_response("304 NOT MODIFIED", headers)
         else:

@@ -12,12 +12,15 @@ from app.jwks import keystore
 from app.oauth import authorize
 from app.oauth.metadata import (
     AUTHORIZE_PATH,
+    DISCOVERY_PATH,
     END_SESSION_PATH,
     INTROSPECTION_PATH,
     JWKS_PATH,
     REVOCATION_PATH,
     TOKEN_PATH,
     USERINFO_PATH,
+    not_modified,
+    published_headers,
 )
 from app.oauth.server import server
 
@@ -25,18 +28,15 @@ bp = Blueprint("oauth", __name__)
 
 
 def _cached_json(body: bytes, etag: str) -> Response:
-    """Public, cacheable JSON with conditional GET (discovery and the key set)."""
-    headers = {
-        "Cache-Control": f"public, max-age={int(current_app.config['JWKS_MAX_AGE'])}",
-        "ETag": etag,
-        "Access-Control-Allow-Origin": "*",
-    }
-    if etag in request.headers.get("If-None-Match", ""):
+    """Public, cacheable JSON with conditional GET (discovery and the key set, when the WSGI
+    front in app/oauth/published.py hands the request on)."""
+    headers = published_headers(etag, int(current_app.config["JWKS_MAX_AGE"]))
+    if not_modified(etag, request.headers.get("If-None-Match")):
         return Response(status=304, headers=headers)
     return Response(body, mimetype="application/json", headers=headers)
 
 
-@bp.get("/.well-known/openid-configuration")
+@bp.get(DISCOVERY_PATH)
 def discovery() -> Response:
     doc = current_app.extensions["discovery"]
     return _cached_json(doc.body, doc.etag)

@@ -10,9 +10,10 @@ import pytest
 
 from app.jwks import keystore
 from app.metrics import REQUESTS
-from app.oauth.published import DISCOVERY_PATH, PublishedDocuments
+from app.oauth.metadata import DISCOVERY_PATH, JWKS_PATH
+from app.oauth.published import PublishedDocuments
 
-PATHS = {DISCOVERY_PATH: "oauth.discovery", "/api/auth/jwks": "oauth.jwks"}
+PATHS = {DISCOVERY_PATH: "oauth.discovery", JWKS_PATH: "oauth.jwks"}
 
 
 def headers_without_request_id(response) -> dict:
