@@ -12,9 +12,6 @@ spec wants `RateLimit-Reset` in seconds until the window refills, so the headers
 
 from __future__ import annotations
 
-import logging
-import math
-import time
 from dataclasses import dataclass
 
 from flask import Response, current_app, g, request
@@ -23,10 +20,8 @@ from limits import RateLimitItemPerMinute
 from app import logs
 from app.api.auth import bearer_value
 from app.api.envelope import ApiError
-from app.extensions import limiter
+from app.auth.throttle import spend
 from app.models.base import sha256_hex
-
-log = logging.getLogger(__name__)
 
 # The date of the /v1 contract this service implements (spec: `x-service-version`, a date).
 SERVICE_VERSION = "2026-11-23"
@@ -60,16 +55,12 @@ def caller_key() -> str:
 def count_request() -> None:
     """Spend one request of the caller's budget; past the budget, 429 with `Retry-After`."""
     item = RateLimitItemPerMinute(int(current_app.config["API_RATE_LIMIT_PER_MINUTE"]))
-    key = caller_key()
-    try:
-        allowed = limiter.limiter.hit(item, LIMIT_SCOPE, key)
-        reset_at, remaining = limiter.limiter.get_window_stats(item, LIMIT_SCOPE, key)
-    except Exception as exc:  # the counter store is down: serve (fail open) rather than refuse everyone
-        log.warning("rate-limit storage unavailable, /v1 request not counted: %s", type(exc).__name__)
+    spent = spend(item, LIMIT_SCOPE, caller_key())
+    if spent is None:  # the counter store is down: served uncounted
         return
-    window = Window(item.amount, max(0, remaining), max(1, math.ceil(reset_at - time.time())))
+    window = Window(item.amount, spent.remaining, spent.reset)
     g.api_window = window
-    if not allowed:
+    if not spent.allowed:
         raise ApiError(429, f"Too many requests: the budget is {item.amount} per minute for each access token",
                        {"Retry-After": str(window.reset)})
 
