@@ -16,7 +16,7 @@ from app.auth.sessions import current_user, end_login, start_login
 from app.console.apps import can_use_console
 from app.extensions import db
 from app.models import User
-from app.oauth.authorize import UntrustedRequest, find_interaction
+from app.oauth.authorize import UntrustedRequest, find_interaction, resume
 from app.security import allow_form_redirect
 
 bp = Blueprint("auth", __name__)
@@ -82,7 +82,9 @@ def login() -> Response | str:
         interaction.login_session_id = session_row.id
     db.session.commit()
     if interaction is not None:
-        return redirect(url_for("oauth.resume", interaction=interaction.id))
+        # On with the parked request at once: to the consent page, or back to the app with its
+        # code (no separate "resume" hop: one redirect fewer for every sign-in).
+        return resume(interaction)
     return redirect(safe_next(form.next.data) or url_for("auth.signed_in"))
 
 

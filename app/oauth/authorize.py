@@ -167,7 +167,8 @@ def run(oauth_request, interaction: Interaction | None = None) -> Response:
 
 
 def resume(interaction: Interaction) -> Response:
-    """Continue a parked request after the login page (the browser carries only the reference)."""
+    """Continue a parked request right after the member signed in on the login page (the browser
+    carried only the interaction's reference)."""
     return run(StoredAuthorizationRequest(interaction.params), interaction)
 
 

@@ -54,11 +54,6 @@ def authorize_endpoint() -> Response:
     return authorize.run(server.create_oauth2_request(None))
 
 
-@bp.get(AUTHORIZE_PATH + "/resume/<interaction>")
-def resume(interaction: str) -> Response:
-    return authorize.resume(authorize.find_interaction(interaction))
-
-
 @bp.post(TOKEN_PATH)
 @csrf.exempt
 def token() -> Response:

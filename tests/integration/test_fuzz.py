@@ -68,7 +68,6 @@ LOGOUT_PARAMS = ("id_token_hint", "client_id", "post_logout_redirect_uri", "stat
 TARGETS: tuple[Target, ...] = (
     # Methods: the first listed is drawn most often (Hypothesis favours the first choice).
     Target("authorize", "/api/auth/oauth2/authorize", ("GET", "POST"), OAUTH_AUTHORIZE),
-    Target("resume", "/api/auth/oauth2/authorize/resume/{interaction}", ("GET",), ()),
     Target("token", "/api/auth/oauth2/token", ("POST",), TOKEN_PARAMS),
     Target("userinfo", "/api/auth/oauth2/userinfo", ("GET", "POST"), ("access_token",)),
     Target("revoke", "/api/auth/oauth2/revoke", ("POST",), TOKEN_QUERY),

@@ -15,7 +15,6 @@ def web(app):
 
 @pytest.mark.parametrize("path", [
     "/api/auth/oauth2/authorize?client_id=a%00b&response_type=code",
-    "/api/auth/oauth2/authorize/resume/%00",
     "/login?interaction=%00",
     "/consent?interaction=x%00",
     "/v1/profile/%00/credits",

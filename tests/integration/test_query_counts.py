@@ -231,19 +231,18 @@ def test_every_hot_lookup_uses_an_index(lookup):
 
 
 def test_interactive_sign_in_reads_no_row_it_just_wrote(counted_app):
-    """Authorize, login page, login, consent page, consent: rows written in a request are not read
-    back after its commit (the session keeps them: expire_on_commit=False)."""
+    """Authorize, login page, login, consent page, consent (5 requests): rows written in a request
+    are not read back after its commit (the session keeps them: expire_on_commit=False)."""
     m = Member(counted_app)
     with statements(counted_app) as seen:
         code, verifier = m.sign_in()
     assert [shape(s) for s in seen] == [
         # /authorize: the app, the parked request
         "SELECT clients", "INSERT interactions",
-        # the login page, then the login (member, session, audit, the request moves on)
+        # the login page, then the login (member, session, audit, the request moves on), which
+        # goes on with the parked request at once: no consent remembered yet, so to the consent page
         "SELECT interactions", "SELECT interactions", "SELECT users", "INSERT login_sessions", "INSERT audit_events",
-        "UPDATE interactions",
-        # /authorize resumes: no consent remembered yet, so to the consent page
-        "SELECT interactions", "SELECT clients", "SELECT login_sessions", "SELECT consents",
+        "UPDATE interactions", "SELECT clients", "SELECT consents",
         # the consent page, then the decision (consent, audit, code)
         "SELECT interactions", "SELECT login_sessions",
         "SELECT interactions", "SELECT login_sessions", "SELECT clients", "UPDATE interactions", "SELECT consents",
