@@ -189,9 +189,10 @@ class Bench:
             return []
         out = self.out / f"{name}.json"
         p = self.p
+        # `--name=value`: a generated secret may start with "-", which argparse would take for an option.
         argv = [sys.executable, str(Path(self.a.harness) / "oidcperf.py"), "--issuer", t.issuer,
-                "--client-id", t.client_id, "--client-secret", t.client_secret, "--auth", "basic",
-                "--driver", t.driver, "--username", t.username, "--password", t.password,
+                f"--client-id={t.client_id}", f"--client-secret={t.client_secret}", "--auth", "basic",
+                "--driver", t.driver, f"--username={t.username}", f"--password={t.password}",
                 "--server-pid", str(t.pid), "--tests", ",".join(tests), "--repeat", str(p["repeat"]),
                 "--get-duration", str(p["get_duration"]), "--get-concurrency", p["get_concurrency"],
                 "--rt-duration", str(p["rt_duration"]), "--rt-concurrency", p["rt_concurrency"],
