@@ -3,6 +3,8 @@ after a successful login it sends the browser back to resume the parked request.
 
 from __future__ import annotations
 
+import re
+
 from flask import Blueprint, Response, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField
@@ -32,9 +34,15 @@ class LoginForm(FlaskForm):
     next = HiddenField()
 
 
+# A path on this site and nothing else: printable ASCII only (browsers and Werkzeug drop tabs and
+# line breaks from a Location, so "/\t/evil.example" would become "//evil.example"), one leading
+# slash, no backslash (some browsers read "/\\evil.example" as a host).
+_LOCAL_PATH = re.compile(r"/(?![/\\])[\x21-\x7e]*")
+
+
 def safe_next(target: str | None) -> str | None:
     """Only same-site paths: never an open redirect."""
-    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+    if target and _LOCAL_PATH.fullmatch(target) and "\\" not in target:
         return target
     return None
 

@@ -172,7 +172,7 @@ def build_world(settings) -> World:
         "decision": ["allow", "deny", "maybe"],
         "token_type_hint": ["access_token", "refresh_token", "id_token"],
         "response_mode": ["query", "fragment", "form_post"],
-        "next": ["/signed-in", "//evil.example", "https://evil.example", "/\\evil.example", "/%2f%2fevil.example"],
+        "next": ["/signed-in", "//evil.example", "https://evil.example", "/\\evil.example", "/%2f%2fevil.example", "/\t/evil.example"],
     }
     registered = {web.client_id: {WEB_URI, WEB_URI + "2", LOGOUT_URI}, native.client_id: {NATIVE_URI}}
     access, refresh = seed_token(member, web)

@@ -1,6 +1,9 @@
 """The page a member lands on after signing in directly: where to go next."""
 
-from tests.factories import make_member
+import requests
+
+from tests.factories import PASSWORD, make_member
+from tests.flows import csrf_token, hidden
 from tests.integration.console_support import signed_in
 
 
@@ -16,3 +19,16 @@ def test_developers_also_get_the_console(live_server):
     developer = make_member(role="developer")
     page = signed_in(live_server.url, developer.email, "/signed-in").get("/signed-in")
     assert 'href="/account"' in page.text and 'href="/console"' in page.text
+
+
+def test_a_next_path_that_hides_another_site_is_not_followed(live_server):
+    """`/\\t/evil.example` looks like a path, but a Location drops the tab: `//evil.example`."""
+    member = make_member()
+    browser = requests.Session()
+    page = browser.get(live_server("/login"), params={"next": "/\t/evil.example"})
+    assert hidden(page.text, "next") in ("", None)
+    response = browser.post(live_server("/login"), allow_redirects=False, data={
+        "csrf_token": csrf_token(page.text), "email": member.email, "password": PASSWORD,
+        "next": "/\t/evil.example"})  # a forged form field is checked again
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/signed-in"
