@@ -12,6 +12,7 @@ Login and consent pages live outside this module; they call `resume` or `complet
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from authlib.oauth2 import OAuth2Error
@@ -43,6 +44,9 @@ PARKED_PARAMS = (
     "ui_locales", "claims_locales", "acr_values", "response_mode",
 )
 MAX_PARAM_LENGTH = 4096
+# OIDC Core 3.1.2.1: seconds, a non-negative integer. ASCII digits only: str.isdigit() also
+# accepts "²", which int() then refuses.
+MAX_AGE = re.compile(r"[0-9]{1,12}")
 KNOWN_PROMPTS = {"none", "login", "consent", "select_account"}
 
 
@@ -104,16 +108,16 @@ def _validate_shape(payload) -> None:
     if "none" in prompts and len(prompts) > 1:
         raise InvalidRequestError("prompt=none cannot be combined with other values.")
     max_age = payload.data.get("max_age")
-    if max_age is not None and (not max_age.isdigit() or len(max_age) > 12):
+    if max_age is not None and not MAX_AGE.fullmatch(max_age):
         raise InvalidRequestError("'max_age' must be a non-negative integer.")
     if payload.data.get("response_mode") not in (None, "query"):
         raise InvalidRequestError("Only response_mode=query is supported.")
 
 
-def _hinted_subject(payload) -> str | None:
+def _hinted_subject(params) -> str | None:
     """The `sub` of a valid `id_token_hint` (OIDC Core 3.1.2.1; expired hints are fine), or None.
     A hint we did not issue is `invalid_request`."""
-    hint = payload.data.get("id_token_hint")
+    hint = params.get("id_token_hint")
     if not hint:
         return None
     return read_id_token_hint(hint)["sub"]
@@ -123,6 +127,31 @@ def _login_is_fresh(login: LoginSession, max_age: str | None) -> bool:
     if max_age is None:
         return True
     return utcnow() - login.auth_time <= timedelta(seconds=int(max_age))
+
+
+def must_sign_in(params, login: LoginSession | None, interaction: Interaction | None, hinted: str | None) -> bool:
+    """Whether the member must sign in (again) before the request goes on: no session, `prompt=login`,
+    a login older than `max_age`, or an `id_token_hint` naming another member (OIDC Core 3.1.2.1),
+    unless the login happened for this very request. One rule for the authorization endpoint
+    and the consent page, so the consent page is no way around a required login."""
+    if login is None:
+        return True
+    if interaction is not None and interaction.login_session_id == login.id:
+        return False
+    if "login" in scope_list(params.get("prompt")) or not _login_is_fresh(login, params.get("max_age")):
+        return True
+    return hinted is not None and hinted != login.user.sub
+
+
+def consent_needs_login(interaction: Interaction, login: LoginSession | None) -> bool:
+    """The consent page's use of the rule above (the request was checked when it was parked; a
+    hint that no longer verifies sends the member to the login page, and from there the request
+    ends with the error)."""
+    try:
+        hinted = _hinted_subject(interaction.params)
+    except OAuth2Error:
+        return True
+    return must_sign_in(interaction.params, login, interaction, hinted)
 
 
 def run(oauth_request, interaction: Interaction | None = None) -> Response:
@@ -139,12 +168,8 @@ def run(oauth_request, interaction: Interaction | None = None) -> Response:
             raise InvalidScopeError("The 'openid' scope is required.")
 
         prompts = set(scope_list(payload.data.get("prompt")))
-        logged_in_here = interaction is not None and login is not None and interaction.login_session_id == login.id
-        must_login = ("login" in prompts or not _login_is_fresh(login, payload.data.get("max_age"))) if login else True
-        hinted = _hinted_subject(payload)
-        if login is not None and hinted is not None and hinted != user.sub:
-            must_login = True  # the app expects another member than the one signed in here
-        if must_login and not logged_in_here:
+        hinted = _hinted_subject(payload.data)  # checked even when no login is needed
+        if must_sign_in(payload.data, login, interaction, hinted):
             if "none" in prompts:
                 raise LoginRequiredError()
             return _hand_off("auth.login", oauth_request, client, interaction)

@@ -90,10 +90,11 @@ def test_disabled_app_gets_an_error_page(live_server, rp):
     (lambda p: p.update(code_challenge="short"), "invalid_request"),
     (lambda p: p.update(scope="profile email"), "invalid_scope"),
     (lambda p: p.update(max_age="soon"), "invalid_request"),
+    (lambda p: p.update(max_age="\u00b2"), "invalid_request"),  # "²".isdigit() is True; int() refuses it
     (lambda p: p.update(prompt="none login"), "invalid_request"),
     (lambda p: p.update(response_mode="fragment"), "invalid_request"),
 ], ids=["no-response-type", "token", "hybrid", "no-challenge", "no-method", "plain", "bad-challenge",
-        "no-openid", "bad-max-age", "none-plus-login", "fragment"])
+        "no-openid", "bad-max-age", "superscript-max-age", "none-plus-login", "fragment"])
 def test_invalid_requests_redirect_an_error_with_state_and_iss(live_server, rp, settings, mutate, error):
     params = rp.auth_params()
     mutate(params)
@@ -271,6 +272,30 @@ def test_prompt_login_and_max_age_force_a_new_login(live_server, rp, member):
     assert "code" in callback
     forced = browser.authorize(rp.auth_params(max_age="0"))
     assert 'type="password"' in forced.text
+
+
+@pytest.mark.parametrize("extra", [{"prompt": "login"}, {"max_age": "0"}], ids=["prompt-login", "max-age-0"])
+def test_the_consent_page_is_no_way_around_a_required_login(live_server, rp, member, extra):
+    """Sent to the login page, the member opens the consent page of the same request instead: it
+    sends them back to the login page, and answering it anyway issues no code (OIDC Core 3.1.2.1)."""
+    _, browser = sign_in(live_server.url, rp, member.email)
+    login_page = browser.authorize(rp.auth_params(**extra))
+    assert 'type="password"' in login_page.text
+    uid = hidden(login_page.text, "interaction")
+    shown = browser.get("/consent", params={"interaction": uid})
+    assert shown.status_code == 302 and shown.headers["Location"].startswith(f"/login?interaction={uid}")
+    token = csrf_token(browser.get("/login", params={"interaction": uid}).text)
+    before = AuthorizationCode.query.count()
+    answered = browser.post("/consent", data={"csrf_token": token, "interaction": uid, "decision": "allow",
+                                              "scope": ["openid", "profile", "email"]})
+    assert answered.status_code == 302 and answered.headers["Location"].startswith(f"/login?interaction={uid}")
+    db.session.remove()
+    assert AuthorizationCode.query.count() == before
+    assert db.session.get(Interaction, uid).consumed_at is None
+    # Signing in again for this request lets it go on.
+    browser.get("/login", params={"interaction": uid})
+    callback = redirect_params(browser.login(member.email))
+    assert "code" in callback
 
 
 def test_login_hint_prefills_the_email(live_server, rp):
