@@ -14,7 +14,7 @@ from flask import has_request_context, request
 from sqlalchemy import Select, or_, select
 
 from app.extensions import db
-from app.models import AuditEvent, Client, User
+from app.models import AuditEvent, Client, Role, User
 
 # Every action the trail knows, with how the console words it.
 ACTIONS: dict[str, str] = {
@@ -35,6 +35,10 @@ ACTIONS: dict[str, str] = {
     "user.tier_changed": "Membership changed",
 }
 PAGE_SIZE = 50
+# What members do through an app. Its developers see that it happened, not who or from where: the
+# members agreed to share with the app what the consent page named, not their email or IP with
+# the app's team (and a failed sign-in may be someone who never used the app at all).
+MEMBER_ACTIONS = frozenset({"signin.ok", "signin.failed", "signout.everywhere", "consent.granted", "consent.revoked"})
 
 
 def record(
@@ -108,3 +112,20 @@ def audit_page(f: AuditFilter, number: int = 1, size: int = PAGE_SIZE) -> Page:
 
 def describe(event: AuditEvent) -> str:
     return ACTIONS.get(event.action, event.action)
+
+
+def _hidden_from(event: AuditEvent, viewer: User) -> bool:
+    return viewer.role != Role.ADMIN and event.action in MEMBER_ACTIONS and event.actor_id != viewer.id
+
+
+def who(event: AuditEvent, viewer: User) -> str:
+    """The actor as `viewer` may see them: admins see every email, developers their own and their
+    team's console actions, and "a member" for what members did."""
+    if _hidden_from(event, viewer):
+        return "a member"
+    return event.actor_email or ("command line" if event.source == "cli" else "unknown account")
+
+
+def origin(event: AuditEvent, viewer: User) -> str:
+    """Where the event came from: the IP for admins (and for one's own actions), else the source."""
+    return event.source if _hidden_from(event, viewer) else (event.ip or event.source)

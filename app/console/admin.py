@@ -8,7 +8,7 @@ from datetime import datetime
 from flask import abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import func, select
 
-from app.audit import AuditFilter, audit_page, describe, record
+from app.audit import AuditFilter, audit_page, describe, origin, record, who
 from app.console.blueprint import bp, console_page, console_user
 from app.console.forms import ActionForm, MemberForm
 from app.extensions import db
@@ -22,7 +22,7 @@ USERS_PAGE_SIZE = 50
 
 def _page_number() -> int:
     raw = request.args.get("page", "1")
-    return int(raw) if raw.isdigit() and 0 < int(raw) < 100_000 else 1
+    return int(raw) if raw.isascii() and raw.isdigit() and 0 < int(raw) < 100_000 else 1
 
 
 @bp.get("/audit")
@@ -39,16 +39,21 @@ def audit():
         if client is None or not (user.role == Role.ADMIN or client.owner_id == user.id):
             error = f"No application of yours has the client id {app_filter!r}."
     if member_filter and error is None:
-        member = db.session.scalar(select(User).where(User.email == User.normalize_email(member_filter)[:254]))
-        if member is None:
-            error = f"No member has the email {member_filter!r}."
+        if user.role != Role.ADMIN:
+            # Developers see no member's identity in the log, so they may not search by one (an
+            # answer would also tell them whether an email has an account).
+            error = "Only administrators can filter by member."
+        else:
+            member = db.session.scalar(select(User).where(User.email == User.normalize_email(member_filter)[:254]))
+            if member is None:
+                error = f"No member has the email {member_filter!r}."
     if error:
         return render_template("console/audit.html", page=None, error=error, app_filter=app_filter,
-                               member_filter=member_filter, describe=describe), 400
+                               member_filter=member_filter, describe=describe, who=who, origin=origin), 400
     owner = None if user.role == Role.ADMIN else user
     page = audit_page(AuditFilter(client=client, member=member, owner=owner), _page_number())
     return render_template("console/audit.html", page=page, error=None, app_filter=app_filter,
-                           member_filter=member_filter, describe=describe)
+                           member_filter=member_filter, describe=describe, who=who, origin=origin)
 
 
 @bp.get("/keys")

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from flask import abort, flash, redirect, render_template, request, url_for
 
-from app.audit import AuditFilter, audit_page, describe
+from app.audit import AuditFilter, audit_page, describe, who
 from app.console import once
 from app.console.apps import (
     app_for,
@@ -104,7 +104,7 @@ def app_detail(client_id: str):
     return render_template(
         "console/app_detail.html", client=client, live_tokens=live_tokens, consents=consents, events=events,
         action_form=ActionForm(), rotate_form=RotateSecretForm(), fee=MONTHLY_FEE, currency=CURRENCY,
-        now=now, describe=describe,
+        now=now, describe=describe, who=who,
     )
 
 

@@ -98,6 +98,34 @@ def test_developer_sees_only_their_apps_events(live_server):
     assert "Events of your apps" in page
 
 
+def test_developers_see_what_members_did_through_their_app_but_not_who_or_from_where(live_server):
+    dev = make_member(role="developer")
+    admin = make_member(role="admin")
+    member = make_member(email="private.person@example.test")
+    mine, _ = make_client(name="Mine", owner_id=dev.id)
+    db.session.add_all([
+        AuditEvent(action="signin.failed", client_id=mine.id, actor_id=member.id, actor_email=member.email, ip="203.0.113.9"),
+        AuditEvent(action="consent.granted", client_id=mine.id, actor_id=member.id, actor_email=member.email, ip="203.0.113.9"),
+        AuditEvent(action="app.changed", client_id=mine.id, actor_id=dev.id, actor_email=dev.email, ip="198.51.100.7"),
+    ])
+    db.session.commit()
+    browser = signed_in(live_server.url, dev.email)
+    for page in (browser.get("/console/audit").text, browser.get(f"/console/apps/{mine.client_id}").text):
+        assert "private.person@example.test" not in page and "203.0.113.9" not in page
+        assert "a member" in page and dev.email in page  # their own action keeps their name
+    assert "198.51.100.7" in browser.get("/console/audit").text
+    # No search by member either: it would tell whether an email has an account.
+    known = browser.get("/console/audit?member=private.person@example.test")
+    unknown = browser.get("/console/audit?member=nobody@example.test")
+    assert known.status_code == unknown.status_code == 400
+    assert "Only administrators can filter by member." in known.text and "private.person" not in alerts(known.text)
+    assert alerts(known.text) == alerts(unknown.text)
+    assert 'name="member"' not in browser.get("/console/audit").text
+    # Admins see everything.
+    as_admin = signed_in(live_server.url, admin.email).get("/console/audit?member=private.person@example.test").text
+    assert "private.person@example.test" in as_admin and "203.0.113.9" in as_admin
+
+
 # -- signing keys ----------------------------------------------------------------------------
 
 
