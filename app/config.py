@@ -55,7 +55,7 @@ DEFAULTS: dict[str, Setting] = {
     "REDIS_URL": Setting("", "Redis for rate-limit counters shared by all processes (`redis://host:6379/0`); empty = in memory."),
     "LOGIN_ACCOUNT_LIMIT": Setting("5 per 15 minutes", "Failed sign-ins allowed per account (email) before 429."),
     "LOGIN_IP_LIMIT": Setting("50 per 15 minutes", "Failed sign-ins allowed per client IP before 429."),
-    "TOKEN_CLIENT_LIMIT": Setting("300 per minute", "Token-endpoint requests allowed per client id before 429."),
+    "TOKEN_CLIENT_LIMIT": Setting("300 per minute", "Token-endpoint requests allowed per client id from one IP before 429."),
     "ARGON2_TIME_COST": Setting(2, "argon2id iterations (OWASP minimum: 2 with 19 MiB)."),
     "ARGON2_MEMORY_COST": Setting(19456, "argon2id memory in KiB (19 MiB)."),
     "ARGON2_PARALLELISM": Setting(1, "argon2id lanes."),

@@ -3,7 +3,8 @@
 - Sign-in: failed attempts are counted per account (the email typed, known or not, so the
   answer does not reveal which emails exist) and per client IP. Only failures count; once a
   budget is spent the login page answers 429 with `Retry-After`, the same page for every email.
-- Token endpoint: every request is counted per client id.
+- Token endpoint: every request is counted per client id and client IP (the id alone is public:
+  anyone could spend an app's budget).
 
 Counters live in Redis when REDIS_URL is set (shared by every process), in memory otherwise.
 The client IP is `request.remote_addr`, which ProxyFix sets from X-Forwarded-For only for the
@@ -47,14 +48,16 @@ def ip_key() -> str:
 
 
 def token_client_key() -> str:
-    """The client a token request claims to be (Basic user name or `client_id`), else the IP."""
+    """The client a token request claims to be (Basic user name or `client_id`) and the IP it comes
+    from. The claim is counted before it is verified, and client ids are public (every
+    authorization URL shows one): keyed on the id alone, anyone could spend an app's budget and
+    lock its users out of signing in. With the IP in the key a flood only spends its own."""
     from app.oauth.server import _split_basic  # the robust Basic parser, shared
 
     client_id, _ = _split_basic(request)
     client_id = client_id or request.form.get("client_id")
-    if client_id:
-        return "client:" + sha256_hex(client_id[:256])
-    return "ip:" + client_ip()
+    claimed = "client:" + sha256_hex(client_id[:256]) + ":" if client_id else ""
+    return claimed + "ip:" + client_ip()
 
 
 def login_failed(response: Response) -> bool:
@@ -115,7 +118,7 @@ def _parsed(limit: str) -> RateLimitItem:
 
 
 def token_request_retry_after() -> int | None:
-    """Count this token request against its client's budget (TOKEN_CLIENT_LIMIT): None when it
+    """Count this token request against its client's budget from its IP (TOKEN_CLIENT_LIMIT): None when it
     may proceed, else the seconds until it may retry.
 
     A direct `spend` rather than Flask-Limiter's view decorator: every token request passes

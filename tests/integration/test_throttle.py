@@ -134,6 +134,23 @@ def test_token_endpoint_is_limited_per_client(client, web, monkeypatch):
     assert client.post(TOKEN, data=data, auth=(calm_id, calm_secret)).status_code == 400
 
 
+def test_nobody_can_spend_an_apps_token_budget_by_naming_its_public_client_id(client, web, monkeypatch):
+    """Client ids are public. Requests that merely claim one, from elsewhere, spend their own
+    budget: the app's exchanges from its own servers still go through."""
+    monkeypatch.setitem(web.config, "TOKEN_CLIENT_LIMIT", "3 per minute")
+    app, secret = make_client(name="Victim")
+    data = {"grant_type": "authorization_code", "code": "nope", "code_verifier": "v" * 43}
+    attacker, servers = {"REMOTE_ADDR": "203.0.113.66"}, {"REMOTE_ADDR": "198.51.100.20"}
+    for _ in range(3):
+        client.post(TOKEN, data={**data, "client_id": app.client_id}, environ_base=attacker)
+    assert client.post(TOKEN, data={**data, "client_id": app.client_id}, environ_base=attacker).status_code == 429
+    assert client.post(TOKEN, data=data, auth=(app.client_id, "wrong"), environ_base=attacker).status_code == 429
+    # The app's own servers, with its secret, are not affected.
+    for _ in range(3):
+        assert client.post(TOKEN, data=data, auth=(app.client_id, secret), environ_base=servers).status_code == 400
+    assert client.post(TOKEN, data=data, auth=(app.client_id, secret), environ_base=servers).status_code == 429
+
+
 def test_token_endpoint_serves_when_the_counter_store_is_down(client, web, monkeypatch):
     """A Redis outage must not turn every token request into an error: the request is served,
     uncounted (fail open), and the outage is logged."""
