@@ -78,10 +78,12 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     register_cli(app)
 
+    from app.cors import init_cors
     from app.errors import register_error_handlers
     from app.security import init_security
 
     register_error_handlers(app)
     init_security(app)
+    init_cors(app)
 
     return app

@@ -12,7 +12,7 @@ bearer access token from this provider, in the platform's envelope, paging and l
 
 from __future__ import annotations
 
-from flask import Flask, Response
+from flask import Flask, Response, request
 
 from app.api.envelope import ApiError, is_api_request, render_api_error
 from app.api.limits import count_request, decorate_response
@@ -31,7 +31,7 @@ def init_api(app: Flask) -> None:
     # App-wide hooks limited to /v1 paths, so unknown /v1 paths are counted and decorated too.
     @app.before_request
     def _count_api_request() -> None:
-        if is_api_request():
+        if is_api_request() and request.method != "OPTIONS":  # a browser's CORS preflight is free
             count_request()
 
     @app.after_request

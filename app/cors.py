@@ -1,0 +1,90 @@
+"""Cross-origin reads for browser apps (CORS): which pages on other sites may read which answers.
+
+A browser app (a public client: no secret, PKCE) calls the token endpoint, userinfo and `/v1` from
+its own origin. Without these headers the browser sends the request (and a code is spent) but
+hides the answer from the app. The rules:
+
+- Userinfo and `/v1`: any origin (`*`). The access token in the Authorization header is the
+  credential, never a cookie (`*` cannot carry cookies), so a page reads only what its own token
+  allows. Preflights are answered for the Authorization header.
+- Token and revocation endpoints: only the origin of one of the calling app's registered
+  redirect URIs (an app's own pages), echoed with `Vary: Origin`. A browser app sends the
+  form-encoded request with its `client_id` in the body and no Authorization header: a "simple"
+  request, no preflight. No preflight is allowed here, so a page cannot send a client secret
+  in a Basic header from a browser either.
+- Everything else (pages, the console, introspection): no CORS headers. Discovery and the key
+  set carry `*` already (app/oauth/metadata.py).
+
+Written here rather than with Flask-Cors: its allowed origins are fixed per route, and the
+token endpoint's depend on the client that calls it.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, request
+
+from app.api.envelope import is_api_request
+from app.oauth.metadata import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
+
+BEARER_METHODS = "GET, POST"
+BEARER_HEADERS = "Authorization, Content-Type"
+# Response headers a cross-origin page may read beyond the always-readable few (Fetch standard).
+EXPOSED = ", ".join([
+    "WWW-Authenticate", "Retry-After", "X-Request-Id", "X-Gateway-Request-Id", "RateLimit-Limit",
+    "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Limit-Minute", "X-RateLimit-Remaining-Minute",
+])
+PREFLIGHT_MAX_AGE = "600"
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def web_origin(uri: str) -> str | None:
+    """`scheme://host[:port]` as a browser sends it in `Origin`; None for a URI no page can
+    have (a native app's custom scheme)."""
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    suffix = f":{port}" if port is not None and port != DEFAULT_PORTS[parts.scheme] else ""
+    return f"{parts.scheme}://{host}{suffix}"
+
+
+def _calling_client_origins() -> set[str]:
+    """The web origins of the redirect URIs of the app a token or revocation request names."""
+    from app.oauth.server import _split_basic, find_client  # the request's own lookups, shared
+
+    basic_id, _ = _split_basic(request)
+    client = find_client(basic_id or request.form.get("client_id"))
+    if client is None or not client.is_active:
+        return set()
+    return {origin for uri in client.redirect_uris if (origin := web_origin(uri))}
+
+
+def add_cors_headers(response: Response) -> Response:
+    origin = request.headers.get("Origin")
+    if not origin:
+        return response
+    path = request.path
+    if path == USERINFO_PATH or is_api_request():
+        response.headers["Access-Control-Allow-Origin"] = "*"
+        if request.method == "OPTIONS":
+            response.headers["Access-Control-Allow-Methods"] = BEARER_METHODS
+            response.headers["Access-Control-Allow-Headers"] = BEARER_HEADERS
+            response.headers["Access-Control-Max-Age"] = PREFLIGHT_MAX_AGE
+        else:
+            response.headers["Access-Control-Expose-Headers"] = EXPOSED
+    elif path in (TOKEN_PATH, REVOCATION_PATH) and request.method == "POST":
+        response.vary.add("Origin")
+        if origin in _calling_client_origins():
+            response.headers["Access-Control-Allow-Origin"] = origin
+            response.headers["Access-Control-Expose-Headers"] = EXPOSED
+    return response
+
+
+def init_cors(app: Flask) -> None:
+    app.after_request(add_cors_headers)
