@@ -170,13 +170,20 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
         "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
         "SESSION_COOKIE_NAME": "credits_id_session",
         "SESSION_COOKIE_HTTPONLY": True,
-        "SESSION_COOKIE_SAMESITE": "Lax",
+        # SameSite=None on https, so the session arrives with the requests OpenID Connect makes
+        # across sites: an authorization or logout request POSTed by an app's page (OIDC Core
+        # 3.1.2.1, RP-Initiated Logout 2), and silent `prompt=none` renewal in an app's iframe.
+        # Under Lax a cross-site POST came without the cookie: no single sign-on, and the fresh
+        # cookie it got signed the member out. Every form still carries a CSRF token bound to
+        # the session, and no page may be framed. Browsers refuse None without Secure, so plain
+        # http (a local run) keeps Lax.
+        "SESSION_COOKIE_SAMESITE": "None" if https else "Lax",
         "SESSION_COOKIE_SECURE": https,
         "PERMANENT_SESSION_LIFETIME": int(settings["SESSION_LIFETIME"]),
         "WTF_CSRF_TIME_LIMIT": None,  # the token lives as long as the session; the session expires
         # Flask-WTF's strict mode wants a same-origin Referer on https POSTs, but our pages send
         # none (Referrer-Policy: no-referrer, which also makes browsers send `Origin: null`).
-        # The CSRF token bound to the session, plus the SameSite=Lax cookie, is the defence.
+        # The CSRF token bound to the session is the defence (and SameSite=Lax on plain http).
         "WTF_CSRF_SSL_STRICT": False,
         # Flask-Limiter: Redis when configured (shared by every process), else per-process memory.
         "RATELIMIT_STORAGE_URI": settings["REDIS_URL"] or "memory://",

@@ -315,6 +315,8 @@ def test_wrong_password_and_unknown_email_get_the_same_answer(live_server, rp, m
 
 
 def test_login_cookie_is_httponly_and_samesite_lax(live_server, rp, member):
+    """On plain http (the live test server) the cookie stays SameSite=Lax: browsers refuse None
+    without Secure. The https case is in test_headers.py."""
     browser = Browser(live_server.url)
     browser.authorize(rp.auth_params())
     browser.login(member.email)

@@ -135,7 +135,9 @@ def test_https_issuer_adds_hsts_and_still_accepts_sign_in_without_a_referer(sett
     token = csrf_token(page.get_data(as_text=True))
     set_cookie = page.headers["Set-Cookie"]
     assert set_cookie.startswith("credits_id_session=")
-    assert "; Secure" in set_cookie and "; HttpOnly" in set_cookie and "SameSite=Lax" in set_cookie
+    # SameSite=None (with Secure): an app's cross-site POST to /authorize or to the logout endpoint
+    # must arrive with the member's session (OIDC Core 3.1.2.1, RP-Initiated Logout 2).
+    assert "; Secure" in set_cookie and "; HttpOnly" in set_cookie and "SameSite=None" in set_cookie
 
     response = client.post("/login", data={"csrf_token": token, "email": member.email, "password": PASSWORD},
                            headers=proxied, base_url="http://internal:8000")
