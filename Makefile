@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export FLASK_APP := wsgi
 NODE_DEPS := examples/clients/node_modules/.package-lock.json
 
-.PHONY: run serve test test-tools lint venv clean bench profile
+.PHONY: run serve test test-tools lint venv clean bench profile layers
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ bench: venv
 OP ?= token
 profile: venv
 	$(BIN)/python -m bench.profile --op $(OP)
+
+## layers: what each layer under a request costs on this machine (crypto, SQLite to the ORM, Flask, our hooks)
+layers: venv
+	$(BIN)/python -m bench.layers
 
 lint: venv
 	$(BIN)/ruff check .

@@ -109,11 +109,12 @@ class Driver:
 
 
 def build(scale: int):
+    """The app on a fresh dataset (no catalog: no operation here reads it)."""
     from bench.dataset import BENCH_LIMITS, CHEAP_ARGON2, prepare
 
     tmp = Path(tempfile.mkdtemp(prefix="credits-profile-"))
     url, keys = f"sqlite:///{tmp / 'profile.sqlite3'}", str(tmp / "keys")
-    data = prepare(url, keys, scale, CHEAP_ARGON2)
+    data = prepare(url, keys, scale, CHEAP_ARGON2, catalog_credits=0)
     from app import create_app
 
     app = create_app(server_settings(url, keys, **CHEAP_ARGON2, **BENCH_LIMITS))
