@@ -64,4 +64,14 @@ def test_https_issuer_makes_the_session_cookie_secure(tmp_path):
                       "DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "KEYS_DIR": str(tmp_path)})
     assert app.config["SESSION_COOKIE_SECURE"] is True
     assert app.config["SESSION_COOKIE_HTTPONLY"] is True
+    # None (only ever with Secure): an app's cross-site POST to /authorize or the logout endpoint
+    # must arrive with the member's session.
+    assert app.config["SESSION_COOKIE_SAMESITE"] == "None"
+
+
+def test_plain_http_keeps_the_session_cookie_samesite_lax(tmp_path):
+    """Browsers refuse SameSite=None without Secure, which plain http cannot have."""
+    app = create_app({"APP_ENV": "development", "ISSUER_URL": "http://127.0.0.1:5000", "DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
+                      "KEYS_DIR": str(tmp_path)})
+    assert app.config["SESSION_COOKIE_SECURE"] is False
     assert app.config["SESSION_COOKIE_SAMESITE"] == "Lax"
