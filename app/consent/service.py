@@ -35,11 +35,13 @@ def decide_granted(requested: list[str], ticked: list[str] | None, tier: str) ->
     return grantable(chosen, tier)
 
 
-def record_consent(db_session: Session, user: User, client: Client, granted: list[str]) -> None:
-    """Remember the grant (added to what was granted before). One row per member and app even
-    under concurrent consents: an INSERT ... ON CONFLICT, never check-then-insert."""
-    previous = remembered_scopes(db_session, user, client)
-    scope = join(dict.fromkeys(previous + granted))
+def record_consent(db_session: Session, user: User, client: Client, asked: list[str], granted: list[str]) -> None:
+    """Remember the member's latest answer: for each scope the page `asked` about, whether it was
+    granted now (an unticked scope granted before is taken back), and the earlier grants of
+    scopes not asked about this time. One row per member and app even under concurrent consents:
+    an INSERT ... ON CONFLICT, never check-then-insert."""
+    chosen = {s for s in remembered_scopes(db_session, user, client) if s not in asked} | set(granted)
+    scope = join(s for s in SCOPES if s in chosen)  # in the scope table's order, as shown
     dialect = db_session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     now = utcnow()

@@ -210,8 +210,9 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
         if not allow:
             raise AccessDeniedError("The member denied the request.")
         grant = server.get_consent_grant(request=oauth_request, end_user=login.user)
-        granted = decide_granted(scope_list(grant.request.scope), ticked, login.user.tier)
-        record_consent(db.session, login.user, client, granted)
+        asked = scope_list(grant.request.scope)
+        granted = decide_granted(asked, ticked, login.user.tier)
+        record_consent(db.session, login.user, client, asked, granted)
         record("consent.granted", actor=login.user, client=client, scopes=granted)
         db.session.commit()
         return _issue_code(oauth_request, grant, login, granted)

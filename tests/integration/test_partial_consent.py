@@ -58,6 +58,34 @@ def test_unticked_scopes_are_not_granted(live_server):
     assert again.status_code == 200 and 'name="decision"' in again.text
 
 
+def test_unticking_a_scope_granted_before_takes_it_back(live_server):
+    """The member once shared their email; asked again (the app now also wants credits), they
+    untick it. The next sign-in must not get the email silently from the old consent."""
+    member, client_pk, rp, browser, _ = start(live_server, scope="openid profile email analytics:read")
+    finish(rp, browser.consent(allow=True, scopes=["profile", "email"]))
+    assert remembered(member.id, client_pk) == "openid profile email"
+
+    page = browser.authorize(rp.auth_params(scope="openid profile email credits:read"))
+    assert 'name="decision"' in page.text  # credits:read is new
+    body = finish(rp, browser.consent(allow=True, scopes=["profile", "credits:read"]))
+    assert body["scope"] == "openid profile credits:read"
+    # email was asked about and unticked: taken back. Nothing else asked about is forgotten.
+    assert remembered(member.id, client_pk) == "openid profile credits:read"
+
+    again = browser.authorize(rp.auth_params(scope="openid profile email"))
+    assert again.status_code == 200 and 'name="decision"' in again.text  # asked again, not granted silently
+    silent = browser.authorize(rp.auth_params(scope="openid profile credits:read"))
+    assert silent.status_code == 302 and "code=" in silent.headers["Location"]
+
+
+def test_scopes_not_asked_about_stay_granted(live_server):
+    member, client_pk, rp, browser, _ = start(live_server, scope="openid profile email")
+    finish(rp, browser.consent(allow=True, scopes=["profile", "email"]))
+    browser.authorize(rp.auth_params(scope="openid credits:read", prompt="consent"))
+    finish(rp, browser.consent(allow=True, scopes=["credits:read"]))
+    assert remembered(member.id, client_pk) == "openid profile email credits:read"
+
+
 def test_unticking_everything_still_grants_openid_only(live_server):
     member, client_pk, rp, browser, _ = start(live_server)
     body = finish(rp, browser.consent(allow=True, scopes=[]))
