@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -14,43 +15,51 @@ import yaml
 from flask import Blueprint, Response, request
 
 from app.api.limits import SERVICE_VERSION
+from app.oauth.metadata import not_modified
 
 DOCUMENT = Path(__file__).with_name("openapi.yaml")
 
 docs = Blueprint("api_docs", __name__)
 
 
+@dataclass(frozen=True)
+class Rendition:
+    body: bytes
+    mimetype: str
+    etag: str
+
+
 @cache
-def _document() -> tuple[bytes, bytes, str]:
-    """The YAML as written, the same as JSON, and an ETag; read once per process."""
+def _document() -> tuple[Rendition, Rendition]:
+    """The YAML as written and the same as JSON, each with its own ETag; read once per process."""
     text = DOCUMENT.read_bytes()
     as_json = json.dumps(yaml.safe_load(text), indent=2).encode()
-    return text, as_json, '"' + hashlib.sha256(text).hexdigest()[:32] + '"'
+    digest = hashlib.sha256(text).hexdigest()[:32]
+    return Rendition(text, "application/yaml", f'"{digest}"'), Rendition(as_json, "application/json", f'"{digest}-json"')
 
 
 def openapi_document() -> dict:
-    return json.loads(_document()[1])
+    return json.loads(_document()[1].body)
 
 
-def _serve(body: bytes, mimetype: str, etag: str) -> Response:
-    headers = {"Cache-Control": "public, max-age=300", "ETag": etag, "x-service-version": SERVICE_VERSION,
+def _serve(rendition: Rendition, negotiated: bool = False) -> Response:
+    headers = {"Cache-Control": "public, max-age=300", "ETag": rendition.etag, "x-service-version": SERVICE_VERSION,
                "Access-Control-Allow-Origin": "*"}
-    if etag in request.headers.get("If-None-Match", ""):
+    if negotiated:
+        headers["Vary"] = "Accept"  # a cache must not hand the JSON to a client that asked for YAML
+    if not_modified(rendition.etag, request.headers.get("If-None-Match")):
         return Response(status=304, headers=headers)
-    return Response(body, mimetype=mimetype, headers=headers)
+    return Response(rendition.body, mimetype=rendition.mimetype, headers=headers)
 
 
 @docs.get("/openapi.yaml")
 def openapi_yaml() -> Response:
-    text, _, etag = _document()
-    return _serve(text, "application/yaml", etag)
+    return _serve(_document()[0])
 
 
 @docs.get("/api/openapi")
 def openapi_negotiated() -> Response:
     """YAML by default; JSON for a client that prefers it (`Accept: application/json`)."""
-    text, as_json, etag = _document()
+    as_yaml, as_json = _document()
     best = request.accept_mimetypes.best_match(["application/yaml", "application/json"], default="application/yaml")
-    if best == "application/json":
-        return _serve(as_json, "application/json", etag + "-json")
-    return _serve(text, "application/yaml", etag)
+    return _serve(as_json if best == "application/json" else as_yaml, negotiated=True)

@@ -7,6 +7,7 @@ import hashlib
 import json
 
 from flask import Flask
+from werkzeug.http import parse_etags, unquote_etag
 
 from app.oauth.endpoints import INTROSPECTION_AUTH_METHODS, REVOCATION_AUTH_METHODS
 from app.scopes import SCOPES, SUPPORTED_SCOPES
@@ -71,8 +72,11 @@ def published_headers(etag: str, max_age: int) -> list[tuple[str, str]]:
 
 
 def not_modified(etag: str, if_none_match: str | None) -> bool:
-    """A conditional GET that already holds this version."""
-    return etag in (if_none_match or "")
+    """A conditional GET that already holds this version (RFC 9110 13.1.2: a list of tags, weak
+    comparison, `*`). Parsed, not searched as text: one tag may be a prefix of another."""
+    if not if_none_match:
+        return False
+    return parse_etags(if_none_match).contains_weak(unquote_etag(etag)[0])
 
 
 def init_metadata(app: Flask) -> None:

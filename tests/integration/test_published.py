@@ -51,6 +51,11 @@ def test_conditional_get_and_head(client, path):
     again = client.get(path, headers={"If-None-Match": etag})
     assert again.status_code == 304 and again.data == b"" and again.headers["ETag"] == etag
     assert client.get(path, headers={"If-None-Match": '"stale"'}).status_code == 200
+    # RFC 9110 13.1.2: a list of tags, weak comparison, and `*`; never a match by substring.
+    for header in (f'"stale", {etag}', f"W/{etag}", "*"):
+        assert client.get(path, headers={"If-None-Match": header}).status_code == 304, header
+    assert client.get(path, headers={"If-None-Match": etag[:-1] + 'x"'}).status_code == 200
+    assert client.get(path, headers={"If-None-Match": '"x' + etag[1:]}).status_code == 200
     head = client.head(path)
     assert head.status_code == 200 and head.data == b""
     assert int(head.headers["Content-Length"]) == len(client.get(path).data)

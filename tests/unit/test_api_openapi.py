@@ -49,6 +49,20 @@ def test_json_for_a_client_that_asks_for_it(client):
     assert json.loads(response.get_data()) == openapi_document()
 
 
+def test_each_format_has_its_own_valid_etag_and_caches_keep_them_apart(client):
+    as_yaml = client.get("/api/openapi")
+    as_json = client.get("/api/openapi", headers={"Accept": "application/json"})
+    yaml_tag, json_tag = as_yaml.headers["ETag"], as_json.headers["ETag"]
+    for tag in (yaml_tag, json_tag):  # RFC 9110 8.8.3: the quotes around the whole tag
+        assert tag.startswith('"') and tag.endswith('"') and tag.count('"') == 2
+    assert yaml_tag != json_tag
+    assert as_yaml.headers["Vary"] == as_json.headers["Vary"] == "Accept"
+    # The JSON tag starts like the YAML one: holding the JSON is no 304 for the YAML.
+    assert client.get("/api/openapi", headers={"If-None-Match": json_tag}).status_code == 200
+    assert client.get("/api/openapi", headers={"If-None-Match": yaml_tag}).status_code == 304
+    assert client.get("/api/openapi", headers={"Accept": "application/json", "If-None-Match": json_tag}).status_code == 304
+
+
 def test_every_v1_route_is_documented_with_the_scope_it_checks(app):
     doc = openapi_document()
     documented = {"/v1" + path.replace("{id}", "<profile_id>"): ops["get"] for path, ops in doc["paths"].items()}
