@@ -34,6 +34,7 @@ BEARER_HEADERS = "Authorization, Content-Type"
 EXPOSED = ", ".join([
     "WWW-Authenticate", "Retry-After", "X-Request-Id", "X-Gateway-Request-Id", "RateLimit-Limit",
     "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Limit-Minute", "X-RateLimit-Remaining-Minute",
+    "x-service-version",
 ])
 PREFLIGHT_MAX_AGE = "600"
 DEFAULT_PORTS = {"http": 80, "https": 443}

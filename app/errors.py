@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from authlib.oauth2.rfc6749 import OAuth2Error
-from flask import Flask, Response, g, jsonify, render_template, request
+from flask import Flask, Response, g, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
 from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -71,10 +71,15 @@ def register_error_handlers(app: Flask) -> None:
         status = error.code or 500
         title, message = FRIENDLY.get(status, (error.name, error.description or ""))
         if is_api_request():
-            return status_error(status)
-        if is_machine_request():
-            return machine_error(status, message)
-        return error_page(title, message, status)
+            response = status_error(status)
+        elif is_machine_request():
+            response = machine_error(status, message)
+        else:
+            response = make_response(error_page(title, message, status))
+        allow = dict(error.get_headers()).get("Allow")
+        if allow:  # a 405 names the methods the resource has (RFC 9110 15.5.6)
+            response.headers["Allow"] = allow
+        return response
 
     @app.errorhandler(DataError)
     def unstorable_input(error: DataError):

@@ -81,6 +81,7 @@ def test_bearer_endpoints_answer_any_origin_without_cookies(live_server, spa, pa
     denied = requests.get(live_server(path), headers={"Origin": origin}, timeout=30)
     assert denied.status_code == 401
     assert "WWW-Authenticate" in denied.headers["Access-Control-Expose-Headers"]
+    assert "x-service-version" in denied.headers["Access-Control-Expose-Headers"]
 
 
 def test_a_preflight_does_not_spend_the_api_budget(live_server, spa):

@@ -121,6 +121,7 @@ def test_missing_token_and_wrong_method(live_server):
     assert unknown_hint.status_code == 200 and unknown_hint.json() == INACTIVE  # a hint is only a hint
     wrong_method = requests.get(live_server(INTROSPECT), timeout=30)
     assert wrong_method.status_code == 405 and wrong_method.json()["error"] == "invalid_request"
+    assert "POST" in wrong_method.headers["Allow"]
 
 
 def test_discovery_advertises_introspection(live_server):

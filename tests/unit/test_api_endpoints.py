@@ -305,6 +305,7 @@ def test_reads_change_nothing(client, catalog, pro):
 def test_wrong_method_is_405_in_the_envelope(client, pro, method):
     response = getattr(client, method)("/v1/me", headers=bearer(pro[2]))
     assert_error(response, 405, "Method not allowed")
+    assert set(response.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS"}  # RFC 9110 15.5.6
 
 
 @pytest.mark.parametrize("path", ["/v1", "/v1/", "/v1/nope", "/v1/me/nope", "/v1/profile", "/v1/%E2%82%AC"])
