@@ -21,7 +21,9 @@ from flask import Flask, current_app
 from joserfc.jwk import RSAKey
 from werkzeug.local import LocalProxy
 
+from app.audit import record
 from app.extensions import db
+from app.models import User
 from app.models.base import utcnow
 from app.models.signing_key import SigningKey
 
@@ -177,10 +179,10 @@ class KeyStore:
             return None
         return self.generate()
 
-    def rotate(self, immediate: bool = False) -> SigningKey:
+    def rotate(self, immediate: bool = False, actor: User | None = None) -> SigningKey:
         """Publish a new key now; it starts signing after KEY_PUBLISH_DELAY (or at once with
         `immediate`), and the current key retires at that moment, staying published until every
-        ID token it signed has expired."""
+        ID token it signed has expired. Audited here, for every caller (console, CLI)."""
         now = utcnow()
         starts = now if immediate else now + timedelta(seconds=self.publish_delay)
         current = self.snapshot().signing_kid
@@ -189,12 +191,14 @@ class KeyStore:
             old = db.session.get(SigningKey, current)
             old.retired_at = starts
             old.expires_at = starts + timedelta(seconds=self.token_lifetime)
-            db.session.commit()
+        record("key.rotated", actor=actor, kid=new.kid)
+        db.session.commit()
         self.invalidate()
         return new
 
-    def retire(self, kid: str) -> SigningKey:
-        """Stop signing with `kid` now; keep it published until its tokens have expired."""
+    def retire(self, kid: str, actor: User | None = None) -> SigningKey:
+        """Stop signing with `kid` now; keep it published until its tokens have expired.
+        Audited here, for every caller (console, CLI)."""
         row = db.session.get(SigningKey, kid)
         if row is None:
             raise KeyStoreError(f"no key with kid {kid}")
@@ -205,6 +209,7 @@ class KeyStore:
         if row.retired_at is None or row.retired_at > now:
             row.retired_at = now
             row.expires_at = now + timedelta(seconds=self.token_lifetime)
+            record("key.retired", actor=actor, kid=row.kid)
         db.session.commit()
         self.invalidate()
         return row

@@ -76,16 +76,23 @@ def set_tier(user: User, tier: str, actor: User | None = None) -> bool:
 
 
 def set_role(user: User, role: str, actor: User | None = None) -> bool:
-    """Change what the member may do in the console (member, developer, admin); audited here.
-    True when it changed; the caller commits."""
+    """Change what the member may do in the console (member, developer, admin); audited here,
+    for every caller (console, CLI). The last administrator keeps the role: without one, nobody
+    could manage keys or members from the console again. True when it changed; the caller commits."""
     if role not in {r.value for r in Role}:
         raise MemberError(f"role must be one of {', '.join(r.value for r in Role)}")
     before = user.role
+    if before == Role.ADMIN and role != Role.ADMIN and _admin_count() <= 1:
+        raise MemberError("Not changed: this is the only administrator.")
     user.role = role
     if before == role:
         return False
     record("user.role_changed", actor=actor, subject=user, role=role, previous=before)
     return True
+
+
+def _admin_count() -> int:
+    return db.session.scalar(db.select(db.func.count(User.id)).where(User.role == Role.ADMIN))
 
 
 def linkable_profile_id(profile_id: str | None) -> str | None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from flask import abort, flash, redirect, render_template, request, url_for
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from app.audit import AuditFilter, audit_page, describe, origin, record, who
+from app.audit import AuditFilter, audit_page, describe, origin, who
 from app.console.blueprint import bp, console_page, console_user
 from app.console.forms import ActionForm, MemberForm
 from app.extensions import db
@@ -74,9 +74,7 @@ def rotate_key():
     if pending is not None:
         flash(f"A rotation is already under way: key {pending['kid']} signs from {pending['activates_at']}.", "error")
         return redirect(url_for("console.keys"))
-    row = keystore.rotate()
-    record("key.rotated", actor=console_user(), kid=row.kid)
-    db.session.commit()
+    row = keystore.rotate(actor=console_user())
     flash(f"New key {row.kid} is published and signs from {row.activates_at.isoformat()}.")
     return redirect(url_for("console.keys"))
 
@@ -93,12 +91,10 @@ def retire_key(kid: str):
         flash(f"Not retired: {reason}.", "error")
         return redirect(url_for("console.keys"))
     try:
-        row = keystore.retire(kid)
+        row = keystore.retire(kid, actor=console_user())
     except KeyStoreError as exc:
         flash(f"Not retired: {exc}.", "error")
         return redirect(url_for("console.keys"))
-    record("key.retired", actor=console_user(), kid=row.kid)
-    db.session.commit()
     flash(f"Key {row.kid} no longer signs; it stays published until {row.expires_at.isoformat()}.")
     return redirect(url_for("console.keys"))
 
@@ -133,9 +129,6 @@ def update_user(user_id: str):
     form = MemberForm()
     if not form.validate_on_submit():
         abort(400)
-    if user.role == Role.ADMIN and form.role.data != Role.ADMIN and _admin_count() <= 1:
-        flash("Not changed: this is the only administrator.", "error")
-        return redirect(url_for("console.users", q=user.email))
     try:
         set_role(user, form.role.data, actor=console_user())
         set_tier(user, form.tier.data, actor=console_user())
@@ -146,7 +139,3 @@ def update_user(user_id: str):
     db.session.commit()
     flash(f"{user.email}: role {user.role}, {user.tier} membership.")
     return redirect(url_for("console.users", q=user.email))
-
-
-def _admin_count() -> int:
-    return db.session.scalar(select(func.count(User.id)).where(User.role == Role.ADMIN))

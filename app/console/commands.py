@@ -102,7 +102,10 @@ def users_set_role(email, role, as_json):
     """Give a member the role member, developer (owns apps in the console) or admin."""
     user = _member(email)
     before = user.role
-    set_role(user, role)
+    try:
+        set_role(user, role)
+    except MemberError as exc:
+        fail(str(exc))
     db.session.commit()
     emit({"id": user.id, "email": user.email, "role": user.role, "previous_role": before}, as_json, _lines)
 

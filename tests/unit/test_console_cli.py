@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from app.extensions import db
+from app.jwks import keystore
 from app.models import AuditEvent, Client, Consent, Token, User
 from app.models.base import new_uuid, sha256_hex, utcnow
 from tests.factories import make_client, make_member
@@ -135,6 +136,29 @@ def test_set_role_rejects_bad_input(cli):
     assert cli("users", "set-tier", "bo@example.test", "gold").exit_code == 2
     missing = cli("users", "set-role", "nobody@example.test", "admin")
     assert missing.exit_code == 1 and "no member with email" in missing.output
+
+
+def test_the_only_administrator_cannot_be_demoted_from_the_command_line_either(cli):
+    admin = make_member(email="only.admin@example.test", role="admin")
+    refused = cli("users", "set-role", "only.admin@example.test", "member")
+    assert refused.exit_code == 1 and "only administrator" in refused.output
+    db.session.expire_all()
+    assert db.session.get(User, admin.id).role == "admin" and events("user.role_changed") == []
+    make_member(email="second.admin@example.test", role="admin")
+    assert run_json(cli, "users", "set-role", "only.admin@example.test", "member")["role"] == "member"
+
+
+def test_key_rotation_and_retirement_from_the_command_line_are_audited(cli, fresh_keys):
+    rotated = run_json(cli, "keys", "rotate", "--now")
+    [event] = events("key.rotated")
+    assert event.detail == {"kid": rotated["kid"]} and event.source == "cli" and event.actor_id is None
+    second = keystore.generate()  # a second key that signs now, so one may be retired
+    result = cli("keys", "retire", "--json", "--", second.kid)  # a kid may start with "-"
+    assert result.exit_code == 0, result.output
+    [event] = events("key.retired")
+    assert event.detail == {"kid": second.kid} and event.source == "cli"
+    # Retiring it again changes nothing and records nothing.
+    assert cli("keys", "retire", "--", second.kid).exit_code == 0 and len(events("key.retired")) == 1
 
 
 def test_clients_create_records_the_registration(cli):

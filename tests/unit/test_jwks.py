@@ -14,20 +14,6 @@ from app.models import SigningKey
 from app.models.base import utcnow
 
 
-@pytest.fixture
-def fresh_keys(app):
-    """Tests here change the key table: start from one key and restore a single key after."""
-    SigningKey.query.delete()
-    db.session.commit()
-    keystore.invalidate()
-    first = keystore.generate()
-    yield first
-    SigningKey.query.delete()
-    db.session.commit()
-    keystore.invalidate()
-    keystore.generate()
-
-
 def test_private_key_file_is_0600_and_kid_is_the_thumbprint(fresh_keys, app):
     path = os.path.join(app.config["KEYS_DIR"], f"{fresh_keys.kid}.pem")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

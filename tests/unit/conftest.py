@@ -1,0 +1,22 @@
+"""Fixtures shared by the unit tests."""
+
+import pytest
+
+from app.extensions import db
+from app.jwks import keystore
+from app.models import SigningKey
+
+
+@pytest.fixture
+def fresh_keys(app):
+    """For tests that change the key table (signing keys outlive each test): start from one key
+    and restore a single key after."""
+    SigningKey.query.delete()
+    db.session.commit()
+    keystore.invalidate()
+    first = keystore.generate()
+    yield first
+    SigningKey.query.delete()
+    db.session.commit()
+    keystore.invalidate()
+    keystore.generate()
