@@ -98,21 +98,36 @@ def rotate_app_secret(client: Client, actor: User | None, grace: timedelta | Non
         raise
 
 
+def acts_as_admin(actor: User | None) -> bool:
+    """An administrator in the console, or the operator at the command line (no actor)."""
+    return actor is None or actor.role == Role.ADMIN
+
+
 def disable_app(client: Client, actor: User | None) -> bool:
     """Suspend the app: authorize shows an error page, the token endpoint does not know it and
-    its tokens are refused while it stays disabled. False when it already was."""
+    its tokens are refused while it stays disabled. Disabled by an administrator, only an
+    administrator enables it again. False when it already was disabled."""
     if client.status == ClientStatus.DISABLED:
         return False
     client.status = ClientStatus.DISABLED
+    client.disabled_by_admin = acts_as_admin(actor)
     record("app.disabled", actor=actor, client=client)
     db.session.commit()
     return True
 
 
+def may_enable(client: Client, actor: User | None) -> bool:
+    return not client.disabled_by_admin or acts_as_admin(actor)
+
+
 def enable_app(client: Client, actor: User | None) -> bool:
+    """Let members sign in again. NotAllowed for a developer when an administrator disabled it."""
     if client.status == ClientStatus.ACTIVE:
         return False
+    if not may_enable(client, actor):
+        raise NotAllowed("An administrator disabled this app: only an administrator can enable it again.")
     client.status = ClientStatus.ACTIVE
+    client.disabled_by_admin = False
     record("app.enabled", actor=actor, client=client)
     db.session.commit()
     return True

@@ -9,11 +9,13 @@ from flask import abort, flash, redirect, render_template, request, url_for
 from app.audit import AuditFilter, audit_page, describe, who
 from app.console import once
 from app.console.apps import (
+    NotAllowed,
     app_for,
     delete_app,
     disable_app,
     edit_app,
     enable_app,
+    may_enable,
     register_app,
     rotate_app_secret,
     visible_apps,
@@ -104,7 +106,7 @@ def app_detail(client_id: str):
     return render_template(
         "console/app_detail.html", client=client, live_tokens=live_tokens, consents=consents, events=events,
         action_form=ActionForm(), rotate_form=RotateSecretForm(), fee=MONTHLY_FEE, currency=CURRENCY,
-        now=now, describe=describe, who=who,
+        now=now, describe=describe, who=who, may_enable=may_enable(client, console_user()),
     )
 
 
@@ -159,7 +161,11 @@ def disable(client_id: str):
 @console_page()
 def enable(client_id: str):
     client = app_for(console_user(), client_id)
-    changed = enable_app(client, console_user())
+    try:
+        changed = enable_app(client, console_user())
+    except NotAllowed as refused:
+        flash(str(refused), "error")
+        return redirect(url_for("console.app_detail", client_id=client.client_id))
     flash(f"{client.name} is enabled again." if changed else f"{client.name} was already enabled.")
     return redirect(url_for("console.app_detail", client_id=client.client_id))
 

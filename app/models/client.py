@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from authlib.oauth2.rfc6749 import ClientMixin
-from sqlalchemy import JSON, Boolean, ForeignKey, String, Text
+from sqlalchemy import JSON, Boolean, ForeignKey, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -56,6 +56,9 @@ class Client(db.Model, ClientMixin):
     tos_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
     owner_id: Mapped[str | None] = mapped_column(ForeignKey("users.id"), nullable=True)
     status: Mapped[str] = mapped_column(String(16), default=ClientStatus.ACTIVE.value)
+    # Disabled by an administrator (or the operator's CLI): only an administrator enables it
+    # again, so a suspension is not undone by the app's own developer.
+    disabled_by_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -283,6 +283,29 @@ def test_disable_then_enable(live_server, dev_app):
     assert [a for a in actions() if a.startswith("app.")] == ["app.disabled", "app.enabled"]
 
 
+def test_an_app_an_admin_disabled_stays_disabled_until_an_admin_enables_it(live_server, dev_app):
+    dev, client, secret, browser = dev_app
+    admin = signed_in(live_server.url, make_member(role="admin").email)
+    detail = f"/console/apps/{client.client_id}"
+    assert post_form(admin, detail, f"{detail}/disable").status_code == 302
+
+    page = browser.get(detail).text
+    assert f'action="{detail}/enable"' not in page and "An administrator disabled this app" in page
+    refused = post_form(browser, detail, f"{detail}/enable")  # a forged form
+    assert refused.status_code == 302
+    assert "only an administrator can enable it again" in " ".join(flashes(browser.get(detail).text))
+    fresh()
+    assert db.session.get(Client, client.id).status == "disabled"
+    assert not authenticates(live_server.url, client.client_id, secret)
+
+    assert f'action="{detail}/enable"' in admin.get(detail).text
+    assert post_form(admin, detail, f"{detail}/enable").status_code == 302
+    assert authenticates(live_server.url, client.client_id, secret)
+    # Disabled by its own developer, the developer may enable it again (test_disable_then_enable).
+    assert post_form(browser, detail, f"{detail}/disable").status_code == 302
+    assert f'action="{detail}/enable"' in browser.get(detail).text
+
+
 def test_delete_revokes_tokens_and_consents(live_server, dev_app):
     dev, client, secret, browser = dev_app
     member = make_member()
