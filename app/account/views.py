@@ -76,5 +76,5 @@ def sign_out_everywhere():
     record("signout.everywhere", actor=user, sessions_ended=ended)
     end_login()
     db.session.commit()
-    flash(f"You are signed out everywhere ({ended} sessions ended).")
+    flash(f"You are signed out everywhere ({ended} {'session' if ended == 1 else 'sessions'} ended).")
     return redirect(url_for("auth.login"), 303)
