@@ -38,7 +38,7 @@ test-tools: $(NODE_DEPS)
 	@scripts/ensure-chromium.sh
 
 $(NODE_DEPS): examples/clients/package.json examples/clients/package-lock.json
-	npm ci --prefix examples/clients --no-audit --no-fund --loglevel=error
+	@scripts/ensure-node-clients.sh
 
 ## bench: Credits ID under gunicorn against node oidc-provider (needs ../shared/bench; see docs/performance.md)
 BENCH_HARNESS ?= ../shared/bench
