@@ -62,6 +62,9 @@ def authenticate(scope: str) -> Caller:
         raise ApiError(401, "No access token found in request", challenge())
     token = find_access_token(value)
     if token is None or token.is_revoked() or token.is_expired() or not token.client.is_active:
+        from app.api.limits import count_refused_token  # limits reads bearer_value from here
+
+        count_refused_token()  # 429 once the address has spent its budget on refused tokens
         description = "The access token is invalid, expired or revoked"
         raise ApiError(401, description, challenge("invalid_token", description))
     user = token.user

@@ -54,14 +54,25 @@ def caller_key() -> str:
 
 def count_request() -> None:
     """Spend one request of the caller's budget; past the budget, 429 with `Retry-After`."""
+    key = caller_key()
+    _spend(key, "each access token" if key.startswith("token:") else "each address without an access token")
+
+
+def count_refused_token() -> None:
+    """A bearer token that authenticates nothing also spends its sender's address budget:
+    counted by token alone, a made-up token per request would never run out."""
+    _spend(f"addr:{request.remote_addr or 'unknown'}", "each address sending refused tokens")
+
+
+def _spend(key: str, per: str) -> None:
     item = RateLimitItemPerMinute(int(current_app.config["API_RATE_LIMIT_PER_MINUTE"]))
-    spent = spend(item, LIMIT_SCOPE, caller_key())
+    spent = spend(item, LIMIT_SCOPE, key)
     if spent is None:  # the counter store is down: served uncounted
         return
     window = Window(item.amount, spent.remaining, spent.reset)
     g.api_window = window
     if not spent.allowed:
-        raise ApiError(429, f"Too many requests: the budget is {item.amount} per minute for each access token",
+        raise ApiError(429, f"Too many requests: the budget is {item.amount} per minute for {per}",
                        {"Retry-After": str(window.reset)})
 
 

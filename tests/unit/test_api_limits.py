@@ -99,6 +99,19 @@ def test_requests_without_a_token_are_counted_by_address(app, client, catalog, m
     assert client.get("/v1/me", environ_base={"REMOTE_ADDR": "192.0.2.78"}).status_code == 401
 
 
+def test_made_up_tokens_draw_on_the_senders_address_budget(app, client, token, catalog, monkeypatch):
+    """Counted by token alone, a new made-up token per request would never run out (and each
+    costs a lookup). Refused tokens also spend their address's budget; real tokens do not."""
+    monkeypatch.setitem(app.config, "API_RATE_LIMIT_PER_MINUTE", 3)
+    prober, member = {"REMOTE_ADDR": "192.0.2.90"}, {"REMOTE_ADDR": "192.0.2.91"}
+    statuses = [client.get("/v1/me", headers=bearer(f"made-up-{i}"), environ_base=prober).status_code for i in range(5)]
+    assert statuses == [401, 401, 401, 429, 429]
+    refused = client.get("/v1/me", headers=bearer("made-up-9"), environ_base=prober)
+    assert "each address sending refused tokens" in refused.get_json()["message"]
+    # A valid token from another address is untouched, and spends only its own budget.
+    assert [client.get("/v1/me", headers=bearer(token), environ_base=member).status_code for _ in range(3)] == [200] * 3
+
+
 def test_sign_in_traffic_is_not_counted(client, token):
     first = remaining(client.get("/v1/me", headers=bearer(token)))
     sign_in = [
