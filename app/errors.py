@@ -54,8 +54,7 @@ def machine_error(status: int, description: str) -> Response:
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(UntrustedRequest)
     def untrusted(error: UntrustedRequest):
-        return error_page(error.title, error.message, error.status,
-                          hint="Nothing was shared with the application.")
+        return error_page(error.title, error.message, error.status, hint=error.hint)
 
     @app.errorhandler(CSRFError)
     def csrf_failed(error: CSRFError):

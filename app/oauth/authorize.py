@@ -50,12 +50,17 @@ MAX_AGE = re.compile(r"[0-9]{1,12}")
 KNOWN_PROMPTS = {"none", "login", "consent", "select_account"}
 
 
+NOTHING_SHARED = "Nothing was shared with the application."
+# A second answer to a request already answered (a double click, a reload): the first one went through.
+ANSWERED_ALREADY = "Your first answer was sent to the application: go back to it."
+
+
 class UntrustedRequest(Exception):
     """The request cannot be answered by redirect: show the member an error page instead."""
 
-    def __init__(self, title: str, message: str, status: int = 400):
+    def __init__(self, title: str, message: str, status: int = 400, hint: str = NOTHING_SHARED):
         super().__init__(message)
-        self.title, self.message, self.status = title, message, status
+        self.title, self.message, self.status, self.hint = title, message, status, hint
 
 
 def trusted_destination(payload) -> tuple[Client, str]:
@@ -185,7 +190,8 @@ def run(oauth_request, interaction: Interaction | None = None) -> Response:
                 return _hand_off("consent.show", oauth_request, client, interaction)
             granted = wanted
         if interaction is not None and not close_interaction(interaction):
-            raise UntrustedRequest("Request already completed", "This sign-in request has already been used.")
+            raise UntrustedRequest("Request already completed", "This sign-in request has already been used.",
+                                   hint=ANSWERED_ALREADY)
         return _issue_code(oauth_request, grant, login, granted)
     except OAuth2Error as error:
         return error_redirect(oauth_request, error, redirect_uri)
@@ -204,7 +210,8 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
     client, redirect_uri = trusted_destination(oauth_request.payload)
     login = current_login()
     if not close_interaction(interaction):
-        raise UntrustedRequest("Request already completed", "This sign-in request has already been answered.")
+        raise UntrustedRequest("Request already completed", "This sign-in request has already been answered.",
+                               hint=ANSWERED_ALREADY)
     metrics.consent_answered(allow, login.user, client)
     try:
         if not allow:
@@ -272,10 +279,16 @@ def find_interaction(uid: str | None) -> Interaction:
             "Sign-in request not found",
             "This sign-in request is unknown or was started in another browser. Go back to the application and start again.",
         )
+    if interaction.consumed_at is not None:
+        raise UntrustedRequest(
+            "Request already completed",
+            "This sign-in request was already answered (the page was sent twice, or reloaded).",
+            hint=ANSWERED_ALREADY,
+        )
     if not interaction.is_open():
         raise UntrustedRequest(
             "Sign-in request expired",
-            "This sign-in request has expired or was already completed. Go back to the application and start again.",
+            "This sign-in request has expired. Go back to the application and start again.",
         )
     return interaction
 

@@ -206,8 +206,11 @@ def test_consent_decision_is_single_use(live_server, rp, member):
     form = {"csrf_token": csrf_token(page.text), "interaction": hidden(page.text, "interaction"), "decision": "allow"}
     first = browser.post("/consent", data=form)
     assert "code=" in first.headers["Location"]
-    replay = browser.post("/consent", data=form)
+    replay = browser.post("/consent", data=form)  # a double click, or a reload
     assert_error_page(replay)
+    # The first answer went through: the page must not claim that nothing was shared.
+    assert "already answered" in replay.text and "Your first answer was sent to the application" in replay.text
+    assert "Nothing was shared" not in replay.text
     assert AuthorizationCode.query.count() == 1
 
 
