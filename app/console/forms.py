@@ -113,7 +113,7 @@ class AppForm(OnceForm):
 
 
 GRACE_CHOICES = [
-    ("0", "None — the old secret stops working now"),
+    ("0", "None — the old secret stops working now (after a leak)"),
     ("3600", "1 hour"),
     ("86400", "24 hours"),
     ("604800", "7 days"),
@@ -121,7 +121,9 @@ GRACE_CHOICES = [
 
 
 class RotateSecretForm(OnceForm):
-    grace = SelectField("Keep the old secret working for", choices=GRACE_CHOICES, default="0")
+    # 24 hours unless the developer chooses otherwise: time to deploy the new secret before the
+    # old one stops (a routine rotation must not break a live app); "None" is for a leaked secret.
+    grace = SelectField("Keep the old secret working for", choices=GRACE_CHOICES, default="86400")
 
 
 class MemberForm(FlaskForm):

@@ -241,6 +241,13 @@ def test_rotate_secret_old_one_stops_at_once(live_server, dev_app):
     assert actions()[-1] == "app.secret_rotated"
 
 
+def test_a_routine_rotation_keeps_the_old_secret_for_a_day_unless_told_otherwise(live_server, dev_app):
+    _, client, _, browser = dev_app
+    page = browser.get(f"/console/apps/{client.client_id}").text
+    assert re.search(r'<option selected value="86400">24 hours</option>', page), "24 hours is not the default"
+    assert "(after a leak)" in page
+
+
 def test_rotate_secret_with_grace_period(live_server, dev_app):
     _, client, old, browser = dev_app
     detail = f"/console/apps/{client.client_id}"
