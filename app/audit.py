@@ -21,6 +21,7 @@ ACTIONS: dict[str, str] = {
     "signin.ok": "Signed in",
     "signin.failed": "Failed sign-in",
     "signout.everywhere": "Signed out everywhere",
+    "password.changed": "Password changed",
     "consent.granted": "Consent granted",
     "consent.revoked": "Consent revoked",
     "app.registered": "App registered",

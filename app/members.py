@@ -7,11 +7,13 @@ import uuid
 
 from app.audit import record
 from app.auth.passwords import passwords
+from app.auth.sessions import end_all_logins
 from app.extensions import db
 from app.models import Profile, Role, Tier, User
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD_LENGTH = 10
+MAX_PASSWORD_LENGTH = 1024  # as the login form accepts
 
 
 class MemberError(ValueError):
@@ -35,8 +37,7 @@ def create_member(
         raise MemberError(f"tier must be one of {', '.join(t.value for t in Tier)}")
     if role not in {r.value for r in Role}:
         raise MemberError(f"role must be one of {', '.join(r.value for r in Role)}")
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise MemberError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+    _check_password(password)
     if db.session.scalar(db.select(User.id).where(User.email == email)):
         raise MemberError(f"a member with email {email} already exists")
     profile_id = linkable_profile_id(profile_id)
@@ -55,10 +56,27 @@ def find_member(email: str) -> User:
 
 
 def set_password(user: User, password: str) -> None:
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise MemberError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+    _check_password(password)
     user.password_hash = passwords.hash(password)
     db.session.commit()
+
+
+def change_password(user: User, password: str, actor: User | None = None) -> int:
+    """A new password for `user` (the member on the account page, or support with the CLI). Every
+    session of theirs ends: whoever signed in with the old password is signed out. Audited here,
+    for every caller. Returns the sessions ended; the caller commits."""
+    _check_password(password)
+    user.password_hash = passwords.hash(password)
+    ended = end_all_logins(user)
+    record("password.changed", actor=actor, subject=user, sessions_ended=ended)
+    return ended
+
+
+def _check_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise MemberError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+    if len(password) > MAX_PASSWORD_LENGTH:
+        raise MemberError(f"password must be at most {MAX_PASSWORD_LENGTH} characters")
 
 
 def set_tier(user: User, tier: str, actor: User | None = None) -> bool:

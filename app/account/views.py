@@ -1,16 +1,22 @@
-"""The member's account page: profile, membership, connected apps (revoke), sign out."""
+"""The member's account page: profile, membership, connected apps (revoke), password, sign out."""
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, redirect, render_template, url_for
+from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from sqlalchemy import select
+from wtforms import PasswordField
+from wtforms.validators import DataRequired, EqualTo, Length
 
 from app.account.connections import connections, is_connected
 from app.audit import record
-from app.auth.sessions import current_user, end_all_logins, end_login
+from app.auth import throttle
+from app.auth.passwords import passwords
+from app.auth.sessions import current_user, end_all_logins, end_login, start_login
+from app.auth.views import TOO_MANY_ATTEMPTS
 from app.consent.service import revoke_consent
 from app.extensions import db
+from app.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, change_password
 from app.models import Client, Tier
 from app.scopes import SCOPES, tier_allows
 
@@ -22,6 +28,16 @@ DATA_SCOPES = ("profile", "email", "credits:read", "analytics:read")
 
 class ActionForm(FlaskForm):
     """A button that changes something: only the CSRF token."""
+
+
+class PasswordForm(FlaskForm):
+    current = PasswordField("Current password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)])
+    new = PasswordField("New password", validators=[
+        DataRequired(), Length(min=MIN_PASSWORD_LENGTH, max=MAX_PASSWORD_LENGTH,
+                               message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.")],
+        description=f"At least {MIN_PASSWORD_LENGTH} characters.")
+    confirm = PasswordField("New password again", validators=[
+        DataRequired(), EqualTo("new", message="The two new passwords differ.")])
 
 
 def tiers() -> list[dict]:
@@ -78,3 +94,39 @@ def sign_out_everywhere():
     db.session.commit()
     flash(f"You are signed out everywhere ({ended} {'session' if ended == 1 else 'sessions'} ended).")
     return redirect(url_for("auth.login"), 303)
+
+
+WRONG_CURRENT_PASSWORD = "Your current password is not right."
+
+
+def _password_page(form: PasswordForm, error: str | None = None, status: int = 200) -> Response:
+    return make_response(render_template("account/password.html", form=form, error=error), status)
+
+
+def _password_throttled(limit) -> Response:
+    """Too many wrong current passwords: the same budget as failed logins for this account."""
+    response = _password_page(PasswordForm(), error=TOO_MANY_ATTEMPTS, status=429)
+    response.headers["Retry-After"] = str(throttle.retry_after(limit))
+    return response
+
+
+@bp.route("/password", methods=["GET", "POST"])
+@throttle.limit_login(on_breach=_password_throttled, account=throttle.signed_in_account_key)
+def password() -> Response:
+    """Change the password, knowing the current one. Every other session ends (whoever signed in
+    with the old password is signed out); this browser gets a fresh session."""
+    user = current_user()
+    if user is None:
+        return redirect(url_for("auth.login", next=url_for("account.password")))
+    form = PasswordForm()
+    if request.method == "GET":
+        return _password_page(form)
+    if not form.validate_on_submit():
+        return _password_page(form, status=400)
+    if not passwords.verify(user, form.current.data):
+        return _password_page(form, error=WRONG_CURRENT_PASSWORD, status=throttle.FAILED_LOGIN_STATUS)
+    change_password(user, form.new.data, actor=user)
+    start_login(user)
+    db.session.commit()
+    flash("Your password is changed. You are signed out everywhere else.")
+    return redirect(url_for("account.show"), 303)

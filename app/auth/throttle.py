@@ -43,6 +43,15 @@ def account_key() -> str:
     return "account:" + sha256_hex(User.normalize_email(email[:254]))
 
 
+def signed_in_account_key() -> str:
+    """The signed-in member's account, under the same key as failed logins for that email: a
+    stolen session guessing the password on the account page spends the same budget."""
+    from app.auth.sessions import current_user  # sessions -> logs -> ...; import when called
+
+    user = current_user()
+    return "account:" + sha256_hex(user.email) if user else ip_key()
+
+
 def ip_key() -> str:
     return "ip:" + client_ip()
 
@@ -73,12 +82,13 @@ def _setting(name: str) -> Callable[[], str]:
     return lambda: current_app.config[name]
 
 
-def limit_login(on_breach: Callable[[RequestLimit], Response]):
-    """Decorate the login view: failures per account and per IP, POST only."""
+def limit_login(on_breach: Callable[[RequestLimit], Response], account: Callable[[], str] = account_key):
+    """Decorate a view that checks a password (the login page; the account page's password change,
+    with `account=signed_in_account_key`): failures per account and per IP, POST only."""
 
     def decorate(view):
         view = limiter.limit(
-            _setting("LOGIN_ACCOUNT_LIMIT"), key_func=account_key, scope="login-account", methods=["POST"],
+            _setting("LOGIN_ACCOUNT_LIMIT"), key_func=account, scope="login-account", methods=["POST"],
             deduct_when=login_failed, on_breach=on_breach,
         )(view)
         return limiter.limit(

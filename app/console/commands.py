@@ -1,10 +1,11 @@
 """The console's actions on the command line (parity with the web pages), each with `--json`:
-`flask clients rotate-secret|disable|enable|delete`, `flask users set-role|set-tier`,
+`flask clients rotate-secret|disable|enable|delete`, `flask users set-role|set-tier|set-password`,
 `flask fees report`. They call the same services as the pages and leave the same audit trail
 (source `cli`)."""
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 
 import click
@@ -14,8 +15,9 @@ from app.cli import clients, emit, fail, json_option, users
 from app.console.apps import AppNotFound, delete_app, disable_app, enable_app, find_app, rotate_app_secret
 from app.extensions import db
 from app.fees import CURRENCY, FeeError, Month, month_report
-from app.members import MemberError, find_member, set_role, set_tier
+from app.members import MemberError, change_password, find_member, set_role, set_tier
 from app.models import Role, Tier
+from app.models.base import new_secret
 from app.registration import MAX_SECRET_GRACE, RegistrationError
 
 fees = AppGroup("fees", help="The registration fee ledger (99 per app per month).")
@@ -108,6 +110,26 @@ def users_set_role(email, role, as_json):
         fail(str(exc))
     db.session.commit()
     emit({"id": user.id, "email": user.email, "role": user.role, "previous_role": before}, as_json, _lines)
+
+
+@users.command("set-password")
+@click.argument("email")
+@click.option("--password-stdin", is_flag=True, help="Read the new password from standard input.")
+@json_option
+def users_set_password(email, password_stdin, as_json):
+    """Give a member a new password (support, after they lost theirs): every session of theirs
+    ends. Without --password-stdin a random password is generated and shown once."""
+    user = _member(email)
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else new_secret(12)
+    try:
+        ended = change_password(user, password)
+    except MemberError as exc:
+        fail(str(exc))
+    db.session.commit()
+    data = {"id": user.id, "email": user.email, "sessions_ended": ended}
+    if not password_stdin:
+        data["password"] = password
+    emit(data, as_json, _lines)
 
 
 @users.command("set-tier")

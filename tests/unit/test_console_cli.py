@@ -6,11 +6,12 @@ from datetime import timedelta
 
 import pytest
 
+from app.auth.passwords import passwords
 from app.extensions import db
 from app.jwks import keystore
 from app.models import AuditEvent, Client, Consent, Token, User
 from app.models.base import new_uuid, sha256_hex, utcnow
-from tests.factories import make_client, make_member
+from tests.factories import PASSWORD, make_client, make_member
 
 
 @pytest.fixture
@@ -159,6 +160,22 @@ def test_key_rotation_and_retirement_from_the_command_line_are_audited(cli, fres
     assert event.detail == {"kid": second.kid} and event.source == "cli"
     # Retiring it again changes nothing and records nothing.
     assert cli("keys", "retire", "--", second.kid).exit_code == 0 and len(events("key.retired")) == 1
+
+
+def test_set_password_for_a_member_who_lost_theirs(cli):
+    member = make_member(email="lost@example.test")
+    data = run_json(cli, "users", "set-password", "lost@example.test")
+    db.session.expire_all()
+    user = db.session.get(User, member.id)
+    assert passwords.verify(user, data["password"]) and not passwords.verify(user, PASSWORD)
+    [event] = events("password.changed")
+    assert event.subject_id == member.id and event.source == "cli" and data["password"] not in str(event.detail)
+    chosen = cli("users", "set-password", "lost@example.test", "--password-stdin", "--json", input="chosen by support\n")
+    assert chosen.exit_code == 0 and "password" not in json.loads(chosen.output)
+    db.session.expire_all()
+    assert passwords.verify(db.session.get(User, member.id), "chosen by support")
+    short = cli("users", "set-password", "lost@example.test", "--password-stdin", input="short\n")
+    assert short.exit_code == 1 and "at least 10 characters" in short.output
 
 
 def test_clients_create_records_the_registration(cli):

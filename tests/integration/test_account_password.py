@@ -1,0 +1,79 @@
+"""Changing the password on the account page: the current one is checked (and its failures
+throttled like logins), the new one is checked, every other session ends, and the change is in
+the audit log."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from app.auth.passwords import passwords
+from app.extensions import db
+from app.models import AuditEvent, LoginSession, User
+from tests.factories import PASSWORD, make_member
+from tests.flows import csrf_token
+from tests.integration.console_support import alerts, flashes, fresh, signed_in
+
+NEW = "a brand new passphrase"
+
+
+def change(browser, current=PASSWORD, new=NEW, confirm=None):
+    page = browser.get("/account/password")
+    assert page.status_code == 200
+    return browser.post("/account/password", data={"csrf_token": csrf_token(page.text), "current": current,
+                                                  "new": new, "confirm": new if confirm is None else confirm})
+
+
+def test_a_member_changes_their_password_and_every_other_session_ends(live_server):
+    member = make_member()
+    here = signed_in(live_server.url, member.email, "/account")
+    elsewhere = signed_in(live_server.url, member.email, "/account")
+    assert 'href="/account/password"' in here.get("/account").text
+
+    response = change(here)
+    assert response.status_code == 303 and response.headers["Location"] == "/account"
+    assert "Your password is changed" in " ".join(flashes(here.get("/account").text))
+    assert here.get("/account").status_code == 200  # this browser stays signed in, on a fresh session
+    assert elsewhere.get("/account").status_code == 302  # the other one is signed out
+    fresh()
+    user = db.session.get(User, member.id)
+    assert passwords.verify(user, NEW) and not passwords.verify(user, PASSWORD)
+    assert db.session.scalar(db.select(db.func.count(LoginSession.id)).where(
+        LoginSession.user_id == member.id, LoginSession.ended_at.is_(None))) == 1
+    [event] = db.session.scalars(db.select(AuditEvent).where(AuditEvent.action == "password.changed")).all()
+    assert event.actor_id == event.subject_id == member.id and event.detail == {"sessions_ended": 2}
+    assert NEW not in str(event.detail) and PASSWORD not in str(event.detail)
+
+
+@pytest.mark.parametrize(("current", "new", "confirm", "status", "says"), [
+    ("not my password", NEW, None, 401, "Your current password is not right."),
+    (PASSWORD, "short", None, 400, "Use 10 to 1024 characters."),
+    (PASSWORD, NEW, NEW + "!", 400, "The two new passwords differ."),
+    ("", NEW, None, 400, "This field is required."),
+], ids=["wrong-current", "too-short", "confirm-differs", "no-current"])
+def test_refusals_change_nothing(live_server, current, new, confirm, status, says):
+    member = make_member()
+    browser = signed_in(live_server.url, member.email, "/account")
+    response = change(browser, current, new, confirm)
+    assert response.status_code == status and says in response.text
+    assert 'aria-invalid="true"' in response.text
+    fresh()
+    assert passwords.verify(db.session.get(User, member.id), PASSWORD)
+    assert browser.get("/account").status_code == 200
+    assert db.session.scalar(db.select(AuditEvent).where(AuditEvent.action == "password.changed")) is None
+
+
+def test_guessing_the_current_password_spends_the_accounts_login_budget(live_server, settings):
+    """A stolen session cannot try passwords faster than the login page allows (5 per account)."""
+    member = make_member()
+    browser = signed_in(live_server.url, member.email, "/account")
+    statuses = [change(browser, current=f"guess number {i}").status_code for i in range(6)]
+    assert statuses == [401] * 5 + [429]
+    blocked = change(browser)  # even the right one, until the window passes
+    assert blocked.status_code == 429 and int(blocked.headers["Retry-After"]) > 0
+    assert "Too many sign-in attempts" in alerts(blocked.text)
+
+
+def test_signed_out_visitors_are_sent_to_the_login_page(live_server):
+    response = requests.get(live_server("/account/password"), allow_redirects=False, timeout=30)
+    assert response.status_code == 302 and response.headers["Location"] == "/login?next=/account/password"
