@@ -67,7 +67,7 @@ DEFAULTS: dict[str, Setting] = {
     "METRICS_ENABLED": Setting(True, "Serve Prometheus metrics at /metrics."),
     "METRICS_TOKEN": Setting("", "When set, /metrics answers only `Authorization: Bearer <token>` (404 otherwise)."),
     "PURGE_BATCH_SIZE": Setting(1000, "Rows `flask purge-expired` deletes per transaction."),
-    "API_RATE_LIMIT_PER_MINUTE": Setting(300, "Requests per minute each access token may make to the `/v1` data API."),
+    "API_RATE_LIMIT_PER_MINUTE": Setting(300, "Requests per minute to the `/v1` data API per sign-in (a grant: its access token and those refreshed from it)."),
 }
 
 

@@ -83,11 +83,13 @@ def make_catalog(credits: int = 45) -> Catalog:
     return Catalog(mine=mine, other=other, credits=credits, newest_first=[(t, a) for _, _, t, a in order])
 
 
-def mint_token(user, client, scope: str = ALL_SCOPES, lifetime: int = 3600, revoked: bool = False) -> str:
-    """An access token stored the way the token endpoint stores one; returns the raw value."""
+def mint_token(user, client, scope: str = ALL_SCOPES, lifetime: int = 3600, revoked: bool = False,
+               grant_id: str | None = None) -> str:
+    """An access token stored the way the token endpoint stores one (in a new grant, or in
+    `grant_id`'s, as a refresh would); returns the raw value."""
     value = new_secret(32)
     now = utcnow()
-    db.session.add(Token(client_id=client.id, user_id=user.id, grant_id=new_uuid(), scope=scope,
+    db.session.add(Token(client_id=client.id, user_id=user.id, grant_id=grant_id or new_uuid(), scope=scope,
                          access_token_hash=sha256_hex(value), issued_at=now - timedelta(seconds=10),
                          access_expires_at=now + timedelta(seconds=lifetime), auth_time=now,
                          revoked_at=now if revoked else None))

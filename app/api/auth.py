@@ -55,16 +55,29 @@ def challenge(error: str | None = None, description: str | None = None, scope: s
     return {"WWW-Authenticate": "Bearer " + ", ".join(params)}
 
 
+# Kept in the request's WSGI environ, which lives exactly as long as the request (`g` belongs to
+# the app context, which a caller may keep open across several requests).
+_LIVE_TOKEN = "credits_id.live_token"
+
+
+def live_token() -> Token | None:
+    """The live access token the request carries (not revoked or expired, its app active), or
+    None; looked up once per request (the budget and the route both ask)."""
+    environ = request.environ
+    if _LIVE_TOKEN not in environ:
+        value = bearer_value()
+        token = find_access_token(value) if value else None
+        live = token is not None and not token.is_revoked() and not token.is_expired() and token.client.is_active
+        environ[_LIVE_TOKEN] = token if live else None
+    return environ[_LIVE_TOKEN]
+
+
 def authenticate(scope: str) -> Caller:
     """The caller behind the bearer token, allowed to use `scope` right now - or an ApiError."""
-    value = bearer_value()
-    if value is None:
+    if bearer_value() is None:
         raise ApiError(401, "No access token found in request", challenge())
-    token = find_access_token(value)
-    if token is None or token.is_revoked() or token.is_expired() or not token.client.is_active:
-        from app.api.limits import count_refused_token  # limits reads bearer_value from here
-
-        count_refused_token()  # 429 once the address has spent its budget on refused tokens
+    token = live_token()
+    if token is None:
         description = "The access token is invalid, expired or revoked"
         raise ApiError(401, description, challenge("invalid_token", description))
     user = token.user

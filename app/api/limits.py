@@ -1,9 +1,10 @@
 """The `/v1` request budget, the request id and the version header - on every `/v1` response.
 
-The budget is per access token per minute (`API_RATE_LIMIT_PER_MINUTE`), counted by
+The budget is per sign-in per minute (`API_RATE_LIMIT_PER_MINUTE`): per grant, the member's
+sign-in to an app, shared by its access token and every token refreshed from it. It is counted by
 Flask-Limiter's storage and fixed-window strategy: Redis when `REDIS_URL` is set, so every
-server process draws on the same count. Requests without a bearer token are counted per client
-address. The count is taken for every `/v1` request before routing (an unknown path costs a
+server process draws on the same count. Requests without a live bearer token (none, made up,
+expired or revoked) are counted per client address. The count is taken for every `/v1` request before routing (an unknown path costs a
 request too), and the headers are rendered from the same window. Sign-in traffic (authorize,
 token, userinfo, key set, discovery) never passes here: it is not metered.
 
@@ -18,10 +19,9 @@ from flask import Response, current_app, g, request
 from limits import RateLimitItemPerMinute
 
 from app import logs
-from app.api.auth import bearer_value
+from app.api.auth import live_token
 from app.api.envelope import ApiError
 from app.auth.throttle import spend
-from app.models.base import sha256_hex
 
 # The date of the /v1 contract this service implements (spec: `x-service-version`, a date).
 SERVICE_VERSION = "2026-11-23"
@@ -45,26 +45,20 @@ class Window:
         }
 
 
-def caller_key() -> str:
-    """Whose budget a request draws on: the access token (by hash: no token in the store), or
-    the client address when no token was sent."""
-    token = bearer_value()
-    return f"token:{sha256_hex(token)}" if token else f"addr:{request.remote_addr or 'unknown'}"
+def caller_key() -> tuple[str, str]:
+    """Whose budget a request draws on, and how the 429 names it. A live token draws on its
+    grant's: the member's sign-in to the app, which every refreshed token continues (by token, a
+    refresh would start a fresh budget). Anything else on the sender's address: counted by token
+    value, a made-up token per request would never run out."""
+    token = live_token()
+    if token is not None:
+        return f"grant:{token.grant_id}", "each sign-in of a member to an app (its refreshed tokens included)"
+    return f"addr:{request.remote_addr or 'unknown'}", "each address without a valid access token"
 
 
 def count_request() -> None:
     """Spend one request of the caller's budget; past the budget, 429 with `Retry-After`."""
-    key = caller_key()
-    _spend(key, "each access token" if key.startswith("token:") else "each address without an access token")
-
-
-def count_refused_token() -> None:
-    """A bearer token that authenticates nothing also spends its sender's address budget:
-    counted by token alone, a made-up token per request would never run out."""
-    _spend(f"addr:{request.remote_addr or 'unknown'}", "each address sending refused tokens")
-
-
-def _spend(key: str, per: str) -> None:
+    key, per = caller_key()
     item = RateLimitItemPerMinute(int(current_app.config["API_RATE_LIMIT_PER_MINUTE"]))
     spent = spend(item, LIMIT_SCOPE, key)
     if spent is None:  # the counter store is down: served uncounted

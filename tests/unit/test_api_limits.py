@@ -7,8 +7,10 @@ import re
 
 import pytest
 
-from app.extensions import limiter
-from tests.api_support import bearer, make_catalog, member_with_token
+from app.extensions import db, limiter
+from app.models import Token
+from app.models.base import sha256_hex
+from tests.api_support import bearer, make_catalog, member_with_token, mint_token
 
 LIMIT_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Limit-Minute",
                  "X-RateLimit-Remaining-Minute")
@@ -100,16 +102,28 @@ def test_requests_without_a_token_are_counted_by_address(app, client, catalog, m
 
 
 def test_made_up_tokens_draw_on_the_senders_address_budget(app, client, token, catalog, monkeypatch):
-    """Counted by token alone, a new made-up token per request would never run out (and each
-    costs a lookup). Refused tokens also spend their address's budget; real tokens do not."""
+    """Counted by token value, a new made-up token per request would never run out (and each
+    costs a lookup). Refused tokens spend their address's budget; real tokens do not."""
     monkeypatch.setitem(app.config, "API_RATE_LIMIT_PER_MINUTE", 3)
     prober, member = {"REMOTE_ADDR": "192.0.2.90"}, {"REMOTE_ADDR": "192.0.2.91"}
     statuses = [client.get("/v1/me", headers=bearer(f"made-up-{i}"), environ_base=prober).status_code for i in range(5)]
     assert statuses == [401, 401, 401, 429, 429]
     refused = client.get("/v1/me", headers=bearer("made-up-9"), environ_base=prober)
-    assert "each address sending refused tokens" in refused.get_json()["message"]
+    assert "each address without a valid access token" in refused.get_json()["message"]
     # A valid token from another address is untouched, and spends only its own budget.
     assert [client.get("/v1/me", headers=bearer(token), environ_base=member).status_code for _ in range(3)] == [200] * 3
+
+
+def test_a_refreshed_token_continues_its_sign_ins_budget(app, client, catalog, monkeypatch):
+    """Refreshing gives a new access token of the same grant: it must not start a fresh budget."""
+    monkeypatch.setitem(app.config, "API_RATE_LIMIT_PER_MINUTE", 3)
+    user, app_client, first = member_with_token("pro", catalog.mine)
+    grant = db.session.scalar(db.select(Token.grant_id).where(Token.access_token_hash == sha256_hex(first)))
+    assert [remaining(client.get("/v1/me", headers=bearer(first))) for _ in range(2)] == [2, 1]
+    refreshed = mint_token(user, app_client, grant_id=grant)
+    assert remaining(client.get("/v1/me", headers=bearer(refreshed))) == 0
+    over = client.get("/v1/me", headers=bearer(refreshed))
+    assert over.status_code == 429 and "its refreshed tokens included" in over.get_json()["message"]
 
 
 def test_sign_in_traffic_is_not_counted(client, token):
