@@ -25,6 +25,19 @@ from app.jwks import keystore  # noqa: E402
 KEEP_TABLES = {"alembic_version", "signing_keys"}
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def unavailable(reason: str, tests: str) -> None:
+    """A tool or service a group of tests needs is missing: skip with the reason on a developer's
+    machine; fail in CI, where it must exist (.ci/run provides it), so CI never passes silently
+    without running `tests`."""
+    if in_ci():
+        pytest.fail(f"{reason} (CI=true: {tests} must run, so this is a failure)", pytrace=False)
+    pytest.skip(reason)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

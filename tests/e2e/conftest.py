@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, free_port, unavailable
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -30,15 +30,8 @@ ARTIFACTS = ROOT / "artifacts" / "e2e"
 TIMEOUT_MS = 60_000  # generous: a loaded 2-core machine runs several suites at once
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
 def browser_unavailable(reason: str) -> None:
-    """Skip with the reason on a developer's machine; fail in CI, where the browser must exist."""
-    if in_ci():
-        pytest.fail(f"{reason} (CI=true: the real-browser tests must run, so this is a failure)", pytrace=False)
-    pytest.skip(reason)
+    unavailable(reason, "the real-browser tests")
 
 
 @pytest.fixture(scope="session")

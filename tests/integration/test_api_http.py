@@ -18,7 +18,7 @@ from app.extensions import db
 from app.models import Token
 from app.models.base import sha256_hex
 from tests.api_support import make_catalog, mint_token
-from tests.conftest import free_port, start_server
+from tests.conftest import free_port, start_server, unavailable
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty, sign_in
 
@@ -146,7 +146,7 @@ def test_the_budget_is_shared_by_every_server_process(two_servers):
         store = redis.Redis.from_url(REDIS_URL, socket_timeout=5)
         store.ping()
     except redis.RedisError:
-        pytest.skip("no Redis at " + REDIS_URL)
+        unavailable("no Redis at " + REDIS_URL, "the Redis tests")
     catalog = make_catalog(credits=3)
     member = make_member(tier="pro", profile_id=catalog.mine)
     client, _ = make_client()

@@ -11,6 +11,7 @@ import redis
 from app import create_app
 from app.extensions import db, limiter
 from app.models import LoginSession
+from tests.conftest import free_port, unavailable
 from tests.factories import PASSWORD, db_state, make_client, make_member
 from tests.flows import csrf_token
 from tests.issued import separate_app
@@ -181,7 +182,7 @@ def test_redis_storage_is_shared_between_processes(web, settings):
     try:
         store.ping()
     except redis.ConnectionError:
-        pytest.skip("no Redis on 127.0.0.1:6379")
+        unavailable("no Redis on 127.0.0.1:6379", "the Redis tests")
     store.flushdb()
     overrides = {k: v for k, v in settings.items() if not k.startswith("_")}
     try:
@@ -196,4 +197,21 @@ def test_redis_storage_is_shared_between_processes(web, settings):
         assert attempt(second, member.email, PASSWORD).status_code == 429
     finally:
         store.flushdb()
+        limiter.init_app(web)  # back to memory storage
+
+
+def test_sign_in_keeps_working_and_counting_when_redis_is_down(web, settings, caplog):
+    """docs/security.md: a Redis outage falls back to per-process memory rather than failing
+    sign-in. Nothing listens on the configured port: logins still succeed, and failed ones are
+    still counted (in memory) up to the 429."""
+    overrides = {k: v for k, v in settings.items() if not k.startswith("_")}
+    try:
+        down = create_app({**overrides, "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0"}).test_client()
+        member = make_member()
+        assert attempt(down, member.email, PASSWORD).status_code == 302
+        assert LoginSession.query.filter_by(user_id=member.id).count() == 1
+        other = make_member()
+        statuses = [attempt(down, other.email, "wrong password!").status_code for _ in range(6)]
+        assert statuses == [401] * 5 + [429]
+    finally:
         limiter.init_app(web)  # back to memory storage

@@ -3,27 +3,20 @@ HTTP) for the front channel, so that each client library runs the rest exactly a
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
 import pytest
 
+from tests.conftest import unavailable
 from tests.factories import REDIRECT_URI, make_client, make_member
 from tests.flows import Browser
 
 SCOPE = "openid profile email credits:read analytics:read offline_access"
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
 def tool_unavailable(reason: str) -> None:
-    """Skip with the reason on a developer's machine; fail in CI, where the tool must exist."""
-    if in_ci():
-        pytest.fail(f"{reason} (CI=true: the interop tests must run, so this is a failure)", pytrace=False)
-    pytest.skip(reason)
+    unavailable(reason, "the interop tests")
 
 
 @dataclass
