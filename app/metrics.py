@@ -90,9 +90,13 @@ def reuse_detected(kind: str, row) -> None:
 # -- requests ----------------------------------------------------------------------------------
 
 
+# Label values stay few: any other method a client invents (servers accept any token) is "other".
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 def observe_request(endpoint: str, method: str, status: int, seconds: float | None) -> None:
     """Count one answered request (from Flask's hook, or the published-documents front)."""
-    REQUESTS.labels(endpoint, method, str(status)).inc()
+    REQUESTS.labels(endpoint, method if method in METHODS else "other", str(status)).inc()
     if seconds is not None:
         LATENCY.labels(endpoint).observe(seconds)
 

@@ -46,7 +46,12 @@ def browser_id() -> str:
 
 
 def start_login(user: User) -> LoginSession:
-    """A fresh session id at every login (no fixation); the CSRF token is renewed with it."""
+    """A fresh session id at every login (no fixation); the CSRF token is renewed with it. The
+    browser's previous session, if any (`prompt=login`, another member on the same browser),
+    ends on the server: its old cookie must not stay valid for the rest of its lifetime."""
+    previous = current_login()
+    if previous is not None:
+        previous.ended_at = utcnow()
     bid = browser_id()
     session.clear()
     session[BROWSER_ID] = bid

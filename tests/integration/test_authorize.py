@@ -1,5 +1,6 @@
 """The authorization endpoint, login and consent hand-offs, over HTTP against the live server."""
 
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
@@ -272,9 +273,29 @@ def test_prompt_login_and_max_age_force_a_new_login(live_server, rp, member):
     second_login = db.session.scalar(db.select(LoginSession).order_by(LoginSession.id.desc()))
     assert second_login.id != first_login.id
     assert second_login.session_hash != first_login.session_hash  # a new session id at every login
+    # The browser's earlier session ends on the server: its old cookie must not stay valid.
+    assert db.session.get(LoginSession, first_login.id).ended_at is not None
+    assert second_login.ended_at is None
     assert "code" in callback
     forced = browser.authorize(rp.auth_params(max_age="0"))
     assert 'type="password"' in forced.text
+
+
+def test_max_age_accepts_a_recent_enough_login_and_refuses_an_older_one(live_server, rp, member):
+    """OIDC Core 3.1.2.1: a login within max_age seconds goes on; an older one must be repeated
+    (or, with prompt=none, answered `login_required`)."""
+    _, browser = sign_in(live_server.url, rp, member.email)
+    within = browser.authorize(rp.auth_params(max_age="3600"))
+    assert within.status_code == 302 and "code" in redirect_params(within)
+    login = db.session.scalar(db.select(LoginSession).where(LoginSession.user_id == member.id))
+    login.auth_time = login.auth_time - timedelta(seconds=120)
+    db.session.commit()
+    older = browser.authorize(rp.auth_params(max_age="60"))
+    assert older.status_code == 200 and 'type="password"' in older.text
+    silent = browser.authorize(rp.auth_params(max_age="60", prompt="none"))
+    assert redirect_params(silent)["error"] == "login_required"
+    still_fine = browser.authorize(rp.auth_params(max_age="600"))
+    assert "code" in redirect_params(still_fine)
 
 
 @pytest.mark.parametrize("extra", [{"prompt": "login"}, {"max_age": "0"}], ids=["prompt-login", "max-age-0"])

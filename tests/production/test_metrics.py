@@ -87,9 +87,12 @@ def test_counts_the_sign_in_story_across_workers(server):
 def test_unknown_paths_share_one_series(server):
     for path in ("/no/such/page", "/another/one?x=1"):
         assert requests.get(server(path), timeout=30).status_code == 404
+    invented = requests.request("FOOBAR", server("/no/such/page"), timeout=30)  # servers accept any token
     samples = scrape(server)
     assert value(samples, "credits_id_http_requests_total", endpoint="unmatched", method="GET", status="404") == 2
-    assert not any("no/such" in str(labels) for _, labels in samples)
+    assert value(samples, "credits_id_http_requests_total", endpoint="unmatched", method="other",
+                 status=str(invented.status_code)) == 1
+    assert not any("no/such" in str(labels) or "FOOBAR" in str(labels) for _, labels in samples)
 
 
 def test_metrics_token_guards_the_endpoint(app):
