@@ -32,6 +32,7 @@ ACTIONS: dict[str, str] = {
     "app.secret_rotated": "Secret rotated",
     "key.rotated": "Signing key rotated",
     "key.retired": "Signing key retired",
+    "key.revoked": "Signing key revoked (unpublished at once)",
     "user.role_changed": "Role changed",
     "user.tier_changed": "Membership changed",
 }

@@ -127,8 +127,13 @@ def keys_ensure(as_json):
 @click.option("--now", "immediate", is_flag=True, help="Sign with the new key at once (skip the publish delay).")
 @json_option
 def keys_rotate(immediate, as_json):
-    """Publish a new key; it signs after KEY_PUBLISH_DELAY, and the old key retires then."""
-    row = keystore.rotate(immediate=immediate)
+    """Publish a new key; it signs after KEY_PUBLISH_DELAY, and the old key retires then. With
+    --now (an emergency) it signs at once, and a key still waiting from an earlier rotation is
+    withdrawn."""
+    try:
+        row = keystore.rotate(immediate=immediate)
+    except KeyStoreError as exc:
+        fail(str(exc))
     emit({"kid": row.kid, "activates_at": row.activates_at.isoformat()}, as_json,
          lambda d: f"new key {d['kid']} signs from {d['activates_at']}")
 
@@ -144,6 +149,23 @@ def keys_retire(kid, as_json):
         fail(str(exc))
     emit({"kid": row.kid, "expires_at": row.expires_at.isoformat()}, as_json,
          lambda d: f"retired {d['kid']}; published until {d['expires_at']}")
+
+
+@keys.command("revoke")
+@click.argument("kid")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+def keys_revoke(kid, yes, as_json):
+    """A leaked or lost key: stop signing with KID and unpublish it at once. ID tokens it signed
+    stop verifying immediately (rotate with --now first if it is the active key)."""
+    if not yes:
+        click.confirm(f"Unpublish {kid} now? ID tokens it signed stop verifying at once.", abort=True)
+    try:
+        row = keystore.revoke(kid)
+    except KeyStoreError as exc:
+        fail(str(exc))
+    emit({"kid": row.kid, "expires_at": row.expires_at.isoformat()}, as_json,
+         lambda d: f"revoked {d['kid']}: no longer published")
 
 
 @keys.command("list")

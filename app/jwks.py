@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import threading
 import time
@@ -26,6 +27,8 @@ from app.extensions import db
 from app.models import User
 from app.models.base import utcnow
 from app.models.signing_key import SigningKey
+
+log = logging.getLogger(__name__)
 
 RSA_KEY_BITS = 2048
 ALG = "RS256"
@@ -134,7 +137,12 @@ class KeyStore:
             valid_until=until,
         )
         if signing is not None:
-            self._private_key(signing.kid)  # load it now, not on the first sign-in
+            try:
+                self._private_key(signing.kid)  # load it now, not on the first sign-in
+            except KeyStoreError as exc:
+                # The key set is still published and the keys can still be listed, rotated and
+                # revoked (the way out); only signing fails, and /readyz reports it.
+                log.error("%s: ID tokens cannot be signed until `flask keys rotate --now`", exc)
         self._snapshot = snap
         self._checked_at = time.monotonic()
         return snap
@@ -182,8 +190,19 @@ class KeyStore:
     def rotate(self, immediate: bool = False, actor: User | None = None) -> SigningKey:
         """Publish a new key now; it starts signing after KEY_PUBLISH_DELAY (or at once with
         `immediate`), and the current key retires at that moment, staying published until every
-        ID token it signed has expired. Audited here, for every caller (console, CLI)."""
+        ID token it signed has expired. Audited here, for every caller (console, CLI).
+
+        A rotation already under way (a key waiting to sign) is refused, unless `immediate`: an
+        emergency rotation withdraws the waiting key too (it signed nothing; it would otherwise
+        take over from the emergency key when its time came)."""
         now = utcnow()
+        pending = [r for r in self.snapshot().rows if r.activates_at > now and r.is_published(now)]
+        if pending and not immediate:
+            raise KeyStoreError(f"a rotation is already under way: key {pending[0].kid} signs from "
+                                f"{pending[0].activates_at.isoformat()}")
+        for waiting in pending:
+            row = db.session.get(SigningKey, waiting.kid)
+            row.retired_at = row.expires_at = now
         starts = now if immediate else now + timedelta(seconds=self.publish_delay)
         current = self.snapshot().signing_kid
         new = self.generate(activates_at=starts)
@@ -199,17 +218,27 @@ class KeyStore:
     def retire(self, kid: str, actor: User | None = None) -> SigningKey:
         """Stop signing with `kid` now; keep it published until its tokens have expired.
         Audited here, for every caller (console, CLI)."""
+        return self._end(kid, actor, published_for=timedelta(seconds=self.token_lifetime))
+
+    def revoke(self, kid: str, actor: User | None = None) -> SigningKey:
+        """A leaked or lost key: stop signing with it and take it out of the key set now, so the
+        ID tokens it signed (and any its holder forges) stop verifying at once."""
+        return self._end(kid, actor, published_for=timedelta(0))
+
+    def _end(self, kid: str, actor: User | None, published_for: timedelta) -> SigningKey:
         row = db.session.get(SigningKey, kid)
         if row is None:
             raise KeyStoreError(f"no key with kid {kid}")
         now = utcnow()
         others = [r for r in self.snapshot().rows if r.kid != kid and r.can_sign(now)]
         if not others and row.can_sign(now):
-            raise KeyStoreError("refusing to retire the only signing key: rotate first")
+            raise KeyStoreError("refusing to end the only signing key: rotate first (`--now` in an emergency)")
+        expires = now + published_for
         if row.retired_at is None or row.retired_at > now:
             row.retired_at = now
-            row.expires_at = now + timedelta(seconds=self.token_lifetime)
-            record("key.retired", actor=actor, kid=row.kid)
+        if row.expires_at is None or row.expires_at > expires:
+            row.expires_at = expires
+            record("key.revoked" if published_for == timedelta(0) else "key.retired", actor=actor, kid=row.kid)
         db.session.commit()
         self.invalidate()
         return row

@@ -162,6 +162,19 @@ def test_key_rotation_and_retirement_from_the_command_line_are_audited(cli, fres
     assert cli("keys", "retire", "--", second.kid).exit_code == 0 and len(events("key.retired")) == 1
 
 
+def test_revoke_a_leaked_key_from_the_command_line(cli, fresh_keys):
+    refused = cli("keys", "revoke", "--yes", "--", fresh_keys.kid)  # the only signing key
+    assert refused.exit_code == 1 and "rotate first" in refused.output
+    run_json(cli, "keys", "rotate", "--now")
+    unconfirmed = cli("keys", "revoke", "--", fresh_keys.kid, input="n\n")
+    assert unconfirmed.exit_code == 1 and events("key.revoked") == []
+    result = cli("keys", "revoke", "--yes", "--json", "--", fresh_keys.kid)
+    assert result.exit_code == 0, result.output
+    assert fresh_keys.kid not in {k["kid"] for k in keystore.public_key_set()["keys"]}
+    [event] = events("key.revoked")
+    assert event.source == "cli" and event.detail == {"kid": fresh_keys.kid}
+
+
 def test_set_password_for_a_member_who_lost_theirs(cli):
     member = make_member(email="lost@example.test")
     data = run_json(cli, "users", "set-password", "lost@example.test")

@@ -5,12 +5,13 @@ from datetime import timedelta
 
 import pytest
 from joserfc import jwt
+from joserfc.errors import InvalidKeyIdError
 from joserfc.jwk import KeySet
 from sqlalchemy import event
 
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
-from app.models import SigningKey
+from app.models import AuditEvent, SigningKey
 from app.models.base import utcnow
 
 
@@ -64,12 +65,51 @@ def test_the_only_signing_key_cannot_be_retired(fresh_keys):
         keystore.retire(fresh_keys.kid)
 
 
-def test_missing_private_file_is_a_clear_error(fresh_keys, app):
+def test_missing_private_file_is_a_clear_error_and_the_way_out_still_works(fresh_keys, app):
+    """Only signing fails: the key set is still served, and the documented recovery (list,
+    rotate --now, revoke the lost key) works without editing the database."""
     os.remove(os.path.join(app.config["KEYS_DIR"], f"{fresh_keys.kid}.pem"))
     keystore._private.clear()
     keystore.invalidate()
     with pytest.raises(KeyStoreError, match="missing"):
         keystore.signing_key()
+    assert [k["kid"] for k in keystore.public_key_set()["keys"]] == [fresh_keys.kid]
+    [listed] = keystore.describe()
+    assert listed["state"] == "active" and listed["private_key_present"] is False
+    new = keystore.rotate(immediate=True)
+    assert keystore.signing_key()[0] == new.kid
+    keystore.revoke(fresh_keys.kid)
+    assert [k["kid"] for k in keystore.public_key_set()["keys"]] == [new.kid]
+
+
+def test_revoking_a_leaked_key_unpublishes_it_at_once(fresh_keys):
+    """retire keeps a key published until the tokens it signed expire; revoke (a leak) does not:
+    tokens signed with it, real or forged, stop verifying now."""
+    kid_a, key_a = keystore.signing_key()
+    forged = jwt.encode({"alg": "RS256", "kid": kid_a}, {"sub": "anyone"}, key_a)
+    with pytest.raises(KeyStoreError, match="only signing key"):
+        keystore.revoke(kid_a)
+    keystore.rotate(immediate=True)
+    keystore.revoke(kid_a)
+    published = keystore.public_key_set()["keys"]
+    assert kid_a not in {k["kid"] for k in published}
+    with pytest.raises(InvalidKeyIdError):  # no key in the published set has this kid
+        jwt.decode(forged, KeySet.import_key_set({"keys": published}))
+    [event] = db.session.scalars(db.select(AuditEvent).where(AuditEvent.action == "key.revoked")).all()
+    assert event.detail == {"kid": kid_a}
+
+
+def test_a_second_rotation_waits_for_the_first_unless_it_is_an_emergency(fresh_keys):
+    waiting = keystore.rotate(immediate=False)
+    with pytest.raises(KeyStoreError, match="already under way"):
+        keystore.rotate(immediate=False)
+    emergency = keystore.rotate(immediate=True)
+    assert keystore.signing_key()[0] == emergency.kid
+    # The waiting key is withdrawn: it never takes over from the emergency key, and leaves the set.
+    row = db.session.get(SigningKey, waiting.kid)
+    assert row.retired_at <= row.activates_at and not row.is_published(utcnow())
+    assert waiting.kid not in {k["kid"] for k in keystore.public_key_set()["keys"]}
+    assert {k["kid"]: k["state"] for k in keystore.describe()}[emergency.kid] == "active"
 
 
 def test_keys_are_loaded_once_not_per_request(fresh_keys):
