@@ -8,7 +8,7 @@ Every number comes from the environment, with defaults for a small machine:
   WEB_TIMEOUT           seconds before a stuck worker is killed and replaced   30
   WEB_GRACEFUL_TIMEOUT  seconds a worker may finish its requests on stop/reload 30
   WEB_KEEPALIVE         seconds an idle keep-alive connection is held          5
-  WEB_MAX_REQUESTS      requests before a worker is recycled (0 = never)        1000
+  WEB_MAX_REQUESTS      requests before a worker is recycled (0 = never)        0
   PROMETHEUS_MULTIPROC_DIR  where the workers share their metrics   a fresh temporary folder
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
@@ -38,7 +38,10 @@ threads = _int("WEB_THREADS", 4)
 timeout = _int("WEB_TIMEOUT", 30)
 graceful_timeout = _int("WEB_GRACEFUL_TIMEOUT", 30)
 keepalive = _int("WEB_KEEPALIVE", 5)
-max_requests = _int("WEB_MAX_REQUESTS", 1000)
+# No recycling by default: in multiprocess metrics mode every recycled worker leaves its counter
+# files in PROMETHEUS_MULTIPROC_DIR, and /metrics reads them all until the master restarts (a
+# known prometheus-client limit). Recycle only against a leak, and restart the master regularly.
+max_requests = _int("WEB_MAX_REQUESTS", 0)
 max_requests_jitter = max_requests // 10
 preload_app = False  # each worker opens its own database connections after the fork
 

@@ -29,8 +29,8 @@ class GunicornSettings:
     worker_class: str = "gthread"  # keep-alive connections, as a load balancer would hold
 
     def argv(self, port: int) -> list[str]:
-        # `-c /dev/null`: not the repository's gunicorn.conf.py, whose worker recycling
-        # (WEB_MAX_REQUESTS) would throw away the CPU time of recycled workers mid-run.
+        # `-c /dev/null`: not the repository's gunicorn.conf.py, whose settings come from the
+        # environment (WEB_MAX_REQUESTS recycling would throw away recycled workers' CPU time).
         return ["-c", "/dev/null", "--bind", f"127.0.0.1:{port}", "--workers", str(self.workers), "--threads", str(self.threads),
                 "--worker-class", self.worker_class, "--keep-alive", "75", "--timeout", "120",
                 "--log-level", "warning"]
