@@ -217,7 +217,8 @@ def demo_seed(catalog_seed, credit_count, rebuild, as_json):
 @click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
 @json_option
 def purge_expired_command(batch_size, dry_run, as_json):
-    """Delete expired codes, tokens, sessions and pending sign-ins, in batches (safe while serving)."""
+    """Delete expired codes, tokens, sessions and pending sign-ins, and audit events past their
+    retention (AUDIT_RETENTION_DAYS), in batches (safe while serving)."""
     from flask import current_app
 
     from app.housekeeping import count_expired, purge_expired

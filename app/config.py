@@ -67,16 +67,29 @@ DEFAULTS: dict[str, Setting] = {
     "METRICS_ENABLED": Setting(True, "Serve Prometheus metrics at /metrics."),
     "METRICS_TOKEN": Setting("", "When set, /metrics answers only `Authorization: Bearer <token>` (404 otherwise)."),
     "PURGE_BATCH_SIZE": Setting(1000, "Rows `flask purge-expired` deletes per transaction."),
+    "AUDIT_RETENTION_DAYS": Setting(
+        365, "Days the audit trail (with the IPs it records) is kept; `flask purge-expired` deletes older events. 0 = forever."
+    ),
     "API_RATE_LIMIT_PER_MINUTE": Setting(300, "Requests per minute to the `/v1` data API per sign-in (a grant: its access token and those refreshed from it)."),
 }
 
 
-def _coerce(raw: str, default: Any) -> Any:
-    """Parse an environment string into the type of the setting's default."""
+TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+
+
+def _coerce(name: str, raw: str, default: Any) -> Any:
+    """Parse an environment string into the type of the setting's default; a value that is not
+    one stops the start naming the setting (a typo such as `flase` must not switch silently)."""
     if isinstance(default, bool):
-        return raw.strip().lower() in {"1", "true", "yes", "on"}
+        word = raw.strip().lower()
+        if word not in TRUE | FALSE:
+            raise ConfigError(f"{name} must be true or false, got {raw!r}")
+        return word in TRUE
     if isinstance(default, int):
-        return int(raw)
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
     return raw
 
 
@@ -85,7 +98,7 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     settings = {name: s.default for name, s in DEFAULTS.items()}
     for name, setting in DEFAULTS.items():
         if name in os.environ:
-            settings[name] = _coerce(os.environ[name], setting.default)
+            settings[name] = _coerce(name, os.environ[name], setting.default)
     settings.update(overrides or {})
     settings["ISSUER_URL"] = settings["ISSUER_URL"].rstrip("/")
     if not settings["USER_ID_CLAIM"]:
@@ -123,6 +136,11 @@ def check_settings(settings: dict[str, Any]) -> None:
             raise ConfigError("SECRET_KEY must be set to a random value of at least 32 characters outside development")
     if int(settings["API_RATE_LIMIT_PER_MINUTE"]) <= 0:
         raise ConfigError("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
+    for name in [n for n in DEFAULTS if n.endswith("_LIFETIME")]:
+        if int(settings[name]) <= 0:  # 0 would make every session, code or token expire at birth
+            raise ConfigError(f"{name} must be a positive number of seconds")
+    if int(settings["AUDIT_RETENTION_DAYS"]) < 0:
+        raise ConfigError("AUDIT_RETENTION_DAYS must be 0 (keep forever) or a number of days")
     if not 0 <= int(settings["REFRESH_GRACE_SECONDS"]) <= MAX_REFRESH_GRACE_SECONDS:
         raise ConfigError(f"REFRESH_GRACE_SECONDS must be between 0 and {MAX_REFRESH_GRACE_SECONDS}")
     for name in ("LOGIN_ACCOUNT_LIMIT", "LOGIN_IP_LIMIT", "TOKEN_CLIENT_LIMIT"):

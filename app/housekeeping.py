@@ -7,6 +7,7 @@ What "no longer usable" means, table by table:
                        recognized and revokes its family
   login_sessions       expired or ended (signed out)
   interactions         pending sign-ins past `expires_at`
+  audit_events         older than AUDIT_RETENTION_DAYS (it records IPs; 0 keeps it forever)
 
 Each batch is one short transaction (`DELETE ... WHERE id IN (SELECT id ... LIMIT n)`), so
 requests served meanwhile never wait long on a lock, and an interrupted purge simply resumes.
@@ -16,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, delete, func, or_, select
+from flask import current_app
+from sqlalchemy import ColumnElement, delete, false, func, or_, select
 
 from app.extensions import db
-from app.models import AuthorizationCode, Interaction, LoginSession, Token
+from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, Token
 from app.models.base import utcnow
 
 
@@ -42,7 +44,13 @@ RULES: dict[str, Rule] = {
         LoginSession, lambda now: or_(LoginSession.expires_at <= now, LoginSession.ended_at.is_not(None))
     ),
     "interactions": Rule(Interaction, lambda now: Interaction.expires_at <= now),
+    "audit_events": Rule(AuditEvent, lambda now: _older_than_retention(now)),
 }
+
+
+def _older_than_retention(now: datetime) -> ColumnElement[bool]:
+    days = int(current_app.config["AUDIT_RETENTION_DAYS"])
+    return AuditEvent.created_at <= now - timedelta(days=days) if days else false()
 
 
 def count_expired(now: datetime | None = None) -> dict[str, int]:

@@ -75,3 +75,27 @@ def test_plain_http_keeps_the_session_cookie_samesite_lax(tmp_path):
                       "KEYS_DIR": str(tmp_path)})
     assert app.config["SESSION_COOKIE_SECURE"] is False
     assert app.config["SESSION_COOKIE_SAMESITE"] == "Lax"
+
+
+@pytest.mark.parametrize(("name", "raw", "says"), [
+    ("METRICS_ENABLED", "flase", "METRICS_ENABLED must be true or false"),
+    ("SESSION_LIFETIME", "two weeks", "SESSION_LIFETIME must be a whole number"),
+])
+def test_an_unreadable_environment_value_stops_the_start_naming_the_setting(monkeypatch, name, raw, says):
+    monkeypatch.setenv(name, raw)
+    with pytest.raises(ConfigError, match=says):
+        load_settings()
+
+
+@pytest.mark.parametrize("name", ["SESSION_LIFETIME", "INTERACTION_LIFETIME", "AUTHORIZATION_CODE_LIFETIME",
+                                  "ACCESS_TOKEN_LIFETIME", "ID_TOKEN_LIFETIME", "REFRESH_TOKEN_LIFETIME"])
+def test_a_lifetime_must_be_positive(name):
+    """0 would make every session, code or token expire as it is made (members could never stay in)."""
+    with pytest.raises(ConfigError, match=f"{name} must be a positive number of seconds"):
+        check_settings(load_settings({"APP_ENV": "development", name: 0}))
+
+
+def test_audit_retention_cannot_be_negative():
+    with pytest.raises(ConfigError, match="AUDIT_RETENTION_DAYS"):
+        check_settings(load_settings({"APP_ENV": "development", "AUDIT_RETENTION_DAYS": -1}))
+    check_settings(load_settings({"APP_ENV": "development", "AUDIT_RETENTION_DAYS": 0}))  # 0 = keep forever
