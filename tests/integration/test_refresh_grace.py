@@ -16,9 +16,10 @@ from app.models.base import utcnow
 from app.oauth import refresh_grace
 from app.oauth.tokens import find_refresh_token
 from tests.conftest import free_port, start_server
-from tests.issued import issue
+from tests.issued import issue, post_as
 
 GRACE = 30
+REVOKE = "/api/auth/oauth2/revoke"
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +105,50 @@ def test_outside_the_window_a_retry_revokes_the_family(grace_server):
 
     assert retry.status_code == 400 and retry.json()["error"] == "invalid_grant"
     assert all(row.revoked_at is not None for row in family(issued.refresh_token))
+
+
+def test_once_the_family_was_revoked_a_retry_is_reuse(grace_server):
+    """An app that signs the member out revokes its newest refresh token: the whole family ends.
+    A copy of the previous refresh token, presented within the window, must not bring back the
+    sealed answer - that would hand a live-looking token pair to whoever kept the copy."""
+    issued = issue(grace_server)
+    first = issued.rp.refresh(issued.refresh_token)
+    assert first.status_code == 200, first.text
+    revoked = post_as(grace_server, REVOKE, issued.client_id, issued.rp.client_secret,
+                      {"token": first.json()["refresh_token"], "token_type_hint": "refresh_token"})
+    assert revoked.status_code == 200, revoked.text
+
+    retry = issued.rp.refresh(issued.refresh_token)
+
+    assert retry.status_code == 400 and retry.json()["error"] == "invalid_grant"
+    assert not {"access_token", "refresh_token", "id_token"} & retry.json().keys()
+    rows = family(issued.refresh_token)
+    assert len(rows) == 2  # nothing new was minted
+    assert all(row.revoked_at is not None for row in rows)
+
+
+def test_replay_rows_older_than_a_minute_are_deleted_when_a_new_one_is_stored(grace_server):
+    """Sealed answers are only useful for the window (at most 60 s): older ones are purged at the
+    next rotation, so the table does not grow with every refresh ever made. A row younger than a
+    minute is still needed and is kept."""
+    aged = issue(grace_server)
+    assert aged.rp.refresh(aged.refresh_token).status_code == 200
+    young = issue(grace_server)
+    young_first = young.rp.refresh(young.refresh_token)
+    assert young_first.status_code == 200, young_first.text
+    aged_id = family(aged.refresh_token)[0].id
+    young_id = family(young.refresh_token)[0].id
+    row = db.session.get(RefreshReplay, aged_id)
+    assert row is not None
+    row.created_at = utcnow() - timedelta(seconds=61)
+    db.session.commit()
+
+    assert young.rp.refresh(young_first.json()["refresh_token"]).status_code == 200
+
+    newest_id = family(young.refresh_token)[1].id  # the token the second rotation rotated out
+    assert db.session.get(RefreshReplay, aged_id) is None
+    assert db.session.get(RefreshReplay, young_id) is not None
+    assert db.session.get(RefreshReplay, newest_id) is not None
 
 
 def test_another_client_cannot_replay(grace_server):
