@@ -2,6 +2,9 @@
 
 import pytest
 
+from app.extensions import db
+from app.jwks import keystore
+from app.models import SigningKey
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty
 
@@ -26,3 +29,19 @@ def rp(live_server):
 def public_rp(live_server):
     client, _ = make_client(public=True)
     return RelyingParty(live_server.url, client.client_id, None)
+
+
+@pytest.fixture
+def restore_keys():
+    """Key rows outlive a test (the server signs with them): put them back as they were."""
+    db.session.expire_all()
+    saved = {k.kid: (k.activates_at, k.retired_at, k.expires_at) for k in db.session.scalars(db.select(SigningKey))}
+    yield
+    db.session.rollback()
+    for row in db.session.scalars(db.select(SigningKey)).all():
+        if row.kid in saved:
+            row.activates_at, row.retired_at, row.expires_at = saved[row.kid]
+        else:
+            db.session.delete(row)
+    db.session.commit()
+    keystore.invalidate()

@@ -3,7 +3,6 @@
 import re
 from datetime import timedelta
 
-import pytest
 import requests
 
 from app.extensions import db
@@ -127,22 +126,6 @@ def test_developers_see_what_members_did_through_their_app_but_not_who_or_from_w
 
 
 # -- signing keys ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def restore_keys():
-    """Key rows are kept between tests (the server signs with them): put them back as they were."""
-    fresh()
-    saved = {k.kid: (k.activates_at, k.retired_at, k.expires_at) for k in db.session.scalars(db.select(SigningKey))}
-    yield
-    db.session.rollback()
-    for row in db.session.scalars(db.select(SigningKey)).all():
-        if row.kid in saved:
-            row.activates_at, row.retired_at, row.expires_at = saved[row.kid]
-        else:
-            db.session.delete(row)
-    db.session.commit()
-    keystore.invalidate()
 
 
 def key_states(html: str) -> dict[str, str]:

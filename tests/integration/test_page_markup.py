@@ -10,12 +10,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from app.extensions import db
 from app.jwks import keystore
-from app.models import SigningKey
 from tests.factories import make_client, make_member
 from tests.flows import Browser, RelyingParty, sign_in
-from tests.integration.console_support import fresh, post_form, signed_in
+from tests.integration.console_support import post_form, signed_in
 
 END_SESSION = "/api/auth/oauth2/endsession"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -189,22 +187,6 @@ def test_member_rows_have_distinct_control_names(live_server):
             names.append(name)
     assert len(names) == len(set(names))
     assert all(th.text() for th in doc.find("table").find_all("th"))
-
-
-@pytest.fixture
-def restore_keys():
-    """Key rows outlive a test (the server signs with them): put them back as they were."""
-    fresh()
-    saved = {k.kid: (k.activates_at, k.retired_at, k.expires_at) for k in db.session.scalars(db.select(SigningKey))}
-    yield
-    db.session.rollback()
-    for row in db.session.scalars(db.select(SigningKey)).all():
-        if row.kid in saved:
-            row.activates_at, row.retired_at, row.expires_at = saved[row.kid]
-        else:
-            db.session.delete(row)
-    db.session.commit()
-    keystore.invalidate()
 
 
 def test_key_rows_have_distinct_retire_buttons_and_every_column_a_header(live_server, restore_keys):
