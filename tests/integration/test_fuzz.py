@@ -77,6 +77,7 @@ TARGETS: tuple[Target, ...] = (
     Target("login", "/login", ("POST", "GET"), ("email", "password", "interaction", "next"), form_csrf=True),
     Target("consent", "/consent", ("POST", "GET"), ("interaction", "decision", "scope"), form_csrf=True),
     Target("logout", "/logout", ("POST",), (), form_csrf=True),
+    Target("account-password", "/account/password", ("POST", "GET"), ("current", "new", "confirm"), form_csrf=True),
     Target("discovery", "/.well-known/openid-configuration", ("GET",), ()),
     Target("jwks", "/api/auth/jwks", ("GET",), ()),
 )
@@ -173,6 +174,10 @@ def build_world(settings) -> World:
         "token_type_hint": ["access_token", "refresh_token", "id_token"],
         "response_mode": ["query", "fragment", "form_post"],
         "next": ["/signed-in", "//evil.example", "https://evil.example", "/\\evil.example", "/%2f%2fevil.example", "/\t/evil.example"],
+        # Never the member's real password: a change would end the sessions the fuzzer plays with.
+        "current": ["wrong-password-123", ""],
+        "new": ["a brand new passphrase", "short", ""],
+        "confirm": ["a brand new passphrase", "another passphrase"],
     }
     registered = {web.client_id: {WEB_URI, WEB_URI + "2", LOGOUT_URI}, native.client_id: {NATIVE_URI}}
     access, refresh = seed_token(member, web)
@@ -190,6 +195,8 @@ def build_world(settings) -> World:
         "endsession-confirm": [("client_id", web.client_id), ("post_logout_redirect_uri", LOGOUT_URI)],
         "login": [("email", member.email), ("password", "wrong-password-123"), ("interaction", OWN_INTERACTION)],
         "consent": [("interaction", OWN_INTERACTION), ("decision", "allow"), ("scope", "profile")],
+        "account-password": [("current", "wrong-password-123"), ("new", "a brand new passphrase"),
+                             ("confirm", "a brand new passphrase")],
     }
     return World(app=app, values=values, registered=registered, sessions=sessions, bases=bases,
                  interactions=interactions,
