@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from flask import Blueprint, Response, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField
 from wtforms.validators import DataRequired, Length
@@ -122,4 +122,5 @@ def signed_in() -> Response | str:
 def logout() -> Response:
     end_login()
     db.session.commit()
-    return redirect(url_for("auth.login"))
+    flash("You are signed out.")  # as the account page's button says it
+    return redirect(url_for("auth.login"), 303)

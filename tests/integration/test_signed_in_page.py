@@ -32,3 +32,13 @@ def test_a_next_path_that_hides_another_site_is_not_followed(live_server):
         "next": "/\t/evil.example"})  # a forged form field is checked again
     assert response.status_code == 302
     assert response.headers["Location"] == "/signed-in"
+
+
+def test_signing_out_from_the_signed_in_page_says_so_and_ends_the_session(live_server):
+    member = make_member()
+    browser = signed_in(live_server.url, member.email, "/signed-in")
+    page = browser.get("/signed-in")
+    response = browser.post("/logout", data={"csrf_token": csrf_token(page.text)})
+    assert response.status_code == 303 and response.headers["Location"] == "/login"
+    assert "You are signed out." in browser.get("/login").text
+    assert browser.get("/signed-in").status_code == 302
