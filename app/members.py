@@ -8,6 +8,7 @@ import uuid
 from app.audit import record
 from app.auth.passwords import passwords
 from app.auth.sessions import end_all_logins
+from app.consent.service import revoke_consent
 from app.extensions import db
 from app.models import Profile, Role, Tier, User
 
@@ -61,14 +62,18 @@ def set_password(user: User, password: str) -> None:
     db.session.commit()
 
 
-def change_password(user: User, password: str, actor: User | None = None) -> int:
+def change_password(user: User, password: str, actor: User | None = None, disconnect_apps: bool = False) -> dict:
     """A new password for `user` (the member on the account page, or support with the CLI). Every
-    session of theirs ends: whoever signed in with the old password is signed out. Audited here,
-    for every caller. Returns the sessions ended; the caller commits."""
+    session of theirs ends: whoever signed in with the old password is signed out. After a
+    compromise, `disconnect_apps` also revokes every app's consent and tokens (a grant obtained
+    with the stolen password would outlive it otherwise). Audited here, for every caller.
+    Returns what ended; the caller commits."""
     _check_password(password)
     user.password_hash = passwords.hash(password)
-    ended = end_all_logins(user)
-    record("password.changed", actor=actor, subject=user, sessions_ended=ended)
+    ended = {"sessions_ended": end_all_logins(user)}
+    if disconnect_apps:
+        ended["tokens_revoked"] = revoke_consent(db.session, user, None)
+    record("password.changed", actor=actor, subject=user, **ended)
     return ended
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from sqlalchemy import select
-from wtforms import PasswordField
+from wtforms import BooleanField, PasswordField
 from wtforms.validators import DataRequired, EqualTo, Length
 
 from app.account.connections import connections, is_connected
@@ -38,6 +38,8 @@ class PasswordForm(FlaskForm):
         description=f"At least {MIN_PASSWORD_LENGTH} characters.")
     confirm = PasswordField("New password again", validators=[
         DataRequired(), EqualTo("new", message="The two new passwords differ.")])
+    disconnect_apps = BooleanField("Also disconnect every app", description=(
+        "If someone else may have used your password: every app loses access and must ask you again."))
 
 
 def tiers() -> list[dict]:
@@ -125,8 +127,9 @@ def password() -> Response:
         return _password_page(form, status=400)
     if not passwords.verify(user, form.current.data):
         return _password_page(form, error=WRONG_CURRENT_PASSWORD, status=throttle.FAILED_LOGIN_STATUS)
-    change_password(user, form.new.data, actor=user)
+    ended = change_password(user, form.new.data, actor=user, disconnect_apps=form.disconnect_apps.data)
     start_login(user)
     db.session.commit()
-    flash("Your password is changed. You are signed out everywhere else.")
+    flash("Your password is changed. You are signed out everywhere else"
+          + (", and every app is disconnected." if "tokens_revoked" in ended else "."))
     return redirect(url_for("account.show"), 303)

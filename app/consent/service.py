@@ -52,10 +52,14 @@ def record_consent(db_session: Session, user: User, client: Client, asked: list[
     db_session.execute(stmt)
 
 
-def revoke_consent(db_session: Session, user: User, client: Client) -> int:
-    """Forget the consent and revoke every token the app holds for the member, at once."""
-    db_session.execute(delete(Consent).where(Consent.user_id == user.id, Consent.client_id == client.id))
-    return revoke_user_client_tokens(user.id, client.id)
+def revoke_consent(db_session: Session, user: User, client: Client | None) -> int:
+    """Forget the consent and revoke every token the app holds for the member, at once; every
+    app's when `client` is None. Returns the tokens revoked."""
+    which = Consent.user_id == user.id
+    if client is not None:
+        which &= Consent.client_id == client.id
+    db_session.execute(delete(Consent).where(which))
+    return revoke_user_client_tokens(user.id, client.id if client is not None else None)
 
 
 def describe(scopes: list[str], tier: str) -> list[dict]:

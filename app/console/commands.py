@@ -115,18 +115,19 @@ def users_set_role(email, role, as_json):
 @users.command("set-password")
 @click.argument("email")
 @click.option("--password-stdin", is_flag=True, help="Read the new password from standard input.")
+@click.option("--disconnect-apps", is_flag=True, help="Also revoke every app's consent and tokens (a compromise).")
 @json_option
-def users_set_password(email, password_stdin, as_json):
+def users_set_password(email, password_stdin, disconnect_apps, as_json):
     """Give a member a new password (support, after they lost theirs): every session of theirs
     ends. Without --password-stdin a random password is generated and shown once."""
     user = _member(email)
     password = sys.stdin.readline().rstrip("\r\n") if password_stdin else new_secret(12)
     try:
-        ended = change_password(user, password)
+        ended = change_password(user, password, disconnect_apps=disconnect_apps)
     except MemberError as exc:
         fail(str(exc))
     db.session.commit()
-    data = {"id": user.id, "email": user.email, "sessions_ended": ended}
+    data = {"id": user.id, "email": user.email, **ended}
     if not password_stdin:
         data["password"] = password
     emit(data, as_json, _lines)

@@ -130,13 +130,14 @@ def revoke_grant(grant_id: str) -> int:
     return result.rowcount
 
 
-def revoke_user_client_tokens(user_id: str, client_id: int) -> int:
-    """Revoke every live token a member gave one app (consent revoked, app removed)."""
+def revoke_user_client_tokens(user_id: str, client_id: int | None = None) -> int:
+    """Revoke every live token a member gave one app (consent revoked, app removed), or every
+    app when `client_id` is None (a password changed after a compromise)."""
+    which = (Token.user_id == user_id) & Token.revoked_at.is_(None)
+    if client_id is not None:
+        which &= Token.client_id == client_id
     result = db.session.execute(
-        update(Token)
-        .where(Token.user_id == user_id, Token.client_id == client_id, Token.revoked_at.is_(None))
-        .values(revoked_at=utcnow())
-        .execution_options(synchronize_session=False)
+        update(Token).where(which).values(revoked_at=utcnow()).execution_options(synchronize_session=False)
     )
     metrics.tokens_revoked(result.rowcount)
     return result.rowcount

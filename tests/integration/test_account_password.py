@@ -9,19 +9,20 @@ import requests
 
 from app.auth.passwords import passwords
 from app.extensions import db
-from app.models import AuditEvent, LoginSession, User
-from tests.factories import PASSWORD, make_member
-from tests.flows import csrf_token
+from app.models import AuditEvent, Consent, LoginSession, User
+from tests.factories import PASSWORD, make_client, make_member
+from tests.flows import RelyingParty, csrf_token, sign_in
 from tests.integration.console_support import alerts, flashes, fresh, signed_in
 
 NEW = "a brand new passphrase"
 
 
-def change(browser, current=PASSWORD, new=NEW, confirm=None):
+def change(browser, current=PASSWORD, new=NEW, confirm=None, **extra):
     page = browser.get("/account/password")
     assert page.status_code == 200
     return browser.post("/account/password", data={"csrf_token": csrf_token(page.text), "current": current,
-                                                  "new": new, "confirm": new if confirm is None else confirm})
+                                                  "new": new, "confirm": new if confirm is None else confirm,
+                                                  **extra})
 
 
 def test_a_member_changes_their_password_and_every_other_session_ends(live_server):
@@ -43,6 +44,35 @@ def test_a_member_changes_their_password_and_every_other_session_ends(live_serve
     [event] = db.session.scalars(db.select(AuditEvent).where(AuditEvent.action == "password.changed")).all()
     assert event.actor_id == event.subject_id == member.id and event.detail == {"sessions_ended": 2}
     assert NEW not in str(event.detail) and PASSWORD not in str(event.detail)
+
+
+def connected_app(live_server, member) -> tuple[RelyingParty, dict]:
+    client, secret = make_client()
+    rp = RelyingParty(live_server.url, client.client_id, secret)
+    params, _ = sign_in(live_server.url, rp, member.email, scope="openid offline_access")
+    return rp, rp.exchange(params["code"]).json()
+
+
+def test_apps_stay_connected_after_a_plain_change(live_server):
+    member = make_member()
+    rp, tokens = connected_app(live_server, member)
+    browser = signed_in(live_server.url, member.email, "/account")
+    assert change(browser).status_code == 303
+    assert rp.refresh(tokens["refresh_token"]).status_code == 200
+
+
+def test_after_a_compromise_the_member_disconnects_every_app_too(live_server):
+    member = make_member()
+    rp, tokens = connected_app(live_server, member)
+    browser = signed_in(live_server.url, member.email, "/account")
+    response = change(browser, disconnect_apps="y")
+    assert response.status_code == 303
+    assert "every app is disconnected" in " ".join(flashes(browser.get("/account").text))
+    assert rp.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
+    fresh()
+    assert Consent.query.filter_by(user_id=member.id).count() == 0
+    [event] = db.session.scalars(db.select(AuditEvent).where(AuditEvent.action == "password.changed")).all()
+    assert event.detail["tokens_revoked"] == 1
 
 
 @pytest.mark.parametrize(("current", "new", "confirm", "status", "says"), [

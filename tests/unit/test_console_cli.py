@@ -189,6 +189,12 @@ def test_set_password_for_a_member_who_lost_theirs(cli):
     assert passwords.verify(db.session.get(User, member.id), "chosen by support")
     short = cli("users", "set-password", "lost@example.test", "--password-stdin", input="short\n")
     assert short.exit_code == 1 and "at least 10 characters" in short.output
+    client, _ = make_client()
+    give_token(db.session.get(User, member.id), client)
+    cut = run_json(cli, "users", "set-password", "lost@example.test", "--disconnect-apps")
+    assert cut["tokens_revoked"] == 1
+    db.session.expire_all()
+    assert db.session.scalar(db.select(Consent).where(Consent.user_id == member.id)) is None
 
 
 def test_clients_create_records_the_registration(cli):
