@@ -36,6 +36,8 @@ class SigningKey(db.Model):
         return self.activates_at <= now and (self.retired_at is None or now < self.retired_at)
 
     def state(self, now: datetime, active_kid: str | None) -> str:
+        if self.retired_at is not None and self.retired_at <= now:
+            return "retired"  # including a waiting key withdrawn by an emergency rotation
         if now < self.activates_at:
             return "next"
         if self.kid == active_kid:
