@@ -196,7 +196,7 @@ class KeyStore:
         emergency rotation withdraws the waiting key too (it signed nothing; it would otherwise
         take over from the emergency key when its time came)."""
         now = utcnow()
-        pending = [r for r in self.snapshot().rows if r.activates_at > now and r.is_published(now)]
+        pending = [r for r in self.snapshot().rows if r.activates_at > now and r.retired_at is None]
         if pending and not immediate:
             raise KeyStoreError(f"a rotation is already under way: key {pending[0].kid} signs from "
                                 f"{pending[0].activates_at.isoformat()}")
@@ -234,6 +234,10 @@ class KeyStore:
         if not others and row.can_sign(now):
             raise KeyStoreError("refusing to end the only signing key: rotate first (`--now` in an emergency)")
         expires = now + published_for
+        if row.activates_at > now:
+            # A key still waiting to sign: the key it was to replace keeps signing after all.
+            for replaced in db.session.scalars(db.select(SigningKey).where(SigningKey.retired_at == row.activates_at)):
+                replaced.retired_at = replaced.expires_at = None
         if row.retired_at is None or row.retired_at > now:
             row.retired_at = now
         if row.expires_at is None or row.expires_at > expires:

@@ -99,6 +99,20 @@ def test_revoking_a_leaked_key_unpublishes_it_at_once(fresh_keys):
     assert event.detail == {"kid": kid_a}
 
 
+def test_ending_a_key_that_still_waits_keeps_the_current_key_signing(fresh_keys):
+    """A scheduled rotation sets the current key to retire when the new one starts. Revoking (or
+    retiring) the new one before then must give the current key its job back, or nothing would
+    sign once the start time passed."""
+    waiting = keystore.rotate(immediate=False)
+    keystore.revoke(waiting.kid)
+    current = db.session.get(SigningKey, fresh_keys.kid)
+    later = utcnow() + timedelta(seconds=keystore.publish_delay + 1)
+    assert current.retired_at is None and current.can_sign(later)
+    assert keystore.signing_key()[0] == fresh_keys.kid
+    again = keystore.rotate(immediate=False)  # the ended key is no rotation under way
+    assert {k["kid"]: k["state"] for k in keystore.describe()}[again.kid] == "next"
+
+
 def test_a_second_rotation_waits_for_the_first_unless_it_is_an_emergency(fresh_keys):
     waiting = keystore.rotate(immediate=False)
     with pytest.raises(KeyStoreError, match="already under way"):
