@@ -86,13 +86,15 @@ def limit_login(on_breach: Callable[[RequestLimit], Response], account: Callable
     """Decorate a view that checks a password (the login page; the account page's password change,
     with `account=signed_in_account_key`): failures per account and per IP, POST only."""
 
+    # Shared limits: one budget per account (and per IP) across every view that checks a password.
+    # A plain `limit` would give each view its own ("<endpoint>:login-account").
     def decorate(view):
-        view = limiter.limit(
-            _setting("LOGIN_ACCOUNT_LIMIT"), key_func=account, scope="login-account", methods=["POST"],
+        view = limiter.shared_limit(
+            _setting("LOGIN_ACCOUNT_LIMIT"), "login-account", key_func=account, methods=["POST"],
             deduct_when=login_failed, on_breach=on_breach,
         )(view)
-        return limiter.limit(
-            _setting("LOGIN_IP_LIMIT"), key_func=ip_key, scope="login-ip", methods=["POST"],
+        return limiter.shared_limit(
+            _setting("LOGIN_IP_LIMIT"), "login-ip", key_func=ip_key, methods=["POST"],
             deduct_when=login_failed, on_breach=on_breach,
         )(view)
 

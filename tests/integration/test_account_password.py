@@ -11,10 +11,18 @@ from app.auth.passwords import passwords
 from app.extensions import db
 from app.models import AuditEvent, Consent, LoginSession, User
 from tests.factories import PASSWORD, make_client, make_member
-from tests.flows import RelyingParty, csrf_token, sign_in
+from tests.flows import Browser, RelyingParty, csrf_token, sign_in
 from tests.integration.console_support import alerts, flashes, fresh, signed_in
 
 NEW = "a brand new passphrase"
+
+
+def login_attempt(live_server, email: str, password: str) -> int:
+    """One password tried on the login page, as a stranger's browser would."""
+    stranger = Browser(live_server.url)
+    page = stranger.get("/login")
+    return stranger.post("/login", data={"csrf_token": csrf_token(page.text), "email": email,
+                                         "password": password}).status_code
 
 
 def change(browser, current=PASSWORD, new=NEW, confirm=None, **extra):
@@ -94,10 +102,13 @@ def test_refusals_change_nothing(live_server, current, new, confirm, status, say
 
 
 def test_guessing_the_current_password_spends_the_accounts_login_budget(live_server, settings):
-    """A stolen session cannot try passwords faster than the login page allows (5 per account)."""
+    """A stolen session cannot try passwords faster than the login page allows (5 per account),
+    and the two pages share that one budget."""
     member = make_member()
     browser = signed_in(live_server.url, member.email, "/account")
-    statuses = [change(browser, current=f"guess number {i}").status_code for i in range(6)]
+    statuses = [change(browser, current=f"guess number {i}").status_code for i in range(3)]
+    statuses += [login_attempt(live_server, member.email, f"wrong guess {i}") for i in range(2)]
+    statuses.append(change(browser, current="guess number 9").status_code)
     assert statuses == [401] * 5 + [429]
     blocked = change(browser)  # even the right one, until the window passes
     assert blocked.status_code == 429 and int(blocked.headers["Retry-After"]) > 0
