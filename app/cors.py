@@ -24,6 +24,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, request
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.api.envelope import is_api_request
 from app.oauth.metadata import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
@@ -56,11 +57,15 @@ def web_origin(uri: str) -> str | None:
 
 
 def _calling_client_origins() -> set[str]:
-    """The web origins of the redirect URIs of the app a token or revocation request names."""
+    """The web origins of the redirect URIs of the app a token or revocation request names (none
+    when the database cannot say: the answer keeps its own status rather than turning into a 500)."""
     from app.oauth.server import _split_basic, find_client  # the request's own lookups, shared
 
     basic_id, _ = _split_basic(request)
-    client = find_client(basic_id or request.form.get("client_id"))
+    try:
+        client = find_client(basic_id or request.form.get("client_id"))
+    except SQLAlchemyError:
+        return set()
     if client is None or not client.is_active:
         return set()
     return {origin for uri in client.redirect_uris if (origin := web_origin(uri))}
@@ -81,7 +86,7 @@ def add_cors_headers(response: Response) -> Response:
             response.headers["Access-Control-Expose-Headers"] = EXPOSED
     elif path in (TOKEN_PATH, REVOCATION_PATH) and request.method == "POST":
         response.vary.add("Origin")
-        if origin in _calling_client_origins():
+        if response.status_code < 500 and origin in _calling_client_origins():
             response.headers["Access-Control-Allow-Origin"] = origin
             response.headers["Access-Control-Expose-Headers"] = EXPOSED
     return response

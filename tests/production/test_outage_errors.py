@@ -42,6 +42,16 @@ def test_token_endpoint_answers_temporarily_unavailable(unreachable):
     assert response.headers["X-Request-Id"] == "outage-token-1"
 
 
+@pytest.mark.parametrize("path", [TOKEN, "/api/auth/oauth2/revoke"])
+def test_a_browser_apps_request_also_gets_the_503(unreachable, path):
+    """With an Origin header the CORS hook looks the app up too; the outage must not turn the
+    answer into a 500 there."""
+    response = unreachable.post(path, data={"grant_type": "authorization_code", "code": "x", "client_id": "a",
+                                            "token": "t"}, headers={"Origin": "https://spa.example"})
+    assert response.status_code == 503 and response.headers["Retry-After"] == "5"
+    assert "Access-Control-Allow-Origin" not in response.headers
+
+
 def test_userinfo_answers_temporarily_unavailable(unreachable):
     response = unreachable.get(USERINFO, headers={"Authorization": "Bearer some-access-token"})
     assert response.status_code == 503
