@@ -107,8 +107,9 @@ def disable_app(client: Client, actor: User | None) -> bool:
     """Suspend the app: authorize shows an error page, the token endpoint does not know it and
     its tokens are refused while it stays disabled. Disabled by an administrator, only an
     administrator enables it again. False when it already was disabled."""
-    if client.status == ClientStatus.DISABLED:
+    if client.status == ClientStatus.DISABLED and (client.disabled_by_admin or not acts_as_admin(actor)):
         return False
+    # Disabled by its developer, an administrator may still lock it (it stays disabled meanwhile).
     client.status = ClientStatus.DISABLED
     client.disabled_by_admin = acts_as_admin(actor)
     record("app.disabled", actor=actor, client=client)

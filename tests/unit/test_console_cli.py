@@ -86,6 +86,22 @@ def test_disable_and_enable(cli):
         "app.disabled", "app.enabled"]
 
 
+def test_the_operator_locks_an_app_its_developer_had_disabled(cli):
+    """Disabled by its developer, the app can still be suspended for good by the operator: only
+    an administrator (or the CLI) may enable it again after that."""
+    from app.console.apps import NotAllowed, disable_app, enable_app
+
+    dev = make_member(role="developer")
+    client, _ = make_client(owner_id=dev.id)
+    assert disable_app(client, dev) is True and client.disabled_by_admin is False
+    assert run_json(cli, "clients", "disable", client.client_id)["changed"] is True
+    db.session.expire_all()
+    client = db.session.get(Client, client.id)
+    assert client.status == "disabled" and client.disabled_by_admin is True
+    with pytest.raises(NotAllowed):
+        enable_app(client, dev)
+
+
 def test_delete_revokes_tokens_and_consents(cli):
     member = make_member()
     client, secret = make_client()
