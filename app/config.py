@@ -148,9 +148,6 @@ def check_settings(settings: dict[str, Any]) -> None:
             parse_many(settings[name])
         except ValueError as exc:
             raise ConfigError(f"{name} must be a rate limit such as '5 per 15 minutes': {exc}") from exc
-    for name in ("AUTHORIZATION_CODE_LIFETIME", "ACCESS_TOKEN_LIFETIME", "ID_TOKEN_LIFETIME", "REFRESH_TOKEN_LIFETIME"):
-        if int(settings[name]) <= 0:
-            raise ConfigError(f"{name} must be a positive number of seconds")
 
 
 class SQLiteConnection(sqlite3.Connection):

@@ -102,7 +102,8 @@ WRONG_CURRENT_PASSWORD = "Your current password is not right."
 
 
 def _password_page(form: PasswordForm, error: str | None = None, status: int = 200) -> Response:
-    return make_response(render_template("account/password.html", form=form, error=error), status)
+    return make_response(render_template("account/password.html", form=form, error=error,
+                                         max_length=MAX_PASSWORD_LENGTH), status)
 
 
 def _password_throttled(limit) -> Response:

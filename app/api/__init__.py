@@ -4,7 +4,7 @@ bearer access token from this provider, in the platform's envelope, paging and l
   auth.py      who is calling, which scope and membership the route needs, which profile it reaches
   paging.py    limit/offset rules
   envelope.py  success, page and error shapes
-  limits.py    per-token budget, RateLimit-* headers, request id, version header
+  limits.py    per-sign-in budget, RateLimit-* headers, request id, version header
   reads.py     the catalog queries (a bounded number per page) and JSON shapes
   views.py     the routes
   openapi.py   the OpenAPI 3.1 document (openapi.yaml)

@@ -37,12 +37,12 @@ class LoginForm(FlaskForm):
 # A path on this site and nothing else: printable ASCII only (browsers and Werkzeug drop tabs and
 # line breaks from a Location, so "/\t/evil.example" would become "//evil.example"), one leading
 # slash, no backslash (some browsers read "/\\evil.example" as a host).
-_LOCAL_PATH = re.compile(r"/(?![/\\])[\x21-\x7e]*")
+_LOCAL_PATH = re.compile(r"/(?!/)[\x21-\x5b\x5d-\x7e]*")  # printable ASCII without the backslash (\x5c)
 
 
 def safe_next(target: str | None) -> str | None:
     """Only same-site paths: never an open redirect."""
-    if target and _LOCAL_PATH.fullmatch(target) and "\\" not in target:
+    if target and _LOCAL_PATH.fullmatch(target):
         return target
     return None
 
