@@ -308,9 +308,17 @@ def test_an_app_an_admin_disabled_stays_disabled_until_an_admin_enables_it(live_
     assert f'action="{detail}/enable"' in admin.get(detail).text
     assert post_form(admin, detail, f"{detail}/enable").status_code == 302
     assert authenticates(live_server.url, client.client_id, secret)
-    # Disabled by its own developer, the developer may enable it again (test_disable_then_enable).
+    # Disabled by its own developer, the developer may enable it again (test_disable_then_enable)...
     assert post_form(browser, detail, f"{detail}/disable").status_code == 302
     assert f'action="{detail}/enable"' in browser.get(detail).text
+    # ...unless an administrator then keeps it disabled.
+    as_admin = admin.get(detail).text
+    assert "Keep disabled (administrators only)" in as_admin
+    assert post_form(admin, detail, f"{detail}/disable").status_code == 302
+    assert "is disabled" in " ".join(flashes(admin.get(detail).text))
+    assert f'action="{detail}/enable"' not in browser.get(detail).text
+    fresh()
+    assert db.session.get(Client, client.id).disabled_by_admin is True
 
 
 def test_delete_revokes_tokens_and_consents(live_server, dev_app):
