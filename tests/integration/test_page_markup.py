@@ -120,14 +120,18 @@ def assert_unique_ids(doc: Node) -> None:
 # -- console form errors ----------------------------------------------------------------------
 
 
-def test_a_field_error_is_tied_to_its_input(live_server):
-    dev = make_member(role="developer")
-    browser = signed_in(live_server.url, dev.email)
+def refused_registration(live_server, **broken):
+    """The register form sent by a developer with one field `broken`: the page it comes back as."""
+    browser = signed_in(live_server.url, make_member(role="developer").email)
     response = post_form(browser, "/console/apps/new", "/console/apps/new", {
-        "name": "", "redirect_uris": "https://a.example/cb", "client_type": "confidential",
-        "auth_method": "client_secret_basic", "scopes": ["openid"]})
+        "name": "Form App", "redirect_uris": "https://a.example/cb", "client_type": "confidential",
+        "auth_method": "client_secret_basic", "scopes": ["openid"], **broken})
     assert response.status_code == 400
-    doc = parse(response.text)
+    return parse(response.text)
+
+
+def test_a_field_error_is_tied_to_its_input(live_server):
+    doc = refused_registration(live_server, name="")
     assert_unique_ids(doc)
 
     name = doc.find("input", id="name")
@@ -146,13 +150,7 @@ def test_a_field_error_is_tied_to_its_input(live_server):
 
 
 def test_an_error_in_a_group_of_options_is_tied_to_the_group(live_server):
-    dev = make_member(role="developer")
-    browser = signed_in(live_server.url, dev.email)
-    response = post_form(browser, "/console/apps/new", "/console/apps/new", {
-        "name": "Group App", "redirect_uris": "https://a.example/cb", "client_type": "bogus",
-        "auth_method": "client_secret_basic", "scopes": ["openid"]})
-    assert response.status_code == 400
-    doc = parse(response.text)
+    doc = refused_registration(live_server, client_type="bogus")
     radios = doc.find_all("input", type="radio", name="client_type")
     assert radios and all(r.attrs.get("aria-invalid") == "true" for r in radios)
     group = radios[0].parent
