@@ -16,7 +16,6 @@ import hmac
 import os
 import time
 
-from authlib.integrations.flask_oauth2.signals import client_authenticated, token_authenticated
 from flask import Blueprint, Flask, Response, abort, current_app, g, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -108,16 +107,6 @@ def _observe(response: Response) -> Response:
     return response
 
 
-def _on_client_authenticated(sender, client=None, **kwargs) -> None:
-    if client is not None:
-        logs.note(client_id=client.client_id)
-
-
-def _on_token_authenticated(sender, token=None, **kwargs) -> None:
-    if token is not None:
-        logs.note(client_id=token.client.client_id, user_id=token.user_id)
-
-
 def registry() -> CollectorRegistry:
     """All workers' values in multiprocess mode, else this process's."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -140,7 +129,5 @@ def metrics() -> Response:
 
 def init_metrics(app: Flask) -> None:
     app.after_request(_observe)
-    client_authenticated.connect(_on_client_authenticated)
-    token_authenticated.connect(_on_token_authenticated)
     if app.config["METRICS_ENABLED"]:
         app.register_blueprint(bp)

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer, ResourceProtector
 from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Request
+from authlib.integrations.flask_oauth2.signals import client_authenticated, token_authenticated
 from authlib.oauth2.rfc6749 import OAuth2Request
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
 from authlib.oauth2.rfc6750 import BearerTokenValidator, InvalidTokenError
@@ -21,6 +22,7 @@ from flask import Flask, current_app, g
 from flask import request as flask_request
 from sqlalchemy import bindparam, select
 
+from app import logs
 from app.extensions import db
 from app.models import Client
 from app.oauth import endpoints, tokens
@@ -150,6 +152,18 @@ class UserInfo(UserInfoEndpoint):
         return current_app.config["ISSUER_URL"]
 
 
+def _note_client(sender, client=None, **kwargs) -> None:
+    """The access line names the app that authenticated at the token endpoint."""
+    if client is not None:
+        logs.note(client_id=client.client_id)
+
+
+def _note_token(sender, token=None, **kwargs) -> None:
+    """The access line names the app and the member behind a bearer token."""
+    if token is not None:
+        logs.note(client_id=token.client.client_id, user_id=token.user_id)
+
+
 server = CreditsAuthorizationServer()
 issuer_parameter = IssuerIdentification()
 require_oauth = CreditsResourceProtector()
@@ -175,3 +189,6 @@ def init_oauth(app: Flask) -> None:
         server.register_endpoint(endpoints.revocation)
         server.register_endpoint(endpoints.introspection)
         server.register_endpoint(endpoints.end_session)
+        # Authlib's signals are process-wide: listen to our own server and protector only.
+        client_authenticated.connect(_note_client, sender=server)
+        token_authenticated.connect(_note_token, sender=require_oauth)
