@@ -10,6 +10,8 @@ the repository. What this script adds:
   (ARGON2_* settings) so it compares with the peer, which hashes no password;
 - the SSO round trip (a member who already has a session: /authorize answers with the code);
 - the floor: a Flask "hello" JSON endpoint (bench/hello.py) under the same gunicorn settings;
+- the stack's floor: the peer's work done by Flask + Authlib alone, in memory
+  (bench/floor_provider.py), so each peer ratio can be read against what the stack itself costs;
 - PostgreSQL figures for the token endpoint beside the SQLite ones;
 - bearer GET endpoints from `EXTRA_ENDPOINTS` (the /v1 data API goes there);
 - one table: req/s, p50, p99 and server CPU ms per operation, ours and the peer's, and the ratio.
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
+from bench import floor_provider
 from bench.dataset import BENCH_LIMITS, CATALOG_CREDITS, CHEAP_ARGON2
 from bench.servers import PEER_PORT, GunicornSettings, free_port, start_gunicorn, start_peer, stop
 
@@ -172,6 +175,18 @@ class Bench:
         proc = start_gunicorn("bench.hello:app", port, {}, self.tmp / "hello.log", self.gunicorn, "/hello")
         self.procs.append(proc)
         return proc, f"http://127.0.0.1:{port}/hello"
+
+    def stack_floor(self) -> Target:
+        """Flask + Authlib doing the peer's work in memory: one worker, since its state is that
+        process's memory (the peer, too, is one process)."""
+        port = free_port()
+        settings = GunicornSettings(1, self.gunicorn.threads, self.gunicorn.worker_class)
+        proc = start_gunicorn("bench.floor_provider:app", port, {}, self.tmp / "stack-floor.log", settings,
+                              "/.well-known/openid-configuration")
+        self.procs.append(proc)
+        f = floor_provider
+        return Target("stack-floor", f"http://127.0.0.1:{port}", proc.pid, f.CLIENT_ID, f.CLIENT_SECRET,
+                      f.USERNAME, f.PASSWORD)
 
     def peer(self) -> Target:
         proc = start_peer(Path(self.a.harness) / "run-peer.sh", self.tmp / "peer.log",
@@ -347,11 +362,14 @@ class Bench:
                 if "hello" in self.tests:
                     hello_proc, hello_url = self.hello()
                     hello_pid = hello_proc.pid
+            if "stack-floor" in self.a.targets:
+                targets["stack-floor"] = self.stack_floor()
             if "peer" in self.a.targets:
                 targets["peer"] = self.peer()
             plan = {  # which provider runs which test
                 "ours": HARNESS_TESTS + ("hello", "sso"),
                 "peer": HARNESS_TESTS + ("sso",),
+                "stack-floor": ("roundtrip", "token", "refresh", "userinfo", "sso"),
                 "ours-real-hash": ("roundtrip",),
                 "ours-postgresql": ("roundtrip", "token", "refresh", "userinfo", "sso"),
             }
@@ -434,6 +452,14 @@ def _kind(group: str) -> str:
     return {"token": "token"}.get(name, name)
 
 
+def _ratio(a: dict | None, b: dict | None) -> float | None:
+    return a["median"] / b["median"] if a and b else None
+
+
+def _x(ratio: float | None) -> str:
+    return "" if ratio is None else f"{ratio:.2f}×"
+
+
 def render_report(files: dict, machine: dict, a) -> str:
     # each of our rows, followed by its variants (real password-hash cost, PostgreSQL)
     variants = [_groups(files.get("ours-real-hash")), _groups(files.get("ours-postgresql"))]
@@ -445,21 +471,29 @@ def render_report(files: dict, machine: dict, a) -> str:
                 if vgroup.replace(" (real argon2id)", "").replace(" [PostgreSQL]", "") == group:
                     ours[vgroup] = vg
     peer = _groups(files.get("peer"))
+    stack_floor = _groups(files.get("stack-floor"))
     lines = [
         f"Machine: {machine['cpu']}, {machine['cores']} cores; Python {machine['python']}, node {machine['node']}; "
         f"load average before {machine['load_before'][0]:.2f}, after {machine['load_after'][0]:.2f}.",
         f"Profile `{a.profile}`, dataset scale {a.scale}, gunicorn {a.workers} workers x {a.threads} threads ({a.worker_class}).",
         "",
-        "| test | ours req/s | ours p50 ms | ours p99 ms | ours CPU ms/op (min–max) | peer CPU ms/op | ours ÷ peer | target |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "Stack floor: the peer's work done by Flask + Authlib + gunicorn alone, in memory "
+        "(bench/floor_provider.py). Where its own ratio to the peer exceeds the target, the target is out of "
+        "reach of this stack, whatever the provider does.",
+        "",
+        "| test | ours req/s | ours p50 ms | ours p99 ms | ours CPU ms/op (min–max) | stack floor CPU ms/op | "
+        "peer CPU ms/op | ours ÷ peer | floor ÷ peer | ours ÷ floor | target |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for group, g in ours.items():
         if group.startswith("hello"):
             continue
         base = group.replace(" (real argon2id)", "").replace(" [PostgreSQL]", "")
         p = peer.get(base)
+        f = stack_floor.get(group)  # the SQLite rows only: the floor has no database
         cpu, pcpu = g["server_cpu_ms_per_op"], p["server_cpu_ms_per_op"] if p else None
-        ratio = cpu["median"] / pcpu["median"] if cpu and pcpu else None
+        fcpu = f["server_cpu_ms_per_op"] if f else None
+        ratio = _ratio(cpu, pcpu)
         target = TARGETS.get(_kind(base))
         target_s = ""
         if target is not None and "real argon2id" not in group:
@@ -468,11 +502,12 @@ def render_report(files: dict, machine: dict, a) -> str:
         if p99_target is not None and g["p99_ms"]:
             target_s = f"p99 < {p99_target:g} ms" + (" ✔" if g["p99_ms"]["max"] < p99_target else " ✘")
         lines.append(f"| {group} | {_m(g['rps'], 0)} | {_m(g['p50_ms'], 2)} | {_m(g['p99_ms'], 2)} | "
-                     f"{_spread(cpu)} | {_spread(pcpu)} | {'' if ratio is None else f'{ratio:.2f}×'} | {target_s} |")
+                     f"{_spread(cpu)} | {_spread(fcpu) if f else ''} | {_spread(pcpu)} | {_x(ratio)} | "
+                     f"{_x(_ratio(fcpu, pcpu))} | {_x(_ratio(cpu, fcpu))} | {target_s} |")
     for group, p in peer.items():
         if group not in ours:
             lines.append(f"| {group} (peer only) | {_m(p['rps'], 0)} | {_m(p['p50_ms'], 2)} | {_m(p['p99_ms'], 2)} | "
-                         f"| {_spread(p['server_cpu_ms_per_op'])} | | |")
+                         f"| | {_spread(p['server_cpu_ms_per_op'])} | | | | |")
     hello = {g.split(" ")[1]: v for g, v in ours.items() if g.startswith("hello")}
     if hello:
         lines += ["", "The floor: discovery and the key set against a Flask \"hello\" JSON endpoint (same run, same "
@@ -500,7 +535,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--profile", choices=sorted(PROFILES), default="standard")
     ap.add_argument("--repeat", type=int, default=0, help="runs per test (default: the profile's)")
     ap.add_argument("--tests", default="discovery,jwks,hello,roundtrip,token,refresh,userinfo,sso,extra")
-    ap.add_argument("--targets", default="ours,peer", help="ours, peer, or both (comma-separated)")
+    ap.add_argument("--targets", default="ours,peer,stack-floor",
+                    help="ours, peer, stack-floor (Flask + Authlib in memory), comma-separated")
     ap.add_argument("--database", default="sqlite,postgresql", help="sqlite and/or postgresql")
     ap.add_argument("--postgres-url", default=os.environ.get(
         "BENCH_POSTGRES_URL", "postgresql+psycopg://root@127.0.0.1:5432/credits_id_bench"))
