@@ -1,0 +1,51 @@
+"""bench/run.py's report: each of our rows beside the stack floor's and the peer's figures, with the
+three ratios and the target mark the closing notes quote. Fed made-up results, so the arithmetic is
+checked, not the machine."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from bench.run import render_report
+
+
+def _group(name: str, cpu: float, p99: float = 5.0) -> dict:
+    stat = lambda v: {"median": v, "min": v, "max": v, "runs": [v]}  # noqa: E731
+    return {"group": name, "runs": [], "rps": stat(100.0), "p50_ms": stat(1.0), "p99_ms": stat(p99),
+            "server_cpu_ms_per_op": stat(cpu), "client_cpu_ms_per_op": stat(0.1)}
+
+
+def _write(tmp_path, name: str, groups: list[dict]):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"meta": {}, "results": groups}))
+    return path
+
+
+def _row(report: str, test: str) -> list[str]:
+    line = next(line for line in report.splitlines() if line.startswith(f"| {test} |"))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_rows_carry_the_floor_and_the_three_ratios(tmp_path):
+    files = {
+        "ours": _write(tmp_path, "ours", [_group("userinfo c=1", 1.2), _group("token(code+PKCE) c=1", 3.0),
+                                          _group("v1-credits-first-page c=1", 8.0, p99=31.0)]),
+        "ours-postgresql": _write(tmp_path, "ours-postgresql", [_group("userinfo c=1 [PostgreSQL]", 2.4)]),
+        "stack-floor": _write(tmp_path, "stack-floor", [_group("userinfo c=1", 0.6), _group("token(code+PKCE) c=1", 1.5)]),
+        "peer": _write(tmp_path, "peer", [_group("userinfo c=1", 0.25), _group("token(code+PKCE) c=1", 1.5)]),
+    }
+    machine = {"cpu": "test", "cores": 2, "python": "3.11", "node": "v20", "load_before": [0.1], "load_after": [0.2]}
+    report = render_report(files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4,
+                                                           worker_class="gthread"))
+
+    userinfo = _row(report, "userinfo c=1")
+    assert userinfo[4:10] == ["1.200", "0.600", "0.250", "4.80×", "2.40×", "2.00×"]
+    assert userinfo[10] == "≤ 2.0× ✘"
+    token = _row(report, "token(code+PKCE) c=1")
+    assert token[7:11] == ["2.00×", "1.00×", "2.00×", "≤ 1.0× ✘"]
+    # PostgreSQL rows compare with the peer only: the floor has no database
+    pg = _row(report, "userinfo c=1 [PostgreSQL]")
+    assert pg[5] == "" and pg[7] == "9.60×" and pg[8] == "" and pg[9] == ""
+    # an endpoint only we serve is held to its p99 target
+    assert _row(report, "v1-credits-first-page c=1")[10] == "p99 < 30 ms ✘"
