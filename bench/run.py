@@ -81,11 +81,11 @@ P99_TARGETS = {ep.name: ep.p99_target_ms for ep in EXTRA_ENDPOINTS if ep.p99_tar
 
 PROFILES = {
     "quick": {"repeat": 1, "get_duration": 3, "get_concurrency": "1", "rt_duration": 5, "rt_concurrency": "1",
-              "codes": 300, "token_concurrency": "1", "refresh_duration": 4, "refresh_concurrency": "8",
+              "codes": 300, "token_concurrency": "1", "refresh_duration": 4, "refresh_concurrency": "1,8",
               "userinfo_concurrency": "1"},
     "standard": {"repeat": 3, "get_duration": 5, "get_concurrency": "1,16", "rt_duration": 8,
                  "rt_concurrency": "1,8", "codes": 600, "token_concurrency": "1,8", "refresh_duration": 6,
-                 "refresh_concurrency": "8", "userinfo_concurrency": "1,16"},
+                 "refresh_concurrency": "1,8", "userinfo_concurrency": "1,16"},
 }
 TARGETS = {  # ours / peer, server CPU per operation (issue 7)
     "token": 1.0, "refresh": 1.0, "roundtrip": 1.0, "sso": 1.0, "userinfo": 2.0,
@@ -331,7 +331,8 @@ class Bench:
     def save(self, name: str, t: Target | None, results: list) -> Path:
         path = self.out / f"{name}.json"
         meta = {"target": name, "issuer": t.issuer if t else None, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "profile": self.a.profile, "scale": self.a.scale, "gunicorn": vars(self.gunicorn)}
+                "profile": self.a.profile, "scale": self.a.scale,
+                "gunicorn": {**vars(self.gunicorn), **({"workers": 1} if name == "stack-floor" else {})}}
         path.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
         return path
 
@@ -475,23 +476,28 @@ def render_report(files: dict, machine: dict, a) -> str:
     lines = [
         f"Machine: {machine['cpu']}, {machine['cores']} cores; Python {machine['python']}, node {machine['node']}; "
         f"load average before {machine['load_before'][0]:.2f}, after {machine['load_after'][0]:.2f}.",
-        f"Profile `{a.profile}`, dataset scale {a.scale}, gunicorn {a.workers} workers x {a.threads} threads ({a.worker_class}).",
+        f"Profile `{a.profile}`, dataset scale {a.scale}, gunicorn {a.workers} workers x {a.threads} threads "
+        f"({a.worker_class}); the stack floor 1 worker x {a.threads} threads (its state is its memory).",
         "",
-        "Stack floor: the peer's work done by Flask + Authlib + gunicorn alone, in memory "
-        "(bench/floor_provider.py). Where its own ratio to the peer exceeds the target, the target is out of "
-        "reach of this stack, whatever the provider does.",
+        "Stack floor: the peer's work done by Flask + Authlib under gunicorn alone, in memory, with nothing of "
+        "Credits ID (bench/floor_provider.py). Floor ÷ peer above a target means this setup misses it before the "
+        "provider adds anything; read it with the run-to-run spread.",
         "",
         "| test | ours req/s | ours p50 ms | ours p99 ms | ours CPU ms/op (min–max) | stack floor CPU ms/op | "
         "peer CPU ms/op | ours ÷ peer | floor ÷ peer | ours ÷ floor | target |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for group, g in ours.items():
+    # Our rows first; then what only the floor or the peer ran (a run with `--targets peer,stack-floor`).
+    rows = list(ours) + [x for x in stack_floor if x not in ours]
+    rows += [x for x in peer if x not in rows]
+    for group in rows:
         if group.startswith("hello"):
             continue
+        g = ours.get(group)
         base = group.replace(" (real argon2id)", "").replace(" [PostgreSQL]", "")
-        p = peer.get(base)
-        f = stack_floor.get(group)  # the SQLite rows only: the floor has no database
-        cpu, pcpu = g["server_cpu_ms_per_op"], p["server_cpu_ms_per_op"] if p else None
+        p, f = peer.get(base), stack_floor.get(group)  # the floor has SQLite-like rows only: no database
+        cpu = g["server_cpu_ms_per_op"] if g else None
+        pcpu = p["server_cpu_ms_per_op"] if p else None
         fcpu = f["server_cpu_ms_per_op"] if f else None
         ratio = _ratio(cpu, pcpu)
         target = TARGETS.get(_kind(base))
@@ -499,15 +505,12 @@ def render_report(files: dict, machine: dict, a) -> str:
         if target is not None and "real argon2id" not in group:
             target_s = f"≤ {target:.1f}×" + ("" if ratio is None else (" ✔" if ratio <= target else " ✘"))
         p99_target = P99_TARGETS.get(base.split(" ")[0])
-        if p99_target is not None and g["p99_ms"]:
+        if p99_target is not None and g and g["p99_ms"]:
             target_s = f"p99 < {p99_target:g} ms" + (" ✔" if g["p99_ms"]["max"] < p99_target else " ✘")
-        lines.append(f"| {group} | {_m(g['rps'], 0)} | {_m(g['p50_ms'], 2)} | {_m(g['p99_ms'], 2)} | "
-                     f"{_spread(cpu)} | {_spread(fcpu) if f else ''} | {_spread(pcpu)} | {_x(ratio)} | "
-                     f"{_x(_ratio(fcpu, pcpu))} | {_x(_ratio(cpu, fcpu))} | {target_s} |")
-    for group, p in peer.items():
-        if group not in ours:
-            lines.append(f"| {group} (peer only) | {_m(p['rps'], 0)} | {_m(p['p50_ms'], 2)} | {_m(p['p99_ms'], 2)} | "
-                         f"| | {_spread(p['server_cpu_ms_per_op'])} | | | | |")
+        ours_cells = (f"{_m(g['rps'], 0)} | {_m(g['p50_ms'], 2)} | {_m(g['p99_ms'], 2)} | {_spread(cpu)}"
+                      if g else " | | | ")
+        lines.append(f"| {group} | {ours_cells} | {_spread(fcpu) if f else ''} | {_spread(pcpu) if p else ''} | "
+                     f"{_x(ratio)} | {_x(_ratio(fcpu, pcpu))} | {_x(_ratio(cpu, fcpu))} | {target_s} |")
     hello = {g.split(" ")[1]: v for g, v in ours.items() if g.startswith("hello")}
     if hello:
         lines += ["", "The floor: discovery and the key set against a Flask \"hello\" JSON endpoint (same run, same "

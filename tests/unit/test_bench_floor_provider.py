@@ -61,6 +61,7 @@ def test_code_exchange_refresh_and_userinfo_do_the_peers_work(provider):
     assert claims["sub"] == "user-1" and claims["aud"] == floor.CLIENT_ID and claims["nonce"] == "n-1"
     assert claims["email"] == "alice@example.test"
 
+    assert claims["at_hash"] and claims["auth_time"]
     # the code is single-use
     again = rp.post("/token", headers=basic, data={"grant_type": "authorization_code", "code": code,
                                                    "code_verifier": verifier, "redirect_uri": floor.REDIRECT_URI})
@@ -82,7 +83,14 @@ def test_code_exchange_refresh_and_userinfo_do_the_peers_work(provider):
 def test_sso_answers_with_a_code_and_pkce_is_checked(provider):
     _app, browser, rp, basic = provider
     _authorize(browser)
-    code, _verifier = _authorize(browser, prompt=None)  # signed in and consented: straight to the code
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    sso = browser.get("/authorize?" + urlencode({
+        "response_type": "code", "client_id": floor.CLIENT_ID, "redirect_uri": floor.REDIRECT_URI, "scope": SCOPE,
+        "state": "st", "code_challenge": challenge, "code_challenge_method": "S256"}))
+    # signed in and consented: straight to the code, no page
+    assert sso.status_code == 302 and sso.headers["Location"].startswith(floor.REDIRECT_URI + "?code=")
+    code = parse_qs(urlsplit(sso.headers["Location"]).query)["code"][0]
     wrong = rp.post("/token", headers=basic, data={"grant_type": "authorization_code", "code": code,
                                                    "code_verifier": secrets.token_urlsafe(48),
                                                    "redirect_uri": floor.REDIRECT_URI})
@@ -90,6 +98,10 @@ def test_sso_answers_with_a_code_and_pkce_is_checked(provider):
     no_pkce = browser.get("/authorize?" + urlencode({"response_type": "code", "client_id": floor.CLIENT_ID,
                                                      "redirect_uri": floor.REDIRECT_URI, "scope": SCOPE}))
     assert no_pkce.status_code == 302 and "error=invalid_request" in no_pkce.headers["Location"]
+    plain = browser.get("/authorize?" + urlencode({"response_type": "code", "client_id": floor.CLIENT_ID,
+                                                   "redirect_uri": floor.REDIRECT_URI, "scope": SCOPE,
+                                                   "code_challenge": challenge}))  # no method: "plain"
+    assert plain.status_code == 302 and "error=invalid_request" in plain.headers["Location"]
 
 
 def test_a_wrong_client_secret_gets_nothing(provider):

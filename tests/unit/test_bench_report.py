@@ -49,3 +49,19 @@ def test_rows_carry_the_floor_and_the_three_ratios(tmp_path):
     assert pg[5] == "" and pg[7] == "9.60×" and pg[8] == "" and pg[9] == ""
     # an endpoint only we serve is held to its p99 target
     assert _row(report, "v1-credits-first-page c=1")[10] == "p99 < 30 ms ✘"
+
+
+def test_a_run_without_ours_still_compares_the_floor_with_the_peer(tmp_path):
+    """`--targets peer,stack-floor`: the floor's rows, with floor ÷ peer, and no figure of ours."""
+    files = {
+        "stack-floor": _write(tmp_path, "stack-floor", [_group("refresh(rotate) c=8", 2.0)]),
+        "peer": _write(tmp_path, "peer", [_group("refresh(rotate) c=8", 1.0), _group("discovery c=1", 0.2)]),
+    }
+    machine = {"cpu": "test", "cores": 2, "python": "3.11", "node": "v20", "load_before": [0.1], "load_after": [0.2]}
+    report = render_report(files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4,
+                                                           worker_class="gthread"))
+    refresh = _row(report, "refresh(rotate) c=8")
+    assert refresh[1:5] == ["", "", "", ""] and refresh[5:8] == ["2.000", "1.000", ""]
+    assert refresh[8] == "2.00×" and refresh[10] == "≤ 1.0×"
+    discovery = _row(report, "discovery c=1")
+    assert discovery[5] == "" and discovery[6] == "0.200"
