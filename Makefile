@@ -23,11 +23,11 @@ run: venv
 	$(BIN)/flask keys ensure && \
 	$(BIN)/flask demo seed --json | $(BIN)/python scripts/run_dev.py
 
-## serve: as in production: gunicorn with gunicorn.conf.py (set DATABASE_URL, SECRET_KEY, ISSUER_URL)
+## serve: as in production: granian through serve.py (set DATABASE_URL, SECRET_KEY, ISSUER_URL; WEB_* for the server)
 serve: venv
 	$(BIN)/flask db upgrade && \
 	$(BIN)/flask keys ensure && \
-	$(BIN)/gunicorn -c gunicorn.conf.py wsgi:app
+	$(BIN)/python serve.py
 
 ## test: the whole suite (set TEST_DATABASE_URL to run it on PostgreSQL)
 test: venv test-tools
@@ -40,7 +40,7 @@ test-tools: $(NODE_DEPS)
 $(NODE_DEPS): examples/clients/package.json examples/clients/package-lock.json
 	@scripts/ensure-node-clients.sh
 
-## bench: Credits ID under gunicorn against node oidc-provider (needs ../shared/bench; see docs/performance.md)
+## bench: Credits ID under granian against node oidc-provider (needs ../shared/bench; see docs/performance.md)
 BENCH_HARNESS ?= ../shared/bench
 BENCH_ARGS ?=
 bench: venv

@@ -1,4 +1,4 @@
-"""WSGI entry point: `gunicorn wsgi:app`, and `flask` finds the app here (FLASK_APP=wsgi)."""
+"""WSGI entry point: granian serves `wsgi:app` (serve.py), and `flask` finds the app here (FLASK_APP=wsgi)."""
 
 import gc
 

@@ -1,6 +1,6 @@
-"""Prometheus metrics at /metrics, correct under several gunicorn workers.
+"""Prometheus metrics at /metrics, correct under several server workers.
 
-Under gunicorn each worker is its own process with its own counters, so gunicorn.conf.py sets
+Under granian each worker is its own process with its own counters, so serve.py sets
 PROMETHEUS_MULTIPROC_DIR before the workers start: prometheus-client then keeps every worker's
 values in files there and /metrics adds them up, whichever worker answers (its "multiprocess
 mode"). Without the variable (`flask run`, tests) the process's own registry is served.

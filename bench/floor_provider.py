@@ -1,4 +1,4 @@
-"""The stack's floor: the cheapest OpenID provider Flask, Authlib and gunicorn allow, for `make bench`.
+"""The stack's floor: the cheapest OpenID provider Flask, Authlib and the HTTP server allow, for `make bench`.
 
 Issue 7 compares Credits ID with node oidc-provider, which keeps everything in one process's
 memory and hashes no password. This module is that provider's twin on our stack: the same client,
@@ -6,10 +6,10 @@ member, scopes, PKCE rule, refresh rotation and RS256 ID tokens, with Authlib's 
 (AuthorizationCodeGrant + CodeChallenge + OpenIDCode, RefreshTokenGrant, UserInfoEndpoint), and
 nothing else: no database, no audit, no CSRF, no security headers, no access log, no metrics, no
 rate limits, no consent records beyond a set, no token hashing. It is not a product and is never
-imported by `app/`: it answers one question, "what does Flask + Authlib + gunicorn cost for the
-peer's work before Credits ID adds anything?", so the peer ratios can be read against it.
+imported by `app/`: it answers one question, "what does Flask + Authlib + the HTTP server cost for
+the peer's work before Credits ID adds anything?", so the peer ratios can be read against it.
 
-Serve it with ONE gunicorn worker (`bench/run.py` does): its state lives in that process's memory,
+Serve it with ONE worker process (`bench/run.py` does): its state lives in that process's memory,
 like the peer's.
 """
 
@@ -380,7 +380,7 @@ def create_app() -> Flask:
 
 
 def __getattr__(name: str):
-    """`gunicorn bench.floor_provider:app` builds the app on first access, so importing the
+    """`granian bench.floor_provider:app` builds the app on first access, so importing the
     module for its constants builds nothing."""
     if name == "app":
         globals()["app"] = create_app()

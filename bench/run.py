@@ -1,15 +1,16 @@
-"""`make bench`: Credits ID under gunicorn against node oidc-provider, in one session.
+"""`make bench`: Credits ID under granian (production's server) against node oidc-provider, in one session.
 
 This builds on the shared load harness of issue 7 (`../shared/bench/`: `oidcperf.py` drives any
 OpenID Connect provider, `run-peer.sh` starts the peer, `make_tables.py` renders its JSON). The
 harness is called, not copied: point `--harness` (or BENCH_HARNESS) at it when it is not beside
 the repository. What this script adds:
 
-- the prepared dataset (bench/dataset.py) and the provider under gunicorn on a free loopback port;
+- the prepared dataset (bench/dataset.py) and the provider under granian on a free loopback port,
+  with its metrics in multiprocess mode as serve.py runs it in production;
 - the round trip twice: with the real argon2id cost, and with a cheap bench-only hasher
   (ARGON2_* settings) so it compares with the peer, which hashes no password;
 - the SSO round trip (a member who already has a session: /authorize answers with the code);
-- the floor: a Flask "hello" JSON endpoint (bench/hello.py) under the same gunicorn settings;
+- the floor: a Flask "hello" JSON endpoint (bench/hello.py) under the same server settings;
 - the stack's floor: the peer's work done by Flask + Authlib alone, in memory
   (bench/floor_provider.py), so each peer ratio can be read against what the stack itself costs;
 - PostgreSQL figures for the token endpoint beside the SQLite ones;
@@ -40,7 +41,7 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 from bench import floor_provider
 from bench.dataset import BENCH_LIMITS, CATALOG_CREDITS, CHEAP_ARGON2
-from bench.servers import PEER_PORT, GunicornSettings, free_port, start_gunicorn, start_peer, stop
+from bench.servers import PEER_PORT, SERVERS, ServerSettings, free_port, start_peer, start_server, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 # The load test is one client hammering the token endpoint: lift the per-client throttle (300 a
@@ -139,7 +140,7 @@ class Bench:
         self.out = Path(args.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix="credits-bench-"))
-        self.gunicorn = GunicornSettings(args.workers, args.threads, args.worker_class)
+        self.server = ServerSettings(args.workers, args.threads, args.server)
         self.procs: list[subprocess.Popen] = []
 
     # -- processes ------------------------------------------------------------------------
@@ -163,8 +164,10 @@ class Bench:
         env = {"APP_ENV": "development", "ISSUER_URL": issuer, "DATABASE_URL": data["database_url"],
                "KEYS_DIR": data["keys_dir"], "SECRET_KEY": "bench-" + secrets.token_hex(24), **argon2,
                **BENCH_LIMITS}
-        proc = start_gunicorn("wsgi:app", port, env, self.tmp / f"{label}.log", self.gunicorn,
-                              "/.well-known/openid-configuration")
+        # Metrics in multiprocess mode, as serve.py runs the provider in production (a file per worker).
+        env["PROMETHEUS_MULTIPROC_DIR"] = str(Path(tempfile.mkdtemp(prefix=f"metrics-{label}-", dir=self.tmp)))
+        proc = start_server("wsgi:app", port, env, self.tmp / f"{label}.log", self.server,
+                            "/.well-known/openid-configuration")
         self.procs.append(proc)
         credits = int(data.get("member_credits") or 0)
         return Target(label, issuer, proc.pid, data["client_id"], data["client_secret"], data["username"],
@@ -172,7 +175,7 @@ class Bench:
 
     def hello(self) -> tuple[subprocess.Popen, str]:
         port = free_port()
-        proc = start_gunicorn("bench.hello:app", port, {}, self.tmp / "hello.log", self.gunicorn, "/hello")
+        proc = start_server("bench.hello:app", port, {}, self.tmp / "hello.log", self.server, "/hello")
         self.procs.append(proc)
         return proc, f"http://127.0.0.1:{port}/hello"
 
@@ -180,9 +183,9 @@ class Bench:
         """Flask + Authlib doing the peer's work in memory: one worker, since its state is that
         process's memory (the peer, too, is one process)."""
         port = free_port()
-        settings = GunicornSettings(1, self.gunicorn.threads, self.gunicorn.worker_class)
-        proc = start_gunicorn("bench.floor_provider:app", port, {}, self.tmp / "stack-floor.log", settings,
-                              "/.well-known/openid-configuration")
+        settings = ServerSettings(1, self.server.threads, self.server.server)
+        proc = start_server("bench.floor_provider:app", port, {}, self.tmp / "stack-floor.log", settings,
+                            "/.well-known/openid-configuration")
         self.procs.append(proc)
         f = floor_provider
         return Target("stack-floor", f"http://127.0.0.1:{port}", proc.pid, f.CLIENT_ID, f.CLIENT_SECRET,
@@ -332,7 +335,7 @@ class Bench:
         path = self.out / f"{name}.json"
         meta = {"target": name, "issuer": t.issuer if t else None, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "profile": self.a.profile, "scale": self.a.scale,
-                "gunicorn": {**vars(self.gunicorn), **({"workers": 1} if name == "stack-floor" else {})}}
+                "server": {**vars(self.server), **({"workers": 1} if name == "stack-floor" else {})}}
         path.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
         return path
 
@@ -476,10 +479,10 @@ def render_report(files: dict, machine: dict, a) -> str:
     lines = [
         f"Machine: {machine['cpu']}, {machine['cores']} cores; Python {machine['python']}, node {machine['node']}; "
         f"load average before {machine['load_before'][0]:.2f}, after {machine['load_after'][0]:.2f}.",
-        f"Profile `{a.profile}`, dataset scale {a.scale}, gunicorn {a.workers} workers x {a.threads} threads "
-        f"({a.worker_class}); the stack floor 1 worker x {a.threads} threads (its state is its memory).",
+        f"Profile `{a.profile}`, dataset scale {a.scale}, {a.server} {a.workers} workers x {a.threads} threads; "
+        f"the stack floor 1 worker x {a.threads} threads (its state is its memory).",
         "",
-        "Stack floor: the peer's work done by Flask + Authlib under gunicorn alone, in memory, with nothing of "
+        f"Stack floor: the peer's work done by Flask + Authlib under {a.server} alone, in memory, with nothing of "
         "Credits ID (bench/floor_provider.py). Floor ÷ peer above a target means this setup misses it before the "
         "provider adds anything; read it with the run-to-run spread.",
         "",
@@ -514,7 +517,7 @@ def render_report(files: dict, machine: dict, a) -> str:
     hello = {g.split(" ")[1]: v for g, v in ours.items() if g.startswith("hello")}
     if hello:
         lines += ["", "The floor: discovery and the key set against a Flask \"hello\" JSON endpoint (same run, same "
-                  "gunicorn settings).", "",
+                  "server settings).", "",
                   "| test | req/s | p50 ms | p99 ms | CPU ms/op (min–max) | ÷ hello (CPU) | target |",
                   "|---|---:|---:|---:|---:|---:|---|"]
         for group, g in ours.items():
@@ -547,7 +550,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--catalog-credits", type=int, default=CATALOG_CREDITS, help="demo catalog size for the /v1 reads")
-    ap.add_argument("--worker-class", default="gthread", help="gunicorn worker class, the same for every Python server")
+    ap.add_argument("--server", choices=SERVERS, default="granian",
+                    help="the HTTP server of every Python provider: granian (production's) or gunicorn (the one before)")
     ap.add_argument("--no-real-hash", action="store_true", help="skip the round trip with the real argon2id cost")
     ap.add_argument("--no-wrk", action="store_true", help="the built-in client for GET tests too")
     ap.add_argument("--peer-work", default=os.environ.get("PEER_WORK", str(Path(tempfile.gettempdir())

@@ -1,4 +1,5 @@
-"""The processes a benchmark run starts: the provider and the hello app under gunicorn, and the
+"""The processes a benchmark run starts: the provider, the hello app and the stack floor under one
+Python HTTP server (granian, production's; or gunicorn, the server production used before), and the
 peer provider (node oidc-provider, started by the shared harness's run-peer.sh).
 
 Each is started on loopback, waited for until it answers, and stopped by its own process id."""
@@ -20,20 +21,28 @@ ROOT = Path(__file__).resolve().parent.parent
 PEER_PORT = 7101  # fixed by the shared harness's run-peer.sh
 
 
+SERVERS = ("granian", "gunicorn")
+
+
 @dataclass(frozen=True)
-class GunicornSettings:
-    """The same for the provider and the hello app, so the floor is measured like the provider."""
+class ServerSettings:
+    """The same for the provider, the hello app and the stack floor, so each floor is measured like
+    the provider. `granian` is production's server (serve.py); `gunicorn` (gthread worker) is the
+    one it replaced, kept so the two can be compared in one run."""
 
     workers: int = 2
     threads: int = 4
-    worker_class: str = "gthread"  # keep-alive connections, as a load balancer would hold
+    server: str = "granian"
 
-    def argv(self, port: int) -> list[str]:
-        # `-c /dev/null`: not the repository's gunicorn.conf.py, whose settings come from the
-        # environment (WEB_MAX_REQUESTS recycling would throw away recycled workers' CPU time).
-        return ["-c", "/dev/null", "--bind", f"127.0.0.1:{port}", "--workers", str(self.workers), "--threads", str(self.threads),
-                "--worker-class", self.worker_class, "--keep-alive", "75", "--timeout", "120",
-                "--log-level", "warning"]
+    def argv(self, port: int, wsgi_app: str) -> list[str]:
+        if self.server == "granian":
+            return [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
+                    "--workers", str(self.workers), "--blocking-threads", str(self.threads), "--no-ws",
+                    "--log-level", "warning", wsgi_app]
+        # `-c /dev/null`: no configuration file; keep-alive connections, as a load balancer would hold.
+        return [sys.executable, "-m", "gunicorn", "-c", "/dev/null", "--bind", f"127.0.0.1:{port}",
+                "--workers", str(self.workers), "--threads", str(self.threads), "--worker-class", "gthread",
+                "--keep-alive", "75", "--timeout", "120", "--log-level", "warning", wsgi_app]
 
 
 def free_port() -> int:
@@ -64,13 +73,13 @@ def wait_for(url: str, proc: subprocess.Popen, log_path: Path, timeout: float = 
     raise RuntimeError(f"{url} did not answer within {timeout:.0f} s; see {log_path}")
 
 
-def start_gunicorn(wsgi_app: str, port: int, env: dict, log_path: Path, settings: GunicornSettings,
-                   ready_path: str) -> subprocess.Popen:
-    """`gunicorn <wsgi_app>` from the project root with `env` added to the environment."""
+def start_server(wsgi_app: str, port: int, env: dict, log_path: Path, settings: ServerSettings,
+                 ready_path: str) -> subprocess.Popen:
+    """`wsgi_app` served from the project root with `env` added to the environment."""
     full_env = {**os.environ, **{k: str(v) for k, v in env.items()}, "PYTHONPATH": str(ROOT)}
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(  # noqa: S603 - our own fixed argv
-        [sys.executable, "-m", "gunicorn", *settings.argv(port), wsgi_app],
+        settings.argv(port, wsgi_app),
         cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT,
     )
     wait_for(f"http://127.0.0.1:{port}{ready_path}", proc, log_path)
@@ -91,7 +100,7 @@ def start_peer(run_peer: Path, log_path: Path, work_dir: Path) -> subprocess.Pop
 
 
 def stop(proc: subprocess.Popen | None) -> None:
-    """Stop one process we started (gunicorn's master stops its own workers)."""
+    """Stop one process we started (a server's main process stops its own workers)."""
     if proc is None or proc.poll() is not None:
         return
     proc.send_signal(signal.SIGTERM)

@@ -1,6 +1,6 @@
 """Test set-up: one database (SQLite by default, PostgreSQL with TEST_DATABASE_URL) built by the
-migrations, an app for direct checks of the database, and a real server process (gunicorn) that
-the integration tests talk to over HTTP."""
+migrations, an app for direct checks of the database, and a real server process (granian, started
+by serve.py as in production) that the integration tests talk to over HTTP."""
 
 from __future__ import annotations
 
@@ -107,14 +107,12 @@ def server_env(settings: dict, **extra: str) -> dict:
 
 
 def start_server(settings: dict, port: int, log_path: Path, **extra_env: str) -> subprocess.Popen:
-    """A gunicorn process serving the app, as in production; waits until it answers."""
-    env = server_env(settings, ISSUER_URL=settings["ISSUER_URL"], **extra_env)
+    """The app served as in production (`python serve.py`: granian), one worker of 8 threads;
+    waits until it answers."""
+    env = server_env(settings, ISSUER_URL=settings["ISSUER_URL"], WEB_BIND=f"127.0.0.1:{port}", WEB_CONCURRENCY="1",
+                     WEB_THREADS="8", **extra_env)
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "8",
-         "--timeout", "60", "wsgi:app"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
+    proc = subprocess.Popen([sys.executable, "serve.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -130,7 +128,7 @@ def start_server(settings: dict, port: int, log_path: Path, **extra_env: str) ->
 
 @pytest.fixture(scope="session")
 def live_server(app, settings, tmp_path_factory):
-    """The provider, served by gunicorn at ISSUER_URL, over the test database."""
+    """The provider, served by granian at ISSUER_URL, over the test database."""
     log_path = tmp_path_factory.mktemp("logs") / "server.log"
     proc = start_server(settings, settings["_PORT"], log_path)
     yield LiveServer(settings["ISSUER_URL"], log_path)

@@ -1,5 +1,5 @@
-"""The data API over real HTTP against gunicorn, with tokens from the real sign-in flow: what an
-app sees, membership changes biting at once, and a budget shared by several server processes."""
+"""The data API over real HTTP against the production server, with tokens from the real sign-in
+flow: what an app sees, membership changes biting at once, and a budget shared by several server processes."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def test_sign_in_endpoints_are_not_metered(live_server):
 
 @pytest.fixture
 def two_servers(settings, tmp_path_factory):
-    """Two gunicorn processes over the same database, counting in the same Redis database."""
+    """Two server processes over the same database, counting in the same Redis database."""
     logs: Path = tmp_path_factory.mktemp("budget-logs")
     procs, urls = [], []
     try:

@@ -1,5 +1,5 @@
-"""No secret ever leaves: a full flow against a real gunicorn process that logs everything it can
-(access log on, every logger at DEBUG, SQL statements with their parameters), then a scan of the
+"""No secret ever leaves: a full flow against a real server process that logs everything it can
+(granian's access log on, every logger at DEBUG, SQL statements with their parameters), then a scan of the
 captured log for every password, secret, code and token of the flow."""
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ LOG_CONFIG = {
     "handlers": {"out": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stdout"}},
     "root": {"level": "DEBUG", "handlers": ["out"]},
     "loggers": {
-        "gunicorn.error": {"level": "DEBUG", "handlers": ["out"], "propagate": False},
-        "gunicorn.access": {"level": "INFO", "handlers": ["out"], "propagate": False},
+        "_granian": {"level": "DEBUG", "handlers": ["out"], "propagate": False},
+        "granian.access": {"level": "INFO", "handlers": ["out"], "propagate": False},
         "sqlalchemy.engine": {"level": "INFO"},  # every statement, with its parameters
     },
 }
@@ -41,19 +41,17 @@ def chatty_server(app, settings, tmp_path):
     port = free_port()
     config = tmp_path / "logging.json"
     config.write_text(json.dumps(LOG_CONFIG))
-    # Not the production gunicorn.conf.py (its JSON logging is quieter): this server logs everything.
-    no_conf = tmp_path / "gunicorn.conf.py"
-    no_conf.write_text("")
+    # Not serve.py (its JSON logging is quieter): granian itself, logging everything. Its access
+    # line is the default format, as an operator would turn it on: the path, never the query
+    # string (authorize and end-session URLs carry id_token_hint and codes there).
     log_path = tmp_path / "server.log"
     issuer = f"http://127.0.0.1:{port}"
     env = server_env({**settings, "ISSUER_URL": issuer, "LOG_LEVEL": "DEBUG"})
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", str(no_conf), "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "4",
-             "--timeout", "60", "--access-logfile", "-",
-             # gunicorn's own access line as an operator would configure it: the path, never the
-             # query string (authorize and end-session URLs carry id_token_hint and codes there).
-             "--access-logformat", '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s', "--log-config-json", str(config), "wsgi:app"],
+            [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
+             "--workers", "1", "--blocking-threads", "4", "--log-level", "debug", "--log-config", str(config),
+             "--access-log", "wsgi:app"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     try:

@@ -4,7 +4,7 @@ Counts, not timings (timings belong to `make bench`): a request that starts runn
 query, or a lookup that loses its index, is a regression these tests catch on any machine.
 
 The requests go through Flask's test client on a second app instance over the test database, so
-every request gets its own application context (fresh `g`, fresh session), as under gunicorn.
+every request gets its own application context (fresh `g`, fresh session), as under the production server.
 Reads of `signing_keys` are left out of the counts: the key store re-reads that table at most every
 KEY_REFRESH_INTERVAL seconds (10 by default; 0 in the tests, so that rotations show at once).
 """

@@ -1,5 +1,5 @@
-"""Helpers for the production tests: gunicorn servers started with gunicorn.conf.py (as `make
-serve` does), a TCP proxy that can cut the database off, and a PostgreSQL-only marker."""
+"""Helpers for the production tests: servers started with serve.py (granian, as `make serve`
+does), a TCP proxy that can cut the database off, and a PostgreSQL-only marker."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ requires_postgres = pytest.mark.skipif(
 
 
 class Server:
-    """One gunicorn master and its workers, serving the app on `url`."""
+    """One granian main process and its workers, serving the app on `url`."""
 
     def __init__(self, proc: subprocess.Popen, port: int, log_path: Path):
         self.proc, self.port, self.log_path = proc, port, log_path
@@ -55,14 +55,13 @@ class Server:
 
 
 def launch(settings: dict, log_dir: Path, workers: int = 1, threads: int = 8, **env: str) -> Server:
-    """Start `gunicorn -c gunicorn.conf.py wsgi:app` on a free port; wait for /healthz."""
+    """Start `python serve.py` on a free port; wait for /healthz."""
     port = free_port()
     log_path = log_dir / f"server-{port}.log"
     environment = server_env(settings, WEB_BIND=f"127.0.0.1:{port}", WEB_CONCURRENCY=str(workers),
-                             WEB_THREADS=str(threads), WEB_TIMEOUT="120", **env)
+                             WEB_THREADS=str(threads), **env)
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],
-                            cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "serve.py"], cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT)
     server = Server(proc, port, log_path)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

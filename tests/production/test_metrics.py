@@ -1,4 +1,4 @@
-"""Prometheus metrics at /metrics, in multiprocess mode under gunicorn: whichever worker answers
+"""Prometheus metrics at /metrics, in multiprocess mode under granian: whichever worker answers
 the scrape, it reports the sum over all workers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Several processes, one issuer: two gunicorn servers on different ports, over one database and
+"""Several processes, one issuer: two servers (serve.py) on different ports, over one database and
 one keys/ folder, with the same ISSUER_URL, take turns in one member's sign-in. No state lives in
 a process, so it does not matter which one answers."""
 

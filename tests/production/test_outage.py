@@ -1,4 +1,4 @@
-"""A real database outage and recovery, on PostgreSQL: a gunicorn server reaches the database
+"""A real database outage and recovery, on PostgreSQL: a server (serve.py) reaches the database
 through a TCP relay the test controls. The relay is cut (every connection dropped, the port
 refusing new ones) and restored; the machine's PostgreSQL itself is never stopped (other
 suites use it). During the outage every surface answers a clear 503; afterwards the same
@@ -111,7 +111,7 @@ def test_database_outage_and_recovery(app, settings, relay, tmp_path):
         assert db.session.scalar(select(func.count()).select_from(AuthorizationCode)) == 3
         assert server.proc.poll() is None
         log = server.log_text()
-        assert log.count("Booting worker") == 2, "a worker was restarted"
+        assert log.count("Spawning worker") == 2 and "Unexpected exit" not in log, "a worker was restarted"
         lines = server.log_lines()
         assert any(line.get("request_id") == "outage-login" and "database unavailable" in line["message"]
                    for line in lines)

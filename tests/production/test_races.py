@@ -1,4 +1,4 @@
-"""Races, proven on PostgreSQL with real concurrent HTTP requests against a gunicorn server with
+"""Races, proven on PostgreSQL with real concurrent HTTP requests against a server (serve.py) with
 several workers and threads: single use holds because consumption is one conditional UPDATE
 (and consent one INSERT ... ON CONFLICT), never a read followed by a write."""
 

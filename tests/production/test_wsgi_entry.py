@@ -1,4 +1,4 @@
-"""The WSGI entry point gunicorn loads (`wsgi:app`): the app, with the long-lived objects loaded at
+"""The WSGI entry point the server loads (`wsgi:app`): the app, with the long-lived objects loaded at
 start frozen out of the cyclic garbage collector (no full-heap walk in the middle of a request)."""
 
 from __future__ import annotations

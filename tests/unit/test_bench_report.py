@@ -37,7 +37,7 @@ def test_rows_carry_the_floor_and_the_three_ratios(tmp_path):
     }
     machine = {"cpu": "test", "cores": 2, "python": "3.11", "node": "v20", "load_before": [0.1], "load_after": [0.2]}
     report = render_report(files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4,
-                                                           worker_class="gthread"))
+                                                           server="granian"))
 
     userinfo = _row(report, "userinfo c=1")
     assert userinfo[4:10] == ["1.200", "0.600", "0.250", "4.80×", "2.40×", "2.00×"]
@@ -59,7 +59,7 @@ def test_a_run_without_ours_still_compares_the_floor_with_the_peer(tmp_path):
     }
     machine = {"cpu": "test", "cores": 2, "python": "3.11", "node": "v20", "load_before": [0.1], "load_after": [0.2]}
     report = render_report(files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4,
-                                                           worker_class="gthread"))
+                                                           server="granian"))
     refresh = _row(report, "refresh(rotate) c=8")
     assert refresh[1:5] == ["", "", "", ""] and refresh[5:8] == ["2.000", "1.000", ""]
     assert refresh[8] == "2.00×" and refresh[10] == "≤ 1.0×"

@@ -1,0 +1,111 @@
+"""The production server: granian serving `wsgi:app` (`python serve.py`, which `make serve` runs).
+
+Why granian rather than gunicorn: every sign-in request pays the HTTP server's own cost before
+Flask sees it. Measured on the benchmark machine (docs/performance.md), a Flask "hello" costs
+about 0.17 ms of CPU per request under granian (HTTP parsing and connection handling in Rust, on
+hyper) against 0.35-0.48 ms under gunicorn's gthread worker (parsing in Python); the provider's
+cheap endpoints (discovery, the key set, userinfo) are dominated by that difference.
+
+Every number comes from the environment, with defaults for a small machine:
+
+  WEB_BIND              address to listen on (host:port)                           127.0.0.1:8000
+  WEB_CONCURRENCY       worker processes                                           CPUs
+  WEB_THREADS           threads per worker running the app (match DATABASE_POOL_SIZE)   4
+  WEB_GRACEFUL_TIMEOUT  seconds a worker may finish its requests on stop/reload     30
+  WEB_WORKERS_MAX_RSS   MiB of memory after which a worker is replaced (0 = never)  0
+  PROMETHEUS_MULTIPROC_DIR  where the workers share their metrics          a fresh temporary folder
+
+Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
+any number of them, on any number of machines, serve one issuer; a worker that dies is replaced.
+Logs are JSON on stderr; the access line per request is written by the app itself (app/logs.py:
+it knows the endpoint, the client and the request id), so granian's own access log stays off.
+granian rewrites nothing from X-Forwarded-* headers: proxies are trusted only through the app's
+ProxyFix (TRUSTED_PROXY_HOPS).
+
+This file must not import the app: the workers load it, each in its own process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from granian import Granian
+from granian.constants import Interfaces
+from granian.log import LogLevels
+
+ROOT = Path(__file__).resolve().parent
+
+# granian's own loggers write JSON to stderr like the app's (app/logs.py); the app adds its own
+# handler to the root logger in each worker, so these do not propagate (no line is written twice).
+JSON_LOGGING: dict[str, Any] = {
+    "formatters": {
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            "datefmt": "%Y-%m-%dT%H:%M:%S%z",
+        }
+    },
+    "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
+    "loggers": {
+        "_granian": {"handlers": ["json"], "level": "INFO", "propagate": False},
+        "granian.access": {"handlers": ["json"], "level": "INFO", "propagate": False},
+    },
+}
+
+
+def _int(name: str, default: int) -> int:
+    return int(os.environ.get(name) or default)
+
+
+def server_options(environ: os._Environ | dict = os.environ) -> dict[str, Any]:
+    """granian's settings from the WEB_* variables (see the module docstring)."""
+    host, _, port = (environ.get("WEB_BIND") or "127.0.0.1:8000").rpartition(":")
+    max_rss = int(environ.get("WEB_WORKERS_MAX_RSS") or 0)
+    return {
+        "target": "wsgi:app",
+        "interface": Interfaces.WSGI,
+        "address": host.strip("[]") or "127.0.0.1",
+        "port": int(port),
+        "workers": int(environ.get("WEB_CONCURRENCY") or os.cpu_count() or 1),
+        "blocking_threads": int(environ.get("WEB_THREADS") or 4),
+        "workers_kill_timeout": int(environ.get("WEB_GRACEFUL_TIMEOUT") or 30),
+        "workers_max_rss": max_rss or None,
+        "respawn_failed_workers": True,
+        "websockets": False,
+        "log_access": False,
+        "log_level": LogLevels((environ.get("LOG_LEVEL") or "info").lower()),
+        "log_dictconfig": JSON_LOGGING,
+        "working_dir": ROOT,
+    }
+
+
+def fresh_metrics_dir() -> tuple[Path, bool]:
+    """PROMETHEUS_MULTIPROC_DIR, set before any worker imports prometheus_client, and emptied:
+    files left by a previous run would be added to this one's. True when the folder is our own
+    (removed again on exit)."""
+    own = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if own:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="credits-id-metrics-")
+    folder = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    return folder, own
+
+
+def main() -> None:
+    folder, own = fresh_metrics_dir()
+    try:
+        Granian(**server_options()).serve()
+    finally:
+        if own:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

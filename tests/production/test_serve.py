@@ -1,0 +1,82 @@
+"""serve.py, the production server's launcher: granian's settings from the WEB_* variables, metrics
+that start empty, and a worker that dies replaced instead of taking the server down."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import requests
+
+from serve import fresh_metrics_dir, server_options
+from tests.production.servers import running
+
+
+def test_settings_come_from_the_environment():
+    options = server_options({"WEB_BIND": "0.0.0.0:9000", "WEB_CONCURRENCY": "3", "WEB_THREADS": "6",
+                              "WEB_GRACEFUL_TIMEOUT": "12", "WEB_WORKERS_MAX_RSS": "512", "LOG_LEVEL": "WARNING"})
+    assert (options["address"], options["port"]) == ("0.0.0.0", 9000)
+    assert (options["workers"], options["blocking_threads"]) == (3, 6)
+    assert options["workers_kill_timeout"] == 12 and options["workers_max_rss"] == 512
+    assert options["log_level"].value == "warning"
+    assert options["target"] == "wsgi:app" and options["respawn_failed_workers"] is True
+    assert options["log_access"] is False  # the app writes the access line (path only)
+
+
+def test_defaults_for_a_small_machine():
+    options = server_options({})
+    assert (options["address"], options["port"]) == ("127.0.0.1", 8000)
+    assert options["workers"] == (os.cpu_count() or 1) and options["blocking_threads"] == 4
+    assert options["workers_max_rss"] is None  # workers are not replaced for their memory unless asked
+
+
+def test_an_ipv6_bind_address():
+    options = server_options({"WEB_BIND": "[::1]:8443"})
+    assert (options["address"], options["port"]) == ("::1", 8443)
+
+
+def test_metrics_of_a_previous_run_are_cleared(tmp_path, monkeypatch):
+    folder = tmp_path / "metrics"
+    (folder / "old").mkdir(parents=True)
+    (folder / "counter_123.db").write_bytes(b"stale")
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(folder))
+    assert fresh_metrics_dir() == (folder, False)  # the operator's folder: emptied, not removed
+    assert folder.is_dir() and not list(folder.iterdir())
+
+
+def test_a_folder_of_its_own_when_none_is_set(monkeypatch):
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    folder, own = fresh_metrics_dir()
+    try:
+        assert own and folder.is_dir() and os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(folder)
+    finally:
+        folder.rmdir()
+
+
+def _workers(main_pid: int) -> set[int]:
+    children: set[int] = set()
+    for task in Path(f"/proc/{main_pid}/task").iterdir():
+        children |= {int(pid) for pid in (task / "children").read_text().split()}
+    return children
+
+
+def test_a_worker_that_dies_is_replaced(app, settings, tmp_path):
+    with running(settings, tmp_path, workers=1, threads=2) as server:
+        (worker,) = _workers(server.proc.pid)
+        os.kill(worker, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            replacement = _workers(server.proc.pid) - {worker}
+            if replacement:
+                try:
+                    if requests.get(server("/healthz"), timeout=5).status_code == 200:
+                        break
+                except requests.ConnectionError:
+                    pass
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"no worker answered after the kill: {server.log_text()[-2000:]}")
+        assert server.proc.poll() is None  # the server itself kept running
+        assert "Unexpected exit from worker-1" in server.log_text()
