@@ -103,7 +103,7 @@ def database_rows(app, access_token: str, client_id: str, number: int, repeat: i
     from app.models import Token
     from app.models.base import sha256_hex
     from app.oauth.server import _CLIENT_BY_ID
-    from app.oauth.tokens import _ACCESS_TOKEN
+    from app.oauth.tokens import _ACCESS_TOKEN, _BEARER
 
     digest = sha256_hex(access_token)
     tokens = Token.__table__
@@ -122,6 +122,10 @@ def database_rows(app, access_token: str, client_id: str, number: int, repeat: i
             with Session(engine) as session:
                 session.connection()
 
+        def bearer():
+            with Session(engine) as session:
+                session.connection().execute(_BEARER, {"hash": digest}).first()
+
         def orm(statement, params):
             def run():
                 with Session(engine) as session:
@@ -134,8 +138,10 @@ def database_rows(app, access_token: str, client_id: str, number: int, repeat: i
              cpu_us(lambda: connection.execute(core, {"hash": digest}).first(), number, repeat)),
             ("SQLAlchemy Session: begin, take a connection, close (once per request)",
              cpu_us(session_cycle, number, repeat)),
-            ("ORM in a fresh session: the token with its app and member (userinfo, /v1)",
+            ("ORM in a fresh session: the token with its app and member (introspection, revocation)",
              cpu_us(orm(_ACCESS_TOKEN, {"hash": digest}), number, repeat)),
+            ("Core in a fresh session: the same, as plain values (find_bearer: userinfo, /v1)",
+             cpu_us(bearer, number, repeat)),
             ("ORM in a fresh session: the app by its client_id (token, authorize)",
              cpu_us(orm(_CLIENT_BY_ID, {"client_id": client_id}), number, repeat)),
         ]
@@ -161,7 +167,7 @@ def request_rows(app, driver: Driver, data: dict, number: int, repeat: int) -> l
         ('Flask "hello" (bench/hello.py)', cpu_us(calls["hello"], number, repeat)),
         ("the provider's /healthz: Flask plus every per-request hook", cpu_us(calls["healthz"], number, repeat)),
         ("discovery (prepared bytes, answered before Flask)", cpu_us(calls["discovery"], number, repeat)),
-        ("userinfo (one ORM lookup, the claims)", cpu_us(calls["userinfo"], number, repeat)),
+        ("userinfo (one Core lookup, the claims)", cpu_us(calls["userinfo"], number, repeat)),
     ]
     # Each exchange spends its code, so each batch gets fresh ones (minted untimed).
     creds = base64.b64encode(f"{data['client_id']}:{data['client_secret']}".encode()).decode()

@@ -8,7 +8,7 @@ Checked on every request, in this order, so each refusal says the one thing to f
                                        the plan, read now, not at consent, decides)
   token lacks the scope             -> 403, `error="insufficient_scope"`, `scope="<needed>"`
   another member's profile          -> 403 (reach: a token reads only its member's own data)
-The token lookup is the provider's own (`find_access_token`, one indexed query by hash)."""
+The token lookup is the provider's own (`find_bearer`, one indexed query by hash)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from functools import wraps
 from flask import current_app, request
 
 from app.api.envelope import NOT_FOUND, ApiError
-from app.models import Token, User
-from app.oauth.tokens import find_access_token
+from app.oauth.tokens import Bearer, BearerMember, find_bearer
 from app.scopes import scope_list, tier_allows
 
 # What a tier-gated scope unlocks, in the words of the refusal.
@@ -32,8 +31,8 @@ OTHER_PROFILE = "This token reaches only its own member's profile"
 
 @dataclass(frozen=True)
 class Caller:
-    token: Token
-    user: User
+    token: Bearer
+    user: BearerMember
 
 
 def bearer_value() -> str | None:
@@ -60,13 +59,13 @@ def challenge(error: str | None = None, description: str | None = None, scope: s
 _LIVE_TOKEN = "credits_id.live_token"
 
 
-def live_token() -> Token | None:
+def live_token() -> Bearer | None:
     """The live access token the request carries (not revoked or expired, its app active), or
     None; looked up once per request (the budget and the route both ask)."""
     environ = request.environ
     if _LIVE_TOKEN not in environ:
         value = bearer_value()
-        token = find_access_token(value) if value else None
+        token = find_bearer(value) if value else None
         live = token is not None and not token.is_revoked() and not token.is_expired() and token.client.is_active
         environ[_LIVE_TOKEN] = token if live else None
     return environ[_LIVE_TOKEN]

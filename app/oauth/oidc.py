@@ -10,10 +10,11 @@ from flask import current_app, g
 
 from app.jwks import keystore
 from app.models import User
+from app.oauth.tokens import BearerMember
 from app.scopes import claims_for, scope_list
 
 
-def user_claims(user: User, scope: str) -> UserInfo:
+def user_claims(user: User | BearerMember, scope: str) -> UserInfo:
     """The claims `scope` releases for `user`, plus the stable user id (always released, under
     the configured namespaced name). Feeds both the ID token and userinfo."""
     allowed = claims_for(scope_list(scope))

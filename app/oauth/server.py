@@ -126,8 +126,8 @@ def authenticate_none(query, request) -> Client | None:
 class AccessTokenValidator(BearerTokenValidator):
     """Bearer tokens are looked up by hash; a disabled app's tokens stop working at once."""
 
-    def authenticate_token(self, token_string: str):
-        token = tokens.find_access_token(token_string)
+    def authenticate_token(self, token_string: str) -> tokens.Bearer | None:
+        token = tokens.find_bearer(token_string)
         if token is None or not token.client.is_active:
             return None
         return token

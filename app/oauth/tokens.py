@@ -3,15 +3,17 @@ SHA-256 lives in the database (Authlib's mixins would store it in plain text).""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from authlib.oauth2.rfc6749 import TokenMixin
 from flask import current_app
 from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.orm import lazyload
 
 from app import metrics
 from app.extensions import db
-from app.models import AuthorizationCode, Token
+from app.models import AuthorizationCode, Client, Token, User
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.scopes import scope_list
 
@@ -28,7 +30,7 @@ _CODE = (
 )
 # Writes as plain Core statements on the tables: nothing reads the written rows back in the same
 # request, and the ORM's unit of work (or an ORM-enabled UPDATE) costs about 3x more CPU.
-_codes, _tokens = AuthorizationCode.__table__, Token.__table__
+_codes, _tokens, _clients, _users = AuthorizationCode.__table__, Token.__table__, Client.__table__, User.__table__
 _INSERT_TOKEN = _tokens.insert()
 _CONSUME_CODE = _codes.update().where(_codes.c.id == bindparam("pk"), _codes.c.used_at.is_(None)).values(
     used_at=bindparam("now")
@@ -38,6 +40,62 @@ _CONSUME_REFRESH = (
     .where(_tokens.c.id == bindparam("pk"), _tokens.c.refresh_used_at.is_(None), _tokens.c.revoked_at.is_(None))
     .values(refresh_used_at=bindparam("now"))
 )
+
+
+# A bearer token as userinfo and /v1 read it: the token, its app and its member in one Core query,
+# plain values rather than three ORM objects (110 us less CPU per request, `make layers`).
+_BEARER = (
+    select(_tokens.c.scope, _tokens.c.grant_id, _tokens.c.user_id, _tokens.c.issued_at, _tokens.c.access_expires_at,
+           _tokens.c.revoked_at, _clients.c.client_id, _clients.c.status, _users.c.sub, _users.c.name,
+           _users.c.email, _users.c.email_verified, _users.c.tier, _users.c.profile_id)
+    .join_from(_tokens, _clients, _clients.c.id == _tokens.c.client_id)
+    .join(_users, _users.c.id == _tokens.c.user_id)
+    .where(_tokens.c.access_token_hash == bindparam("hash"))
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BearerApp:
+    """The app a bearer token was issued to (the Client rules apply: `is_active` is the model's)."""
+
+    client_id: str
+    status: str
+    client_metadata = Client.client_metadata
+    is_active = Client.is_active
+
+
+@dataclass(frozen=True, slots=True)
+class BearerMember:
+    """The member a bearer token speaks for: what their claims and their data reach need."""
+
+    id: str
+    sub: str
+    name: str
+    email: str
+    email_verified: bool
+    tier: str
+    profile_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Bearer(TokenMixin):
+    """An access token as its bearer presents it, read-only (the Token model's rules apply)."""
+
+    scope: str
+    grant_id: str
+    user_id: str
+    issued_at: datetime
+    access_expires_at: datetime
+    revoked_at: datetime | None
+    client: BearerApp
+    user: BearerMember
+
+    get_scope = Token.get_scope
+    get_expires_in = Token.get_expires_in
+    is_expired = Token.is_expired
+    is_revoked = Token.is_revoked
+    get_user = Token.get_user
+    get_client = Token.get_client
 
 
 def generate_bearer_token(
@@ -85,10 +143,23 @@ def save_token(token: dict, request) -> None:
 
 
 def find_access_token(value: str) -> Token | None:
-    """One indexed query: the token with its client and user joined."""
+    """One indexed query: the token with its client and user joined (to change or describe it:
+    revocation, introspection; a bearer's request uses `find_bearer`)."""
     if not value or len(value) > 512:
         return None
     return db.session.scalar(_ACCESS_TOKEN, {"hash": sha256_hex(value)})
+
+
+def find_bearer(value: str) -> Bearer | None:
+    """The access token a bearer presents (userinfo, /v1), with its app and member: one indexed query."""
+    if not value or len(value) > 512:
+        return None
+    row = db.session.connection().execute(_BEARER, {"hash": sha256_hex(value)}).first()
+    if row is None:
+        return None
+    return Bearer(row.scope, row.grant_id, row.user_id, row.issued_at, row.access_expires_at, row.revoked_at,
+                  BearerApp(row.client_id, row.status),
+                  BearerMember(row.user_id, row.sub, row.name, row.email, row.email_verified, row.tier, row.profile_id))
 
 
 def find_refresh_token(value: str) -> Token | None:
