@@ -112,3 +112,22 @@ def test_a_wrong_client_secret_gets_nothing(provider):
                        data={"grant_type": "authorization_code", "code": code, "code_verifier": verifier,
                              "redirect_uri": floor.REDIRECT_URI})
     assert response.status_code == 401 and response.json["error"] == "invalid_client"
+
+
+def test_unredeemed_codes_are_purged_now_and_then_not_on_every_request(provider, monkeypatch):
+    """The SSO test mints codes it never redeems. Past the limit, expired ones are dropped, and the
+    next purge waits until the store has doubled: a walk of every code on each request would make
+    the floor's figure grow with the length of the run."""
+    _app, browser, _rp, _basic = provider
+    monkeypatch.setattr(floor, "CODES_KEPT", 4)
+    monkeypatch.setattr(floor, "STORE", floor.Store())
+    _authorize(browser)  # signs in and consents: 1 code
+    checks = []
+    real_is_expired = floor.Code.is_expired
+    monkeypatch.setattr(floor.Code, "is_expired", lambda self: checks.append(1) or real_is_expired(self))
+    for _ in range(12):  # single sign-on: 12 more codes, none expires within the test
+        _authorize(browser, prompt=None)
+    assert len(floor.STORE.codes) == 13
+    # Purged at the 5th code (5 kept, next past 10) and the 11th (11 kept, next past 22): 16 checks.
+    # A purge on every request past 4 codes would have made 5 + 6 + ... + 13 = 81.
+    assert len(checks) == 16 and floor.STORE.purge_above == 22
