@@ -2,8 +2,8 @@
 
 Why granian rather than gunicorn: every sign-in request pays the HTTP server's own cost before
 Flask sees it. Measured on the benchmark machine (docs/performance.md), a Flask "hello" costs
-about 0.17 ms of CPU per request under granian (HTTP parsing and connection handling in Rust, on
-hyper) against 0.35-0.48 ms under gunicorn's gthread worker (parsing in Python); the provider's
+0.17-0.26 ms of CPU per request under granian (HTTP parsing and connection handling in Rust, on
+hyper) against 0.46-0.54 ms under gunicorn's gthread worker (parsing in Python); the provider's
 cheap endpoints (discovery, the key set, userinfo) are dominated by that difference.
 
 Every number comes from the environment, with defaults for a small machine:
