@@ -12,6 +12,8 @@ Every number comes from the environment, with defaults for a small machine:
   WEB_CONCURRENCY       worker processes                                           CPUs
   WEB_THREADS           threads per worker running the app (match DATABASE_POOL_SIZE)   4
   WEB_GRACEFUL_TIMEOUT  seconds a worker may finish its requests on stop/reload     30
+  WEB_KEEPALIVE         seconds an idle keep-alive connection is held, and the most a client
+                        may take to send a request's headers (1 to 60)              30
   WEB_WORKERS_MAX_RSS   MiB of memory after which a worker is replaced (0 = never)  0
   PROMETHEUS_MULTIPROC_DIR  where the workers share their metrics          a fresh temporary folder
 
@@ -27,6 +29,8 @@ This file must not import the app: the workers load it, each in its own process.
 
 from __future__ import annotations
 
+import logging
+import logging.config
 import os
 import shutil
 import tempfile
@@ -35,6 +39,7 @@ from typing import Any
 
 from granian import Granian
 from granian.constants import Interfaces
+from granian.http import HTTP1Settings
 from granian.log import LogLevels
 
 ROOT = Path(__file__).resolve().parent
@@ -58,14 +63,26 @@ JSON_LOGGING: dict[str, Any] = {
 }
 
 
-def _int(name: str, default: int) -> int:
-    return int(os.environ.get(name) or default)
+# gunicorn's settings that granian has no use for: said once at start, so an operator who set them
+# is not left believing they still apply.
+RETIRED = {
+    "WEB_TIMEOUT": "granian does not kill a worker for a slow request",
+    "WEB_MAX_REQUESTS": "to replace workers against a leak, set WEB_WORKERS_MAX_RSS (MiB)",
+}
+
+
+def retired_settings(environ: os._Environ | dict = os.environ) -> list[str]:
+    """One line for each gunicorn-era WEB_* variable that is set but no longer read."""
+    return [f"{name} is set but no longer used: {why}" for name, why in RETIRED.items() if environ.get(name)]
 
 
 def server_options(environ: os._Environ | dict = os.environ) -> dict[str, Any]:
     """granian's settings from the WEB_* variables (see the module docstring)."""
     host, _, port = (environ.get("WEB_BIND") or "127.0.0.1:8000").rpartition(":")
     max_rss = int(environ.get("WEB_WORKERS_MAX_RSS") or 0)
+    keepalive = int(environ.get("WEB_KEEPALIVE") or 30)
+    if not 1 <= keepalive <= 60:
+        raise SystemExit(f"WEB_KEEPALIVE must be between 1 and 60 seconds, not {keepalive}")
     return {
         "target": "wsgi:app",
         "interface": Interfaces.WSGI,
@@ -76,6 +93,9 @@ def server_options(environ: os._Environ | dict = os.environ) -> dict[str, Any]:
         "workers_kill_timeout": int(environ.get("WEB_GRACEFUL_TIMEOUT") or 30),
         "workers_max_rss": max_rss or None,
         "respawn_failed_workers": True,
+        # hyper closes a connection that sends no complete request headers within this time: an
+        # idle keep-alive connection as well as a client trickling its headers in.
+        "http1_settings": HTTP1Settings(header_read_timeout=keepalive * 1000),
         "websockets": False,
         "log_access": False,
         "log_level": LogLevels((environ.get("LOG_LEVEL") or "info").lower()),
@@ -99,6 +119,11 @@ def fresh_metrics_dir() -> tuple[Path, bool]:
 
 
 def main() -> None:
+    log = logging.getLogger("credits_id.serve")
+    logging.config.dictConfig({"version": 1, "disable_existing_loggers": False, **JSON_LOGGING,
+                               "loggers": {"credits_id.serve": {"handlers": ["json"], "level": "INFO"}}})
+    for line in retired_settings():
+        log.warning(line)
     folder, own = fresh_metrics_dir()
     try:
         Granian(**server_options()).serve()

@@ -5,22 +5,26 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
-from serve import fresh_metrics_dir, server_options
+from serve import fresh_metrics_dir, retired_settings, server_options
 from tests.production.servers import running
 
 
 def test_settings_come_from_the_environment():
     options = server_options({"WEB_BIND": "0.0.0.0:9000", "WEB_CONCURRENCY": "3", "WEB_THREADS": "6",
-                              "WEB_GRACEFUL_TIMEOUT": "12", "WEB_WORKERS_MAX_RSS": "512", "LOG_LEVEL": "WARNING"})
+                              "WEB_GRACEFUL_TIMEOUT": "12", "WEB_WORKERS_MAX_RSS": "512", "WEB_KEEPALIVE": "10",
+                              "LOG_LEVEL": "WARNING"})
     assert (options["address"], options["port"]) == ("0.0.0.0", 9000)
     assert (options["workers"], options["blocking_threads"]) == (3, 6)
     assert options["workers_kill_timeout"] == 12 and options["workers_max_rss"] == 512
     assert options["log_level"].value == "warning"
+    assert options["http1_settings"].header_read_timeout == 10_000  # milliseconds
     assert options["target"] == "wsgi:app" and options["respawn_failed_workers"] is True
     assert options["log_access"] is False  # the app writes the access line (path only)
 
@@ -30,11 +34,31 @@ def test_defaults_for_a_small_machine():
     assert (options["address"], options["port"]) == ("127.0.0.1", 8000)
     assert options["workers"] == (os.cpu_count() or 1) and options["blocking_threads"] == 4
     assert options["workers_max_rss"] is None  # workers are not replaced for their memory unless asked
+    assert options["http1_settings"].header_read_timeout == 30_000
+
+
+def test_a_keepalive_granian_cannot_take_stops_the_start():
+    with pytest.raises(SystemExit, match="WEB_KEEPALIVE must be between 1 and 60"):
+        server_options({"WEB_KEEPALIVE": "75"})
 
 
 def test_an_ipv6_bind_address():
     options = server_options({"WEB_BIND": "[::1]:8443"})
     assert (options["address"], options["port"]) == ("::1", 8443)
+
+
+def test_gunicorn_settings_that_no_longer_apply_are_named():
+    lines = retired_settings({"WEB_TIMEOUT": "30", "WEB_MAX_REQUESTS": "1000", "WEB_THREADS": "4"})
+    assert [line.split()[0] for line in lines] == ["WEB_TIMEOUT", "WEB_MAX_REQUESTS"]
+    assert "WEB_WORKERS_MAX_RSS" in lines[1]
+    assert retired_settings({"WEB_TIMEOUT": ""}) == []  # set but empty: nothing to say
+
+
+def test_the_server_says_so_in_its_log_at_start(app, settings, tmp_path):
+    with running(settings, tmp_path, WEB_TIMEOUT="30") as server:
+        warnings = [line for line in server.log_lines() if line.get("logger") == "credits_id.serve"]
+    assert [w["level"] for w in warnings] == ["WARNING"]
+    assert warnings[0]["message"].startswith("WEB_TIMEOUT is set but no longer used")
 
 
 def test_metrics_of_a_previous_run_are_cleared(tmp_path, monkeypatch):
@@ -80,3 +104,27 @@ def test_a_worker_that_dies_is_replaced(app, settings, tmp_path):
             raise AssertionError(f"no worker answered after the kill: {server.log_text()[-2000:]}")
         assert server.proc.poll() is None  # the server itself kept running
         assert "Unexpected exit from worker-1" in server.log_text()
+
+
+def _get(sock) -> bytes:
+    """One request on an open connection: the answer, or b"" when the server has closed it."""
+    answer = b""
+    try:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        while b'"ok"' not in answer:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    except ConnectionError:
+        pass
+    return answer
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_web_keepalive(app, settings, tmp_path):
+    with running(settings, tmp_path, WEB_KEEPALIVE="1") as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            assert _get(sock).startswith(b"HTTP/1.1 200")
+            assert _get(sock).startswith(b"HTTP/1.1 200")  # kept alive between requests
+            time.sleep(2.5)
+            assert _get(sock) == b""  # closed by the server while idle
