@@ -24,7 +24,7 @@ it knows the endpoint, the client and the request id), so granian's own access l
 granian rewrites nothing from X-Forwarded-* headers: proxies are trusted only through the app's
 ProxyFix (TRUSTED_PROXY_HOPS).
 
-This file must not import the app: the workers load it, each in its own process.
+This file does not build the app: the workers do, each in its own process.
 """
 
 from __future__ import annotations
@@ -48,12 +48,7 @@ ROOT = Path(__file__).resolve().parent
 # handler to the root logger in each worker, so these do not propagate (no line is written twice).
 JSON_LOGGING: dict[str, Any] = {
     "formatters": {
-        "json": {
-            "()": "pythonjsonlogger.json.JsonFormatter",
-            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
-            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
-            "datefmt": "%Y-%m-%dT%H:%M:%S%z",
-        }
+        "json": {"()": "app.logs.json_formatter"},  # the app's own JSON format, one definition
     },
     "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
     "loggers": {
