@@ -189,12 +189,13 @@ def request_rows(app, driver: Driver, data: dict, number: int, repeat: int) -> l
 
 def quiet_logs() -> None:
     """The access lines are still formatted and written, as in production, but to /dev/null
-    instead of this terminal."""
+    instead of this terminal. Only the app's own handler: another one (pytest's capture, say) keeps
+    its stream."""
     import logging
     import os
 
     for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.StreamHandler):
+        if getattr(handler, "_credits_id", False):
             handler.setStream(open(os.devnull, "w"))  # noqa: SIM115 - lives as long as the process
 
 

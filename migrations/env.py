@@ -8,9 +8,13 @@ from flask import current_app
 # access to the values within the .ini file in use.
 config = context.config
 
-# Interpret the config file for Python logging.
-# This line sets up loggers basically.
-fileConfig(config.config_file_name, disable_existing_loggers=False)  # keep the app's loggers on
+# alembic.ini's logging section only when nothing has configured logging yet: under `flask db
+# upgrade` (and the tests and bench, which migrate in-process) the app has already installed its
+# JSON handler on the root logger, and fileConfig would replace it with a plain-text one, so the
+# migration's lines would not be JSON (or, once the app re-adds its handler, every line would be
+# written twice).
+if not logging.getLogger().handlers:
+    fileConfig(config.config_file_name, disable_existing_loggers=False)  # keep the app's loggers on
 logger = logging.getLogger('alembic.env')
 
 

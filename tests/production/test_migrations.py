@@ -2,6 +2,10 @@
 (SQLite by default, PostgreSQL with TEST_DATABASE_URL): the test database was built by running
 the migrations, and Alembic's autogenerate comparison against the models must find nothing."""
 
+import json
+import subprocess
+import sys
+
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -9,6 +13,7 @@ from sqlalchemy import text
 
 from app.config import PROJECT_ROOT
 from app.extensions import db
+from tests.conftest import ROOT, server_env
 
 
 def test_models_match_migrations():
@@ -38,3 +43,19 @@ def test_comparison_does_notice_a_difference():
     finally:
         with db.engine.begin() as conn:
             conn.execute(text("DROP TABLE stray_table_for_migration_check"))
+
+
+def test_flask_db_upgrade_logs_json_lines_once(settings, tmp_path):
+    """`flask db upgrade` (a deploy step) logs like the server: one JSON object per line, each line
+    once. Alembic's own logging config would swap the app's JSON handler for a plain-text one."""
+    env = server_env(settings, DATABASE_URL=f"sqlite:///{tmp_path / 'fresh.sqlite3'}", FLASK_APP="wsgi")
+    done = subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]  # a plain-text line fails here
+    upgrades = [r["message"] for r in records if r.get("logger") == "alembic.runtime.migration"
+                and r["message"].startswith("Running upgrade")]
+    heads = ScriptDirectory(str(PROJECT_ROOT / "migrations")).get_heads()
+    assert upgrades and upgrades[-1].split(" -> ")[1].startswith(heads[0])
+    assert len(upgrades) == len(set(upgrades))
