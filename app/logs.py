@@ -46,10 +46,16 @@ def json_formatter() -> JsonFormatter:
     return JsonFormatter(LOG_FORMAT, rename_fields=RENAMED, datefmt="%Y-%m-%dT%H:%M:%S%z")
 
 
+def app_handler() -> logging.StreamHandler | None:
+    """The JSON handler configure_logging put on the root logger, if it has (others, such as a test
+    runner's capture, may sit beside it)."""
+    return next((h for h in logging.getLogger().handlers if getattr(h, "_credits_id", False)), None)
+
+
 def configure_logging(level: str = "INFO") -> None:
     """Send every log record to stderr as JSON (once per process; idempotent)."""
     root = logging.getLogger()
-    if not any(getattr(h, "_credits_id", False) for h in root.handlers):
+    if app_handler() is None:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(json_formatter())
         handler.addFilter(RequestContextFilter())

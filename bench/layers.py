@@ -191,12 +191,13 @@ def quiet_logs() -> None:
     """The access lines are still formatted and written, as in production, but to /dev/null
     instead of this terminal. Only the app's own handler: another one (pytest's capture, say) keeps
     its stream."""
-    import logging
     import os
 
-    for handler in logging.getLogger().handlers:
-        if getattr(handler, "_credits_id", False):
-            handler.setStream(open(os.devnull, "w"))  # noqa: SIM115 - lives as long as the process
+    from app.logs import app_handler
+
+    handler = app_handler()
+    if handler is not None:
+        handler.setStream(open(os.devnull, "w"))  # noqa: SIM115 - lives as long as the process
 
 
 def main(argv: list[str] | None = None) -> None:

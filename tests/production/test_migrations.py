@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from app.config import PROJECT_ROOT
 from app.extensions import db
-from tests.conftest import ROOT, server_env
+from tests.conftest import server_env
 
 
 def test_models_match_migrations():
@@ -49,7 +49,7 @@ def test_flask_db_upgrade_logs_json_lines_once(settings, tmp_path):
     """`flask db upgrade` (a deploy step) logs like the server: one JSON object per line, each line
     once. Alembic's own logging config would swap the app's JSON handler for a plain-text one."""
     env = server_env(settings, DATABASE_URL=f"sqlite:///{tmp_path / 'fresh.sqlite3'}", FLASK_APP="wsgi")
-    done = subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=ROOT, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=PROJECT_ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
