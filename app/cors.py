@@ -7,8 +7,8 @@ hides the answer from the app. The rules:
 - Userinfo and `/v1`: any origin (`*`). The access token in the Authorization header is the
   credential, never a cookie (`*` cannot carry cookies), so a page reads only what its own token
   allows. Preflights are answered for the Authorization header.
-- Token and revocation endpoints: only the origin of one of the calling app's registered
-  redirect URIs (an app's own pages), echoed with `Vary: Origin`. A browser app sends the
+- Token and revocation endpoints: only the origin of one of the registered
+  redirect URIs of the app that authenticated (its own pages), echoed with `Vary: Origin`. A browser app sends the
   form-encoded request with its `client_id` in the body and no Authorization header: a "simple"
   request, no preflight. No preflight is allowed here, so a page cannot send a client secret
   in a Basic header from a browser either.
@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, request
-from sqlalchemy.exc import SQLAlchemyError
+from flask import Flask, Response, g, request
 
 from app.api.envelope import is_api_request
 from app.oauth.metadata import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
@@ -57,15 +56,10 @@ def web_origin(uri: str) -> str | None:
 
 
 def _calling_client_origins() -> set[str]:
-    """The web origins of the redirect URIs of the app a token or revocation request names (none
-    when the database cannot say: the answer keeps its own status rather than turning into a 500)."""
-    from app.oauth.server import _split_basic, find_client  # the request's own lookups, shared
-
-    basic_id, _ = _split_basic(request)
-    try:
-        client = find_client(basic_id or request.form.get("client_id"))
-    except SQLAlchemyError:
-        return set()
+    """The web origins of the redirect URIs of the app that authenticated at the token or
+    revocation endpoint in this request (none when no app did: whatever else the request names
+    is not asked)."""
+    client = g.get("authenticated_client")
     if client is None or not client.is_active:
         return set()
     return {origin for uri in client.redirect_uris if (origin := web_origin(uri))}

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from authlib.oauth2.rfc6749 import InvalidRequestError
 from flask import Flask, Response, current_app, request
 from flask_limiter import RequestLimit
 from flask_limiter.errors import RateLimitExceeded
@@ -28,6 +29,7 @@ from limits import RateLimitItem, parse
 from app.extensions import limiter
 from app.models import User
 from app.models.base import sha256_hex
+from app.oauth.client_auth import named_client_id
 
 FAILED_LOGIN_STATUS = 401
 log = logging.getLogger(__name__)
@@ -57,14 +59,16 @@ def ip_key() -> str:
 
 
 def token_client_key() -> str:
-    """The client a token request claims to be (Basic user name or `client_id`) and the IP it comes
-    from. The claim is counted before it is verified, and client ids are public (every
-    authorization URL shows one): keyed on the id alone, anyone could spend an app's budget and
-    lock its users out of signing in. With the IP in the key a flood only spends its own."""
-    from app.oauth.server import _split_basic  # the robust Basic parser, shared
-
-    client_id, _ = _split_basic(request)
-    client_id = client_id or request.form.get("client_id")
+    """The client a token request names and the IP it comes from. The name is counted before it is
+    verified, but it is the only client the request can authenticate as: authentication reads the
+    same `named_client_id`, and a request naming two clients is refused (app/oauth/client_auth.py),
+    so a decoy `client_id` is never what gets counted. Client ids are public (every authorization
+    URL shows one): keyed on the id alone, anyone could spend an app's budget and lock its users
+    out of signing in. With the IP in the key a flood only spends its own."""
+    try:
+        client_id = named_client_id(request.headers, request.form, request.args)
+    except InvalidRequestError:
+        client_id = None  # refused before any client is looked up; counted on the IP alone
     claimed = "client:" + sha256_hex(client_id[:256]) + ":" if client_id else ""
     return claimed + "ip:" + client_ip()
 

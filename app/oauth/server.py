@@ -5,10 +5,7 @@ authentication, token generator, grants and extensions."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
-from urllib.parse import unquote
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer, ResourceProtector
 from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Request
@@ -25,7 +22,7 @@ from sqlalchemy import bindparam, select
 from app import logs
 from app.extensions import db
 from app.models import Client
-from app.oauth import endpoints, tokens
+from app.oauth import client_auth, endpoints, tokens
 from app.oauth.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from app.oauth.oidc import CodeIDToken, RefreshIDToken, user_claims
 from app.oauth.pkce import S256CodeChallenge
@@ -76,51 +73,21 @@ class CreditsAuthorizationServer(AuthorizationServer):
             return request
         return FlaskOAuth2Request(flask_request)
 
+    def authenticate_client(self, request, methods, endpoint="token") -> Client:
+        """One client, authenticated one way (app/oauth/client_auth.py), for the token, revocation
+        and introspection endpoints alike. The client that authenticated is kept for the rest of the
+        request: CORS answers its origins, not those of whatever the request also names."""
+        client_auth.check_request(request.headers, request.form, request.args)
+        client = super().authenticate_client(request, methods, endpoint)
+        g.authenticated_client = client
+        return client
+
 
 class IssuerIdentification(IssuerParameter):
     """RFC 9207: every authorization response names the issuer."""
 
     def get_issuer(self) -> str:
         return current_app.config["ISSUER_URL"]
-
-
-def _split_basic(request) -> tuple[str | None, str | None]:
-    """Parse `Authorization: Basic`, tolerating garbage (Authlib's parser raises on bad UTF-8)."""
-    auth = request.headers.get("Authorization", "")
-    scheme, _, value = auth.partition(" ")
-    if scheme.lower() != "basic" or not value:
-        return None, None
-    try:
-        decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None, None
-    client_id, sep, secret = decoded.partition(":")
-    if not sep:
-        return None, None
-    # RFC 6749 2.3.1: both parts are form-urlencoded before being joined.
-    return unquote(client_id), unquote(secret)
-
-
-def authenticate_client_secret_basic(query, request) -> Client | None:
-    client_id, secret = _split_basic(request)
-    client = query(client_id) if client_id and secret else None
-    return client if client is not None and client.check_client_secret(secret) else None
-
-
-def authenticate_client_secret_post(query, request) -> Client | None:
-    form = request.form
-    client_id, secret = form.get("client_id"), form.get("client_secret")
-    if request.headers.get("Authorization"):
-        return None  # one authentication mechanism per request (RFC 6749 2.3)
-    client = query(client_id) if client_id and secret else None
-    return client if client is not None and client.check_client_secret(secret) else None
-
-
-def authenticate_none(query, request) -> Client | None:
-    client_id = request.payload.client_id
-    if not client_id or request.payload.data.get("client_secret") or request.headers.get("Authorization"):
-        return None
-    return query(client_id)
 
 
 class AccessTokenValidator(BearerTokenValidator):
@@ -178,9 +145,9 @@ def init_oauth(app: Flask) -> None:
     server.init_app(app, query_client=query_client, save_token=tokens.save_token)
     server.register_token_generator("default", tokens.generate_bearer_token)
     server.scopes_supported = None  # unknown scopes are dropped by the client filter, not rejected
-    server.register_client_auth_method("client_secret_basic", authenticate_client_secret_basic)
-    server.register_client_auth_method("client_secret_post", authenticate_client_secret_post)
-    server.register_client_auth_method("none", authenticate_none)
+    server.register_client_auth_method("client_secret_basic", client_auth.authenticate_client_secret_basic)
+    server.register_client_auth_method("client_secret_post", client_auth.authenticate_client_secret_post)
+    server.register_client_auth_method("none", client_auth.authenticate_none)
     if not server._authorization_grants:  # the singleton is wired once per process
         server.register_grant(AuthorizationCodeGrant, [S256CodeChallenge(required=True), CodeIDToken()])
         server.register_grant(RefreshTokenGrant, [RefreshIDToken()])
