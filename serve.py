@@ -16,6 +16,8 @@ Every number comes from the environment, with defaults for a small machine:
                         may take to send a request's headers (1 to 60)              30
   WEB_WORKERS_MAX_RSS   MiB of memory after which a worker is replaced (0 = never)  0
   PROMETHEUS_MULTIPROC_DIR  where the workers share their metrics          a fresh temporary folder
+  METRICS_BIND          host:port of a port of its own for /metrics, served by this
+                        (the master) process from the workers' files; keep it private   none
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
 any number of them, on any number of machines, serve one issuer; a worker that dies is replaced.
@@ -113,14 +115,42 @@ def fresh_metrics_dir() -> tuple[Path, bool]:
     return folder, own
 
 
+def metrics_address(environ: os._Environ | dict = os.environ) -> tuple[str, int] | None:
+    """METRICS_BIND as (host, port), or None when unset or metrics are off. A malformed value stops
+    the start: a scraper silently finding nothing is worse."""
+    bind = (environ.get("METRICS_BIND") or "").strip()
+    if not bind or (environ.get("METRICS_ENABLED") or "true").strip().lower() in ("false", "0", "no", "off"):
+        return None
+    host, _, port = bind.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SystemExit(f"METRICS_BIND must be host:port, such as 127.0.0.1:9464, not {bind!r}")
+    return host.strip("[]"), int(port)
+
+
+def serve_metrics(address: tuple[str, int]) -> None:
+    """Prometheus' own small HTTP server on METRICS_BIND, in this process (granian's workers are
+    other processes): every scrape adds up the workers' files, as /metrics does on the main port.
+    Imported here, after PROMETHEUS_MULTIPROC_DIR is set: prometheus_client reads it at import."""
+    from prometheus_client import start_http_server
+
+    from app.metrics import registry
+
+    host, port = address
+    start_http_server(port, addr=host, registry=registry())
+
+
 def main() -> None:
     log = logging.getLogger("credits_id.serve")
     logging.config.dictConfig({"version": 1, "disable_existing_loggers": False, **JSON_LOGGING,
                                "loggers": {"credits_id.serve": {"handlers": ["json"], "level": "INFO"}}})
     for line in retired_settings():
         log.warning(line)
+    metrics_at = metrics_address()
     folder, own = fresh_metrics_dir()
     try:
+        if metrics_at is not None:
+            serve_metrics(metrics_at)
+            log.info("metrics served on %s:%d", *metrics_at)
         Granian(**server_options()).serve()
     finally:
         if own:

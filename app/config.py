@@ -64,8 +64,11 @@ DEFAULTS: dict[str, Setting] = {
     "DATABASE_POOL_TIMEOUT": Setting(10, "Seconds a request waits for a free connection before answering 503."),
     "DATABASE_CONNECT_TIMEOUT": Setting(5, "Seconds to wait for PostgreSQL to accept a connection before answering 503."),
     "LOG_LEVEL": Setting("INFO", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."),
-    "METRICS_ENABLED": Setting(True, "Serve Prometheus metrics at /metrics."),
-    "METRICS_TOKEN": Setting("", "When set, /metrics answers only `Authorization: Bearer <token>` (404 otherwise)."),
+    "METRICS_ENABLED": Setting(True, "Collect Prometheus metrics (served as METRICS_TOKEN and METRICS_BIND say)."),
+    "METRICS_TOKEN": Setting("", "/metrics on the main port answers only `Authorization: Bearer <token>`; "
+                                 "empty: not served there (404)."),
+    "METRICS_BIND": Setting("", "host:port where serve.py serves /metrics on a port of its own, for a scraper "
+                                "on a private network; empty: no such port."),
     "PURGE_BATCH_SIZE": Setting(1000, "Rows `flask purge-expired` deletes per transaction."),
     "AUDIT_RETENTION_DAYS": Setting(
         365, "Days the audit trail (with the IPs it records) is kept; `flask purge-expired` deletes older events. 0 = forever."

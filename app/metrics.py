@@ -118,11 +118,13 @@ def registry() -> CollectorRegistry:
 
 @bp.get("/metrics")
 def metrics() -> Response:
+    """Only for the scraper holding METRICS_TOKEN: traffic volumes, client ids and error rates are
+    nobody else's business. Without a token set, the main port does not serve metrics at all (the
+    operator scrapes METRICS_BIND instead, serve.py); 404 either way, so nothing is advertised."""
     token = current_app.config["METRICS_TOKEN"]
-    if token:
-        given = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-            abort(404)  # do not advertise the endpoint to whoever lacks the token
+    given = request.headers.get("Authorization", "")
+    if not token or not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+        abort(404)
     return Response(generate_latest(registry()), mimetype=CONTENT_TYPE_LATEST,
                     headers={"Cache-Control": "no-store"})
 

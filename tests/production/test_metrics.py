@@ -7,13 +7,14 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.conftest import free_port
 from tests.factories import make_client, make_member
 from tests.flows import Browser, RelyingParty, sign_in
 from tests.production.servers import running
 
 
 def scrape(server) -> dict[tuple, float]:
-    response = requests.get(server("/metrics"), timeout=30)
+    response = requests.get(server.metrics_url, timeout=30)
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("text/plain")
     samples = {}
@@ -30,10 +31,20 @@ def value(samples: dict, name: str, **labels) -> float:
 @pytest.fixture(scope="module")
 def server(app, settings, tmp_path_factory):
     metrics_dir = tmp_path_factory.mktemp("prometheus")
+    metrics_port = free_port()
     with running(settings, tmp_path_factory.mktemp("metrics-logs"), workers=2, threads=4,
-                 PROMETHEUS_MULTIPROC_DIR=str(metrics_dir)) as server:
+                 PROMETHEUS_MULTIPROC_DIR=str(metrics_dir), METRICS_BIND=f"127.0.0.1:{metrics_port}") as server:
         server.metrics_dir = metrics_dir
+        server.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         yield server
+
+
+def test_the_public_port_does_not_serve_metrics_without_a_token(server):
+    """Traffic volumes and client ids are for the operator's scraper only: METRICS_BIND is a port
+    of its own, and the main port answers 404 (nothing advertised) while no METRICS_TOKEN is set."""
+    assert requests.get(server("/metrics"), timeout=30).status_code == 404
+    assert requests.get(server("/metrics"), headers={"Authorization": "Bearer "}, timeout=30).status_code == 404
+    assert "credits_id_http_requests_total" in requests.get(server.metrics_url, timeout=30).text
 
 
 def test_counts_the_sign_in_story_across_workers(server):
@@ -96,9 +107,10 @@ def test_unknown_paths_share_one_series(server):
 
 
 def test_metrics_token_guards_the_endpoint(app):
+    client = app.test_client()
+    assert client.get("/metrics").status_code == 404  # no token set: not served on this port at all
     app.config["METRICS_TOKEN"] = "scrape-secret"
     try:
-        client = app.test_client()
         assert client.get("/metrics").status_code == 404
         assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 404
         response = client.get("/metrics", headers={"Authorization": "Bearer scrape-secret"})

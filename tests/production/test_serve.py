@@ -12,8 +12,18 @@ from pathlib import Path
 import pytest
 import requests
 
-from serve import fresh_metrics_dir, retired_settings, server_options
+from serve import fresh_metrics_dir, metrics_address, retired_settings, server_options
 from tests.production.servers import running
+
+
+def test_metrics_bind_is_read_and_checked():
+    assert metrics_address({}) is None
+    assert metrics_address({"METRICS_BIND": "10.0.0.5:9464"}) == ("10.0.0.5", 9464)
+    assert metrics_address({"METRICS_BIND": "[::1]:9464"}) == ("::1", 9464)
+    assert metrics_address({"METRICS_BIND": "127.0.0.1:9464", "METRICS_ENABLED": "false"}) is None
+    for bad in ("9464", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000"):
+        with pytest.raises(SystemExit, match="METRICS_BIND must be host:port"):
+            metrics_address({"METRICS_BIND": bad})
 
 
 def test_settings_come_from_the_environment():
