@@ -8,7 +8,7 @@ import uuid
 from app.audit import record
 from app.auth.passwords import passwords
 from app.auth.sessions import end_all_logins
-from app.consent.service import revoke_consent
+from app.consent.service import revoke_consent, withdraw_beyond_tier
 from app.extensions import db
 from app.models import Profile, Role, Tier, User
 
@@ -86,7 +86,8 @@ def _check_password(password: str) -> None:
 
 def set_tier(user: User, tier: str, actor: User | None = None) -> bool:
     """Change the membership. Reach is checked on every data request, so a downgrade takes
-    the higher tier's scopes away from existing tokens at once. A change is audited here, for
+    the higher tier's scopes away from existing tokens at once; it also takes them out of the
+    member's consents and tokens, so a later upgrade needs a new consent. A change is audited here, for
     every caller (console, CLI). True when it changed; the caller commits."""
     if tier not in {t.value for t in Tier}:
         raise MemberError(f"tier must be one of {', '.join(t.value for t in Tier)}")
@@ -94,7 +95,8 @@ def set_tier(user: User, tier: str, actor: User | None = None) -> bool:
     user.tier = tier
     if before == tier:
         return False
-    record("user.tier_changed", actor=actor, subject=user, tier=tier, previous=before)
+    withdrawn = withdraw_beyond_tier(db.session, user)
+    record("user.tier_changed", actor=actor, subject=user, tier=tier, previous=before, **withdrawn)
     return True
 
 

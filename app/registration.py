@@ -35,8 +35,10 @@ class RegistrationError(ValueError):
     """What is wrong with a registration, in words an admin can act on."""
 
 
-def redirect_uri_problem(uri: str) -> str | None:
-    """Why `uri` cannot be registered as a redirect URI, or None when it can."""
+def redirect_uri_problem(uri: str, public: bool = False) -> str | None:
+    """Why `uri` cannot be registered as a redirect URI, or None when it can. A native (public)
+    app's loopback URI names the address, not `localhost` (RFC 8252 8.3: the name may resolve
+    elsewhere, or be answered by another listener); any port it listens on is then accepted."""
     if not uri or uri != uri.strip() or any(c.isspace() for c in uri):
         return "must not be empty or contain spaces"
     if "*" in uri:
@@ -56,6 +58,8 @@ def redirect_uri_problem(uri: str) -> str | None:
     if scheme == "https":
         return None if parts.hostname else "must name a host"
     if scheme == "http":
+        if public and parts.hostname == "localhost":
+            return "must name the loopback address 127.0.0.1 or [::1], not localhost, for a public app (RFC 8252 8.3)"
         if is_loopback_host(parts.hostname):
             return None
         return "must use https (plain http is allowed only for 127.0.0.1, [::1] and localhost)"
@@ -64,8 +68,8 @@ def redirect_uri_problem(uri: str) -> str | None:
     return "must use https, loopback http, or a private-use scheme in reverse-DNS form (com.example.app:/callback)"
 
 
-def check_redirect_uris(uris: list[str], what: str = "Redirect URI") -> list[str]:
-    problems = [f"{what} {uri!r} {problem}" for uri in uris if (problem := redirect_uri_problem(uri))]
+def check_redirect_uris(uris: list[str], what: str = "Redirect URI", public: bool = False) -> list[str]:
+    problems = [f"{what} {uri!r} {problem}" for uri in uris if (problem := redirect_uri_problem(uri, public))]
     if problems:
         raise RegistrationError("; ".join(problems))
     return list(dict.fromkeys(uris))
@@ -122,7 +126,7 @@ def _checked_fields(spec: NewClient, public: bool) -> dict:
         raise RegistrationError("Name is required (at most 120 characters)")
     if not spec.redirect_uris:
         raise RegistrationError("At least one redirect URI is required")
-    redirect_uris = check_redirect_uris(spec.redirect_uris)
+    redirect_uris = check_redirect_uris(spec.redirect_uris, public=public)
     logout_uris = check_redirect_uris(spec.post_logout_redirect_uris, "Post-logout redirect URI")
     links = {}
     for attr, label in LINK_FIELDS.items():

@@ -88,6 +88,7 @@ def login() -> Response | str:
     metrics.login_succeeded(user)
     if interaction is not None:
         interaction.login_session_id = session_row.id
+        interaction.user_id = user.id
     db.session.commit()
     if interaction is not None:
         # On with the parked request at once: to the consent page, or back to the app with its

@@ -3,13 +3,15 @@ recording a grant, and revoking one."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from sqlalchemy import bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.models import Client, Consent, User
 from app.models.base import utcnow
-from app.oauth.tokens import revoke_user_client_tokens
+from app.oauth.tokens import end_grants, narrow_live_tokens
 from app.scopes import SCOPES, grantable, join, scope_list, tier_allows
 
 # Built once: every authorization request asks (SQLAlchemy then computes its cache key once).
@@ -53,13 +55,28 @@ def record_consent(db_session: Session, user: User, client: Client, asked: list[
 
 
 def revoke_consent(db_session: Session, user: User, client: Client | None) -> int:
-    """Forget the consent and revoke every token the app holds for the member, at once; every
-    app's when `client` is None. Returns the tokens revoked."""
+    """Forget the consent and end everything it allowed, at once: the app's tokens for the member,
+    its codes not yet redeemed and the member's pending requests to it; every app's when `client`
+    is None. Returns the tokens revoked; the caller commits."""
     which = Consent.user_id == user.id
     if client is not None:
         which &= Consent.client_id == client.id
     db_session.execute(delete(Consent).where(which))
-    return revoke_user_client_tokens(user.id, client.id if client is not None else None)
+    return end_grants(user_id=user.id, client_id=client.id if client is not None else None)
+
+
+def withdraw_beyond_tier(db_session: Session, user: User) -> dict[str, int]:
+    """After a downgrade: take the scopes the new membership lacks out of the member's consents and
+    live tokens. Reach is checked on every request anyway; this makes the loss stick, so that an
+    upgrade later asks the member again instead of reviving an old grant. The caller commits."""
+    keep = partial(grantable, tier=user.tier)
+    consents = 0
+    for row in db_session.scalars(select(Consent).where(Consent.user_id == user.id)):
+        narrowed = join(keep(scope_list(row.scope)))
+        if narrowed != row.scope:
+            row.scope = narrowed
+            consents += 1
+    return {"consents_narrowed": consents, "tokens_narrowed": narrow_live_tokens(user.id, keep)}
 
 
 def describe(scopes: list[str], tier: str) -> list[dict]:

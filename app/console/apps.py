@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select
 
 from app.audit import record
 from app.extensions import db
-from app.models import Client, ClientStatus, Consent, Role, Token, User
+from app.models import Client, ClientStatus, Consent, Role, User
 from app.models.base import utcnow
+from app.oauth.tokens import end_grants
 from app.registration import NewClient, RegistrationError, register_client, rotate_secret, update_client
 
 
@@ -104,15 +105,20 @@ def acts_as_admin(actor: User | None) -> bool:
 
 
 def disable_app(client: Client, actor: User | None) -> bool:
-    """Suspend the app: authorize shows an error page, the token endpoint does not know it and
-    its tokens are refused while it stays disabled. Disabled by an administrator, only an
-    administrator enables it again. False when it already was disabled."""
+    """Suspend the app: authorize shows an error page and the token endpoint does not know it.
+    Its tokens and unredeemed codes end for good, not just while it stays disabled: an app is
+    disabled after a leak or abuse, and enabling it again must not bring back what may have been
+    copied meanwhile. Members' consents are kept, so after it is enabled they sign in again
+    without being asked again. Disabled by an administrator, only an administrator enables it
+    again. False when it already was disabled."""
     if client.status == ClientStatus.DISABLED and (client.disabled_by_admin or not acts_as_admin(actor)):
         return False
     # Disabled by its developer, an administrator may still lock it (it stays disabled meanwhile).
+    first = client.status != ClientStatus.DISABLED
     client.status = ClientStatus.DISABLED
     client.disabled_by_admin = acts_as_admin(actor)
-    record("app.disabled", actor=actor, client=client)
+    revoked = end_grants(client_id=client.id) if first else 0
+    record("app.disabled", actor=actor, client=client, tokens_revoked=revoked)
     db.session.commit()
     return True
 
@@ -139,12 +145,7 @@ def delete_app(client: Client, actor: User | None) -> dict[str, int]:
     in one transaction. The row is kept (status `deleted`, secrets erased) for the fee ledger
     and the audit trail, and so its client id is never reused."""
     now = utcnow()
-    revoked = db.session.execute(
-        update(Token)
-        .where(Token.client_id == client.id, Token.revoked_at.is_(None))
-        .values(revoked_at=now)
-        .execution_options(synchronize_session=False)
-    ).rowcount
+    revoked = end_grants(client_id=client.id)
     consents = db.session.execute(
         delete(Consent).where(Consent.client_id == client.id).execution_options(synchronize_session=False)
     ).rowcount

@@ -56,7 +56,8 @@ class AppForm(OnceForm):
         "Redirect URIs (one per line)", validators=[DataRequired(), Length(max=8000)],
         description="Absolute, no fragment, no user name or password, no wildcard. https, or http on "
                     "127.0.0.1 / [::1] / localhost, or a private-use scheme in reverse-DNS form "
-                    "(com.example.app:/callback) for native apps.",
+                    "(com.example.app:/callback) for native apps. A public app's loopback address is "
+                    "127.0.0.1 or [::1] (not localhost), and matches any port.",
     )
     post_logout_redirect_uris = TextAreaField("Post-logout redirect URIs (one per line, optional)",
                                               validators=[Optional(), Length(max=8000)])

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from datetime import datetime
 from enum import StrEnum
+from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import ClientMixin
 from sqlalchemy import JSON, Boolean, ForeignKey, String, Text, false
@@ -13,6 +15,35 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.extensions import db
 from app.models.base import UTCDateTime, sha256_hex, utcnow
 from app.scopes import scope_list
+
+
+def _loopback_ip_host(host: str | None) -> str | None:
+    """`127.0.0.1` or `[::1]` as written in a URI's authority, for a loopback IP literal; else None."""
+    if not host:
+        return None
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return None
+    return (f"[{host}]" if ":" in host else host) if loopback else None
+
+
+def loopback_redirect_matches(registered: str, requested: str) -> bool:
+    """RFC 8252 7.3: a native app listening on the loopback interface gets a port from the system
+    when it starts, so a registered `http://127.0.0.1/cb` (or `[::1]`) matches the same URI with
+    any port. Everything else - scheme, address, path, query - still matches exactly, and the
+    requested authority must be nothing but the address and a port."""
+    try:
+        reg, req = urlsplit(registered), urlsplit(requested)
+        port = req.port
+    except ValueError:
+        return False
+    host = _loopback_ip_host(reg.hostname)
+    if reg.scheme != "http" or host is None or reg.netloc not in (host, f"{host}:{reg.port}"):
+        return False
+    if req.scheme != "http" or port == 0 or req.netloc not in (host, f"{host}:{port}"):
+        return False
+    return (req.path, req.query, req.fragment) == (reg.path, reg.query, reg.fragment) and "#" not in requested
 
 
 class ClientType(StrEnum):
@@ -100,8 +131,11 @@ class Client(db.Model, ClientMixin):
         return " ".join(s for s in scope_list(scope) if s in allowed)
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
-        # Exact string comparison, as OAuth 2.0 Security BCP (RFC 9700 section 4.1.3) asks.
-        return redirect_uri in self.redirect_uris
+        """Exact string comparison, as OAuth 2.0 Security BCP (RFC 9700 section 4.1.3) asks, with its
+        one exception: the port of a native (public) app's loopback redirect URI (RFC 8252 7.3)."""
+        if redirect_uri in self.redirect_uris:
+            return True
+        return self.is_public and any(loopback_redirect_matches(uri, redirect_uri) for uri in self.redirect_uris)
 
     def check_client_secret(self, client_secret: str) -> bool:
         """The current secret, or the previous one while its grace period lasts. Both are

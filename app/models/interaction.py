@@ -27,6 +27,8 @@ class Interaction(db.Model):
     login_session_id: Mapped[int | None] = mapped_column(
         ForeignKey("login_sessions.id", ondelete="SET NULL"), nullable=True
     )
+    # The member the request is for, once one is signed in: disconnecting the app closes it.
+    user_id: Mapped[str | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     consumed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -22,7 +22,12 @@ from authlib.oauth2.rfc6749 import (
     InvalidScopeError,
     UnsupportedResponseTypeError,
 )
-from authlib.oidc.core.errors import ConsentRequiredError, LoginRequiredError
+from authlib.oidc.core.errors import (
+    ConsentRequiredError,
+    LoginRequiredError,
+    RequestNotSupportedError,
+    RequestURINotSupportedError,
+)
 from flask import Response, current_app, redirect, url_for
 from sqlalchemy import bindparam, select, update
 
@@ -100,7 +105,15 @@ class OnlyCodeResponseType(UnsupportedResponseTypeError):
 
 
 def _validate_shape(payload) -> None:
-    """Checks Authlib leaves to us: response_type presence, sizes, prompt, max_age, response_mode."""
+    """Checks Authlib leaves to us: request objects, response_type presence, sizes, prompt, max_age,
+    response_mode."""
+    # OIDC Core 6.1 and 6.2: a provider that does not take request objects says so rather than
+    # ignoring them (the parameters inside would be lost without a word). Checked first: a client
+    # sending one may have put response_type inside it. Discovery advertises both as unsupported.
+    if payload.data.get("request") is not None:
+        raise RequestNotSupportedError("Request objects ('request') are not supported: send the parameters as such.")
+    if payload.data.get("request_uri") is not None:
+        raise RequestURINotSupportedError("'request_uri' is not supported: send the parameters as such.")
     response_type = payload.data.get("response_type")
     if not response_type:
         raise InvalidRequestError("Missing 'response_type' parameter.")
@@ -177,7 +190,7 @@ def run(oauth_request, interaction: Interaction | None = None) -> Response:
         if must_sign_in(payload.data, login, interaction, hinted):
             if "none" in prompts:
                 raise LoginRequiredError()
-            return _hand_off("auth.login", oauth_request, client, interaction)
+            return _hand_off("auth.login", oauth_request, client, interaction, login)
 
         wanted = grantable(requested, user.tier)
         if client.trusted:
@@ -187,7 +200,7 @@ def run(oauth_request, interaction: Interaction | None = None) -> Response:
             if missing or "consent" in prompts:
                 if "none" in prompts:
                     raise ConsentRequiredError()
-                return _hand_off("consent.show", oauth_request, client, interaction)
+                return _hand_off("consent.show", oauth_request, client, interaction, login)
             granted = wanted
         if interaction is not None and not close_interaction(interaction):
             raise UntrustedRequest("Request already completed", "This sign-in request has already been used.",
@@ -245,18 +258,23 @@ def error_redirect(oauth_request, error: OAuth2Error, redirect_uri: str) -> Resp
 # -- pending requests (interactions) ------------------------------------------------------
 
 
-def _hand_off(endpoint: str, oauth_request, client: Client, interaction: Interaction | None) -> Response:
+def _hand_off(
+    endpoint: str, oauth_request, client: Client, interaction: Interaction | None, login: LoginSession | None
+) -> Response:
     if interaction is None:
-        interaction = park(oauth_request, client)
+        interaction = park(oauth_request, client, login.user_id if login is not None else None)
     return redirect(url_for(endpoint, interaction=interaction.id))
 
 
-def park(oauth_request, client: Client) -> Interaction:
+def park(oauth_request, client: Client, user_id: str | None = None) -> Interaction:
+    """Store the validated request; `user_id` is the member already signed in, if any (the login
+    page sets it otherwise), so that disconnecting the app closes the request."""
     data = oauth_request.payload.data
     now = utcnow()
     interaction = Interaction(
         id=new_secret(24),
         client_id=client.id,
+        user_id=user_id,
         params={k: data.get(k) for k in PARKED_PARAMS if data.get(k) is not None},
         browser_hash=sha256_hex(browser_id()),
         expires_at=now + timedelta(seconds=int(current_app.config["INTERACTION_LIFETIME"])),

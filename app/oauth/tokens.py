@@ -3,6 +3,7 @@ SHA-256 lives in the database (Authlib's mixins would store it in plain text).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -13,9 +14,9 @@ from sqlalchemy.orm import lazyload
 
 from app import metrics
 from app.extensions import db
-from app.models import AuthorizationCode, Client, Token, User
+from app.models import AuthorizationCode, Client, Interaction, Token, User
 from app.models.base import new_secret, sha256_hex, utcnow
-from app.scopes import scope_list
+from app.scopes import grantable, join, scope_list
 
 # The hot statements, built once: SQLAlchemy computes a statement's cache key on every execution of
 # a freshly built statement, but only once for a reused one (profiled: -0.2 ms per lookup). Codes and
@@ -31,6 +32,7 @@ _CODE = (
 # Writes as plain Core statements on the tables: nothing reads the written rows back in the same
 # request, and the ORM's unit of work (or an ORM-enabled UPDATE) costs about 3x more CPU.
 _codes, _tokens, _clients, _users = AuthorizationCode.__table__, Token.__table__, Client.__table__, User.__table__
+_interactions = Interaction.__table__
 _INSERT_TOKEN = _tokens.insert()
 _CONSUME_CODE = _codes.update().where(_codes.c.id == bindparam("pk"), _codes.c.used_at.is_(None)).values(
     used_at=bindparam("now")
@@ -106,8 +108,13 @@ def generate_bearer_token(
     expires_in: int | None = None,
     include_refresh_token: bool = True,
 ) -> dict:
-    """Authlib token generator. A refresh token only when `offline_access` was granted."""
+    """Authlib token generator, for the code exchange and refresh alike. The scope issued is what
+    the member's membership includes now, not when the code or the first token was issued: after a
+    downgrade a refresh no longer carries (or stores) the higher tier's scopes. A refresh token only
+    when `offline_access` was granted."""
     lifetime = expires_in or int(current_app.config["ACCESS_TOKEN_LIFETIME"])
+    if user is not None:
+        scope = join(grantable(scope_list(scope), user.tier))
     token = {
         "token_type": "Bearer",
         "access_token": new_secret(32),
@@ -201,15 +208,34 @@ def revoke_grant(grant_id: str) -> int:
     return result.rowcount
 
 
-def revoke_user_client_tokens(user_id: str, client_id: int | None = None) -> int:
-    """Revoke every live token a member gave one app (consent revoked, app removed), or every
-    app when `client_id` is None (a password changed after a compromise)."""
-    which = (Token.user_id == user_id) & Token.revoked_at.is_(None)
-    if client_id is not None:
-        which &= Token.client_id == client_id
-    result = db.session.execute(
-        update(Token).where(which).values(revoked_at=utcnow()).execution_options(synchronize_session=False)
+def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> int:
+    """End what a member gave an app: every app's when `client_id` is None, every member's when
+    `user_id` is None. Outstanding authorization codes are deleted (a code issued before a
+    disconnect must not redeem after it), the member's pending sign-in requests to the app are
+    closed, and live access and refresh tokens are revoked. The codes go first: on PostgreSQL a
+    redemption already under way holds its code's row, so the DELETE waits for it, and the token
+    UPDATE after it then sees (and revokes) the tokens that redemption issued. The caller
+    commits, so the consent, the codes and the tokens change together. Returns the tokens revoked."""
+    if user_id is None and client_id is None:
+        raise ValueError("end_grants needs a member, an app, or both")
+    now = utcnow()
+
+    def scoped(table):
+        which = []
+        if user_id is not None:
+            which.append(table.c.user_id == user_id)
+        if client_id is not None:
+            which.append(table.c.client_id == client_id)
+        return which
+
+    session = db.session
+    session.execute(_codes.delete().where(*scoped(_codes), _codes.c.used_at.is_(None)))
+    session.execute(  # expired rather than consumed: the page then says "start again", not "answered"
+        _interactions.update()
+        .where(*scoped(_interactions), _interactions.c.consumed_at.is_(None), _interactions.c.expires_at > now)
+        .values(expires_at=now)
     )
+    result = session.execute(_tokens.update().where(*scoped(_tokens), _tokens.c.revoked_at.is_(None)).values(revoked_at=now))
     metrics.tokens_revoked(result.rowcount)
     return result.rowcount
 
@@ -217,3 +243,19 @@ def revoke_user_client_tokens(user_id: str, client_id: int | None = None) -> int
 def live_tokens_filter(now: datetime):
     """SQL condition for tokens that still grant something (used by account pages, purge)."""
     return (Token.revoked_at.is_(None)) & or_(Token.access_expires_at > now, Token.refresh_expires_at > now)
+
+
+def narrow_live_tokens(user_id: str, keep: Callable[[list[str]], list[str]], now: datetime | None = None) -> int:
+    """Rewrite the scope of a member's live tokens to `keep(scopes)` (a downgrade: what the lower
+    membership lacks is gone for good, so an upgrade later does not bring it back without a new
+    consent). Returns the tokens changed; the caller commits."""
+    rows = db.session.execute(
+        select(_tokens.c.id, _tokens.c.scope).where(_tokens.c.user_id == user_id, live_tokens_filter(now or utcnow()))
+    ).all()
+    changed = 0
+    for row in rows:
+        narrowed = join(keep(scope_list(row.scope)))
+        if narrowed != row.scope:
+            db.session.execute(_tokens.update().where(_tokens.c.id == row.id).values(scope=narrowed))
+            changed += 1
+    return changed

@@ -37,7 +37,9 @@ def assert_error_page(response, status=400):
     lambda p: p.update(redirect_uri=REDIRECT_URI + "?x=1"),
     lambda p: p.update(redirect_uri="HTTP://127.0.0.1:7199/cb"),
     lambda p: p.update(redirect_uri="https://evil.example/cb"),
-], ids=["missing-client", "unknown-client", "other-path", "trailing-slash", "extra-query", "case", "foreign"])
+    lambda p: p.update(redirect_uri="http://127.0.0.1:7198/cb"),
+], ids=["missing-client", "unknown-client", "other-path", "trailing-slash", "extra-query", "case", "foreign",
+        "other-port-of-a-web-app"])
 def test_untrusted_requests_show_an_error_page_and_never_redirect(live_server, rp, mutate):
     params = rp.auth_params()
     mutate(params)
@@ -94,8 +96,12 @@ def test_disabled_app_gets_an_error_page(live_server, rp):
     (lambda p: p.update(max_age="\u00b2"), "invalid_request"),  # "²".isdigit() is True; int() refuses it
     (lambda p: p.update(prompt="none login"), "invalid_request"),
     (lambda p: p.update(response_mode="fragment"), "invalid_request"),
+    (lambda p: p.update(request="eyJhbGciOiJub25lIn0.eyJzY29wZSI6Im9wZW5pZCJ9."), "request_not_supported"),
+    (lambda p: p.update(request_uri="https://app.example/request.jwt"), "request_uri_not_supported"),
+    (lambda p: (p.pop("response_type"), p.update(request="e30.e30.")), "request_not_supported"),
 ], ids=["no-response-type", "token", "hybrid", "no-challenge", "no-method", "plain", "bad-challenge",
-        "no-openid", "bad-max-age", "superscript-max-age", "none-plus-login", "fragment"])
+        "no-openid", "bad-max-age", "superscript-max-age", "none-plus-login", "fragment", "request-object",
+        "request-uri", "everything-inside-a-request-object"])
 def test_invalid_requests_redirect_an_error_with_state_and_iss(live_server, rp, settings, mutate, error):
     params = rp.auth_params()
     mutate(params)
@@ -107,6 +113,25 @@ def test_invalid_requests_redirect_an_error_with_state_and_iss(live_server, rp, 
     assert callback["iss"] == settings["ISSUER_URL"]
     assert "code" not in callback
     assert db_state() == before
+
+
+def test_a_native_apps_loopback_redirect_uri_matches_any_port(live_server, member):
+    """RFC 8252 7.3: the app listens on whatever port the system gives it; the code goes there, and
+    the token request repeats that very URI."""
+    client, _ = make_client(public=True, redirect_uris=["http://127.0.0.1/callback", "http://[::1]/callback"])
+    for redirect_uri in ("http://127.0.0.1:51004/callback", "http://[::1]:61999/callback"):
+        rp = RelyingParty(live_server.url, client.client_id, None, redirect_uri=redirect_uri)
+        params, _ = sign_in(live_server.url, rp, member.email, scope="openid")
+        assert rp.exchange(params["code"]).status_code == 200
+    rp = RelyingParty(live_server.url, client.client_id, None, redirect_uri="http://127.0.0.1:51004/callback")
+    params, _ = sign_in(live_server.url, rp, member.email, scope="openid")
+    rp.redirect_uri = "http://127.0.0.1:51005/callback"  # a code is bound to the exact URI it went to
+    assert rp.exchange(params["code"]).json()["error"] == "invalid_grant"
+    for elsewhere in ("http://127.0.0.1:51004/other", "http://127.0.0.2:51004/callback",
+                      "http://localhost:51004/callback", "https://127.0.0.1:51004/callback",
+                      "http://127.0.0.1:51004/callback?x=1"):
+        params = RelyingParty(live_server.url, client.client_id, None, redirect_uri=elsewhere).auth_params()
+        assert_error_page(Browser(live_server.url).get(AUTHORIZE, params=params))
 
 
 def test_public_clients_always_need_pkce(live_server, public_rp):

@@ -285,9 +285,28 @@ def test_disable_then_enable(live_server, dev_app):
     assert userinfo(live_server.url, tokens["access_token"]).status_code == 401
 
     assert post_form(browser, detail, f"{detail}/enable").status_code == 302
-    assert userinfo(live_server.url, tokens["access_token"]).status_code == 200
-    assert rp.refresh(tokens["refresh_token"]).status_code == 200
+    # What the app held when it was disabled stays dead (it may have leaked meanwhile, docs/security.md)...
+    assert userinfo(live_server.url, tokens["access_token"]).status_code == 401
+    refreshed = rp.refresh(tokens["refresh_token"])
+    assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
+    # ...the member's consent does not: signing in again asks nothing.
+    params, _ = sign_in(live_server.url, rp, member.email, scope="openid offline_access")
+    assert userinfo(live_server.url, rp.exchange(params["code"]).json()["access_token"]).status_code == 200
     assert [a for a in actions() if a.startswith("app.")] == ["app.disabled", "app.enabled"]
+    event = db.session.scalar(db.select(AuditEvent).where(AuditEvent.action == "app.disabled"))
+    assert event.detail == {"tokens_revoked": 1}
+
+
+def test_a_code_issued_before_a_disable_does_not_redeem_after_it(live_server, dev_app):
+    _, client, secret, browser = dev_app
+    rp = RelyingParty(live_server.url, client.client_id, secret)
+    params, _ = sign_in(live_server.url, rp, make_member().email, scope="openid")
+    detail = f"/console/apps/{client.client_id}"
+    assert post_form(browser, detail, f"{detail}/disable").status_code == 302
+    assert post_form(browser, detail, f"{detail}/enable").status_code == 302
+    response = rp.exchange(params["code"])
+    assert response.status_code == 400 and response.json()["error"] == "invalid_grant"
+    assert db.session.scalar(db.select(db.func.count(Token.id)).where(Token.client_id == client.id)) == 0
 
 
 def test_an_app_an_admin_disabled_stays_disabled_until_an_admin_enables_it(live_server, dev_app):

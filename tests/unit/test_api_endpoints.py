@@ -266,7 +266,7 @@ def test_analytics_on_basic_says_the_plan_does_not_include_it(client, catalog, p
     assert get(client, "/v1/me/credits", token).status_code == 200
 
 
-def test_a_downgrade_bites_on_the_next_request_and_an_upgrade_adds_nothing(client, catalog):
+def test_a_downgrade_bites_on_the_next_request_and_an_upgrade_revives_nothing(client, catalog):
     user, app_client, token = member_with_token("pro", catalog.mine)
     assert get(client, "/v1/me/analytics", token).status_code == 200
     set_tier(user, "basic")
@@ -280,8 +280,10 @@ def test_a_downgrade_bites_on_the_next_request_and_an_upgrade_adds_nothing(clien
     response = get(client, "/v1/me/analytics", basic_token)
     assert_error(response, 403)
     assert 'scope="analytics:read"' in response.headers["WWW-Authenticate"]
-    # ... while the old pro token works again: the membership is read at request time.
-    assert get(client, "/v1/me/analytics", token).status_code == 200
+    # ... nor does it revive the old pro token: the downgrade took analytics out of the grant for
+    # good, and reading it again takes a new consent (issue 19).
+    assert_error(get(client, "/v1/me/analytics", token), 403)
+    assert get(client, "/v1/me/credits", token).status_code == 200
 
 
 def test_a_token_revoked_after_use_stops_at_once(client, catalog, pro):

@@ -33,6 +33,17 @@ def test_rejected_redirect_uris_say_why(uri, why):
     assert problem is not None and why in problem
 
 
+@pytest.mark.parametrize("uri", ["http://localhost/cb", "http://localhost:8080/cb", "http://LOCALHOST/cb"])
+def test_a_public_app_names_the_loopback_address_not_localhost(uri):
+    """RFC 8252 8.3: `localhost` may resolve elsewhere or be served by another listener."""
+    problem = redirect_uri_problem(uri, public=True)
+    assert problem is not None and "127.0.0.1 or [::1], not localhost" in problem
+    assert redirect_uri_problem("http://127.0.0.1/cb", public=True) is None
+    assert redirect_uri_problem("http://[::1]/cb", public=True) is None
+    with pytest.raises(RegistrationError, match="not localhost"):
+        register_client(NewClient(name="Native", public=True, redirect_uris=[uri]))
+
+
 def test_register_names_each_bad_uri_and_writes_nothing():
     with pytest.raises(RegistrationError) as err:
         register_client(NewClient(name="X", redirect_uris=["https://ok.example/cb", "http://evil.example/cb",
@@ -69,3 +80,24 @@ def test_client_ids_are_letters_and_digits_only():
     ids = {new_client_id() for _ in range(2000)}
     assert len(ids) == 2000
     assert all(i.isalnum() and i.isascii() and len(i) == 22 for i in ids)
+
+
+@pytest.mark.parametrize(("requested", "matches"), [
+    ("http://127.0.0.1:5555/cb", True),
+    ("http://127.0.0.1/cb", True),
+    ("http://127.0.0.1:0/cb", False),
+    ("http://127.0.0.1:99999/cb", False),
+    ("http://127.0.0.1:05555/cb", False),
+    ("http://127.0.0.1:5555/cb2", False),
+    ("http://127.0.0.1:5555/cb?x=1", False),
+    ("http://127.0.0.1:5555/cb#f", False),
+    ("http://user@127.0.0.1:5555/cb", False),
+    ("https://127.0.0.1:5555/cb", False),
+    ("http://127.0.0.2:5555/cb", False),
+    ("http://localhost:5555/cb", False),
+])
+def test_loopback_redirect_uris_of_native_apps_match_any_port_and_nothing_else(requested, matches):
+    native = Client(client_type="public", redirect_uris=["http://127.0.0.1/cb"])
+    web = Client(client_type="confidential", redirect_uris=["http://127.0.0.1/cb"])
+    assert native.check_redirect_uri(requested) is matches
+    assert web.check_redirect_uri(requested) is (requested == "http://127.0.0.1/cb")
