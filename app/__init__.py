@@ -7,6 +7,7 @@ from typing import Any
 from flask import Flask
 
 from app.config import PROJECT_ROOT, check_settings, flask_config, load_settings
+from app.database import RetryingFlask
 
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
@@ -14,7 +15,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     settings = load_settings(overrides)
     check_settings(settings)
 
-    app = Flask(
+    app = RetryingFlask(
         __name__,
         template_folder=str(PROJECT_ROOT / "templates"),
         static_folder=str(PROJECT_ROOT / "static"),
@@ -27,10 +28,11 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     init_logging(app)
 
     from app.auth.passwords import init_passwords
+    from app.database import init_database
     from app.extensions import csrf, db, migrate
     from app.jwks import init_keystore
 
-    db.init_app(app)
+    init_database(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     csrf.init_app(app)
     init_keystore(app)

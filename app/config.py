@@ -61,6 +61,9 @@ DEFAULTS: dict[str, Setting] = {
     "ARGON2_PARALLELISM": Setting(1, "argon2id lanes."),
     "DATABASE_POOL_SIZE": Setting(5, "Connections each process keeps open to PostgreSQL (match the threads per worker)."),
     "DATABASE_MAX_OVERFLOW": Setting(5, "Extra PostgreSQL connections a process may open under a burst."),
+    "DATABASE_POOL_RECYCLE": Setting(
+        1800, "Seconds after which a pooled PostgreSQL connection is replaced (keep it below any proxy's idle timeout)."
+    ),
     "DATABASE_POOL_TIMEOUT": Setting(10, "Seconds a request waits for a free connection before answering 503."),
     "DATABASE_CONNECT_TIMEOUT": Setting(5, "Seconds to wait for PostgreSQL to accept a connection before answering 503."),
     "LOG_LEVEL": Setting("INFO", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."),
@@ -169,9 +172,12 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
     """Translate our settings into the names Flask and its extensions read."""
     https = settings["ISSUER_URL"].startswith("https://")
     db_url = settings["DATABASE_URL"]
-    engine_options: dict[str, Any] = {"pool_pre_ping": True}
+    engine_options: dict[str, Any] = {}
     if db_url.startswith("postgresql"):
+        # No pool_pre_ping: a round trip on every request. Connections are recycled instead, and a
+        # request whose first statement finds a dead one runs again (app/database.py).
         engine_options.update(
+            pool_recycle=int(settings["DATABASE_POOL_RECYCLE"]),
             pool_size=int(settings["DATABASE_POOL_SIZE"]),
             max_overflow=int(settings["DATABASE_MAX_OVERFLOW"]),
             pool_timeout=int(settings["DATABASE_POOL_TIMEOUT"]),

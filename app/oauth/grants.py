@@ -53,25 +53,22 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         })
         db.session.commit()
 
-    def query_authorization_code(self, code: str, client: Client) -> AuthorizationCode | None:
+    def query_authorization_code(self, code: str, client: Client) -> tokens.RedeemedCode | None:
+        """The code, spent as it is found (one UPDATE ... RETURNING; a later refusal in this request
+        rolls that back). When nothing comes back, a used code presented again is reuse."""
+        redeemed = tokens.redeem_code(code, client)
+        if redeemed is not None:
+            return redeemed
         row = tokens.find_code(code)
-        if row is None or row.client_id != client.id or row.is_expired():
-            return None
-        if row.used_at is not None:
-            # RFC 6749 4.1.2: a code used twice revokes the tokens issued from it.
+        if row is not None and row.client_id == client.id and row.used_at is not None:
+            # RFC 6749 4.1.2: a code used twice revokes the tokens issued from it (and so does
+            # losing a race with a concurrent redemption of the same code).
             metrics.reuse_detected("code", row)
             tokens.revoke_grant(row.grant_id)
-            return None
-        return row
+        return None
 
     def create_token_response(self):
-        code: AuthorizationCode = self.request.authorization_code
-        if not tokens.consume_code(code):
-            # Lost a race with a concurrent redemption of the same code: that is reuse too.
-            db.session.rollback()
-            metrics.reuse_detected("code", code)
-            tokens.revoke_grant(code.grant_id)
-            raise InvalidGrantError("The authorization code has already been used.")
+        code: tokens.RedeemedCode = self.request.authorization_code
         self.request.auth_time = code.auth_time
         response = super().create_token_response()
         issued_to = self.request.client.client_id, self.request.user.id
@@ -91,33 +88,32 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     INCLUDE_NEW_REFRESH_TOKEN = True  # rotate on every use
 
     def authenticate_refresh_token(self, refresh_token: str):
+        """The refresh token, marked rotated as it is found (one UPDATE ... RETURNING). When nothing
+        comes back: a retry within the grace window gets the first answer again; a rotated-out
+        token presented again means someone holds a copy, and the family is revoked."""
+        client = self.request.client
+        rotated = tokens.rotate_refresh_token(refresh_token, client)
+        if rotated is not None:
+            return rotated
         row = tokens.find_refresh_token(refresh_token)
-        if row is None:
+        if row is None or row.client_id != client.id or row.refresh_used_at is None:
             return None
-        if row.refresh_used_at is not None:
-            if refresh_grace.replay(row, refresh_token) is not None:
-                return row  # a retry within the grace window: answered in create_token_response
-            # A rotated-out refresh token came back: someone holds a copy. Revoke the family.
-            metrics.reuse_detected("refresh_token", row)
-            tokens.revoke_grant(row.grant_id)
-            return None
-        if not row.refresh_is_usable() or not row.client.is_active:
-            return None
-        return row
+        if refresh_grace.replay(row, refresh_token) is not None:
+            return row  # answered again in create_token_response
+        metrics.reuse_detected("refresh_token", row)
+        tokens.revoke_grant(row.grant_id)
+        return None
 
     def create_token_response(self):
         old = self.request.refresh_token
         presented = self.request.form.get("refresh_token") or ""
-        if not tokens.consume_refresh_token(old):
-            # Already rotated (by an earlier request, or a concurrent one that just committed):
-            # the same answer again within the grace window, else reuse revokes the family.
-            db.session.rollback()
+        if not isinstance(old, tokens.RotatedRefresh):
+            # A retry within the grace window: the same answer again (checked once more here, so a
+            # window that closed in between means no answer).
             answer = refresh_grace.replay(old, presented)
-            if answer is not None:
-                return 200, answer, self.TOKEN_RESPONSE_HEADER
-            metrics.reuse_detected("refresh_token", old)
-            tokens.revoke_grant(old.grant_id)
-            raise InvalidGrantError("The refresh token has already been used.")
+            if answer is None:
+                raise InvalidGrantError("The refresh token has already been used.")
+            return 200, answer, self.TOKEN_RESPONSE_HEADER
         self.request.auth_time = old.auth_time
         status, body, headers = super().create_token_response()
         refresh_grace.seal(old, presented, body)
@@ -130,5 +126,5 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         return refresh_token.user
 
     def revoke_old_credential(self, refresh_token) -> None:
-        """Already marked used by consume_refresh_token; its access token stays valid until it
-        expires (the new pair replaces it; reuse of the old refresh revokes everything)."""
+        """Already marked rotated as it was found; its access token stays valid until it expires (the
+        new pair replaces it; reuse of the old refresh token revokes everything)."""

@@ -13,15 +13,18 @@ from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.orm import lazyload
 
 from app import metrics
+from app.database import read_row
 from app.extensions import db
 from app.models import AuthorizationCode, Client, Interaction, Token, User
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.scopes import grantable, join, scope_list
 
 # The hot statements, built once: SQLAlchemy computes a statement's cache key on every execution of
-# a freshly built statement, but only once for a reused one (profiled: -0.2 ms per lookup). Codes and
-# refresh tokens are only redeemed after the client authenticated, so their client comes from the
-# session's identity map instead of a JOIN; bearer tokens keep the JOIN (userinfo has no client yet).
+# a freshly built statement, but only once for a reused one (profiled: -0.2 ms per lookup). Plain Core
+# statements on the tables: the ORM's identity map and unit of work cost about 3x more CPU, and
+# nothing here needs them.
+_codes, _tokens, _clients, _users = AuthorizationCode.__table__, Token.__table__, Client.__table__, User.__table__
+_interactions = Interaction.__table__
 _ACCESS_TOKEN = select(Token).where(Token.access_token_hash == bindparam("hash"))
 _REFRESH_TOKEN = select(Token).where(Token.refresh_token_hash == bindparam("hash")).options(lazyload(Token.client))
 _CODE = (
@@ -29,18 +32,41 @@ _CODE = (
     .where(AuthorizationCode.code_hash == bindparam("hash"))
     .options(lazyload(AuthorizationCode.client))
 )
-# Writes as plain Core statements on the tables: nothing reads the written rows back in the same
-# request, and the ORM's unit of work (or an ORM-enabled UPDATE) costs about 3x more CPU.
-_codes, _tokens, _clients, _users = AuthorizationCode.__table__, Token.__table__, Client.__table__, User.__table__
-_interactions = Interaction.__table__
 _INSERT_TOKEN = _tokens.insert()
-_CONSUME_CODE = _codes.update().where(_codes.c.id == bindparam("pk"), _codes.c.used_at.is_(None)).values(
-    used_at=bindparam("now")
+
+
+def _member_of(table):
+    """The member's columns beside a row of `table`, as correlated subqueries: SQLite's RETURNING
+    may name only the table it changes, and these let one statement find, spend and describe."""
+    columns = (_users.c.sub, _users.c.name, _users.c.email, _users.c.email_verified, _users.c.tier,
+               _users.c.profile_id)
+    return [
+        select(column).where(_users.c.id == table.c.user_id).correlate(table).scalar_subquery().label(f"member_{column.name}")
+        for column in columns
+    ]
+
+
+# Redeeming a code and rotating a refresh token: the lookup and the single-use mark are one UPDATE ...
+# RETURNING, so exactly one concurrent caller gets the row (on PostgreSQL the others wait for its
+# commit, then find it spent), and the request runs one statement fewer. A failed check later in the
+# request (PKCE, redirect_uri) rolls the mark back with the rest of the transaction.
+_REDEEM_CODE = (
+    _codes.update()
+    .where(_codes.c.code_hash == bindparam("hash"), _codes.c.client_id == bindparam("client"),
+           _codes.c.used_at.is_(None), _codes.c.expires_at > bindparam("now"))
+    .values(used_at=bindparam("now"))
+    .returning(_codes.c.id, _codes.c.grant_id, _codes.c.user_id, _codes.c.redirect_uri, _codes.c.scope,
+               _codes.c.nonce, _codes.c.code_challenge, _codes.c.code_challenge_method, _codes.c.auth_time,
+               *_member_of(_codes))
 )
-_CONSUME_REFRESH = (
+_ROTATE_REFRESH = (
     _tokens.update()
-    .where(_tokens.c.id == bindparam("pk"), _tokens.c.refresh_used_at.is_(None), _tokens.c.revoked_at.is_(None))
+    .where(_tokens.c.refresh_token_hash == bindparam("hash"), _tokens.c.client_id == bindparam("client"),
+           _tokens.c.refresh_used_at.is_(None), _tokens.c.revoked_at.is_(None),
+           _tokens.c.refresh_expires_at > bindparam("now"))
     .values(refresh_used_at=bindparam("now"))
+    .returning(_tokens.c.id, _tokens.c.grant_id, _tokens.c.user_id, _tokens.c.scope, _tokens.c.auth_time,
+               *_member_of(_tokens))
 )
 
 
@@ -158,10 +184,11 @@ def find_access_token(value: str) -> Token | None:
 
 
 def find_bearer(value: str) -> Bearer | None:
-    """The access token a bearer presents (userinfo, /v1), with its app and member: one indexed query."""
+    """The access token a bearer presents (userinfo, /v1), with its app and member: one indexed query,
+    outside the request's transaction (on PostgreSQL, one round trip: no BEGIN, no ROLLBACK)."""
     if not value or len(value) > 512:
         return None
-    row = db.session.connection().execute(_BEARER, {"hash": sha256_hex(value)}).first()
+    row = read_row(_BEARER, {"hash": sha256_hex(value)})
     if row is None:
         return None
     return Bearer(row.scope, row.grant_id, row.user_id, row.issued_at, row.access_expires_at, row.revoked_at,
@@ -181,17 +208,75 @@ def find_code(value: str) -> AuthorizationCode | None:
     return db.session.scalar(_CODE, {"hash": sha256_hex(value)})
 
 
-def consume_code(code: AuthorizationCode, now: datetime | None = None) -> bool:
-    """Atomically mark the code used. Exactly one concurrent caller gets True (a conditional
-    UPDATE, not check-then-write); on PostgreSQL the losers wait for the winner's commit."""
-    result = db.session.execute(_CONSUME_CODE, {"pk": code.id, "now": now or utcnow()})
-    return result.rowcount == 1
+def _member(row) -> BearerMember:
+    return BearerMember(row.user_id, row.member_sub, row.member_name, row.member_email, row.member_email_verified,
+                        row.member_tier, row.member_profile_id)
 
 
-def consume_refresh_token(token: Token, now: datetime | None = None) -> bool:
-    """Atomically mark a refresh token rotated; True for exactly one concurrent caller."""
-    result = db.session.execute(_CONSUME_REFRESH, {"pk": token.id, "now": now or utcnow()})
-    return result.rowcount == 1
+@dataclass(frozen=True, slots=True)
+class RedeemedCode:
+    """An authorization code spent by the statement that found it, with its member: what the token
+    response needs (the AuthorizationCode model's rules apply)."""
+
+    id: int
+    grant_id: str
+    user_id: str
+    redirect_uri: str | None
+    scope: str
+    nonce: str | None
+    code_challenge: str | None
+    code_challenge_method: str | None
+    auth_time: datetime
+    user: BearerMember
+
+    get_redirect_uri = AuthorizationCode.get_redirect_uri
+    get_scope = AuthorizationCode.get_scope
+    get_nonce = AuthorizationCode.get_nonce
+    get_auth_time = AuthorizationCode.get_auth_time
+    get_acr = AuthorizationCode.get_acr
+    get_amr = AuthorizationCode.get_amr
+
+
+@dataclass(frozen=True, slots=True)
+class RotatedRefresh:
+    """A refresh token marked rotated by the statement that found it, with its member."""
+
+    id: int
+    grant_id: str
+    user_id: str
+    scope: str
+    auth_time: datetime
+    user: BearerMember
+
+    get_scope = Token.get_scope
+
+    def check_client(self, client) -> bool:
+        return True  # found by its client (the UPDATE's WHERE): another client's token is never returned
+
+
+def redeem_code(value: str, client: Client, now: datetime | None = None) -> RedeemedCode | None:
+    """Find and spend `client`'s live, unused code in one statement; None when there is none (unknown,
+    another client's, expired or already used: `find_code` tells which)."""
+    if not value or len(value) > 512:
+        return None
+    row = db.session.execute(_REDEEM_CODE, {"hash": sha256_hex(value), "client": client.id,
+                                            "now": now or utcnow()}).first()
+    if row is None:
+        return None
+    return RedeemedCode(row.id, row.grant_id, row.user_id, row.redirect_uri, row.scope, row.nonce,
+                        row.code_challenge, row.code_challenge_method, row.auth_time, _member(row))
+
+
+def rotate_refresh_token(value: str, client: Client, now: datetime | None = None) -> RotatedRefresh | None:
+    """Find `client`'s live refresh token and mark it rotated, in one statement; None when there is
+    none (unknown, another client's, expired, revoked or rotated already: `find_refresh_token` tells)."""
+    if not value or len(value) > 512:
+        return None
+    row = db.session.execute(_ROTATE_REFRESH, {"hash": sha256_hex(value), "client": client.id,
+                                               "now": now or utcnow()}).first()
+    if row is None:
+        return None
+    return RotatedRefresh(row.id, row.grant_id, row.user_id, row.scope, row.auth_time, _member(row))
 
 
 def revoke_grant(grant_id: str) -> int:

@@ -1,0 +1,76 @@
+"""The connection to the database, and what stands in for a pre-ping.
+
+A pre-ping (`SELECT 1` at every checkout from the pool) costs a PostgreSQL round trip on every
+request, to guard against a rare event: a pooled connection that died while idle (the database
+restarted, a proxy or firewall closed it). Instead:
+
+- connections are replaced before they grow old (`DATABASE_POOL_RECYCLE`), below the idle limits
+  of proxies and load balancers;
+- a request whose *first* statement finds its connection dead runs once more on a fresh one.
+  Nothing had been read or written yet, so running it again is safe. SQLAlchemy then also retires
+  every connection of the pool older than the failure, so one request per process meets a dead
+  connection after an outage, and it does not see an error either.
+
+`read_row` serves requests whose only database work is one indexed read (userinfo, a bearer
+token's lookup): on an autocommit connection, so PostgreSQL sees the SELECT alone, without a
+BEGIN before it and a ROLLBACK after it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, g, has_app_context
+from sqlalchemy import Row, event
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql import Executable
+
+from app.extensions import db
+
+log = logging.getLogger(__name__)
+
+
+def _count_statement(conn, cursor, statement, parameters, context, executemany) -> None:
+    if has_app_context():
+        g.db_statements = g.get("db_statements", 0) + 1
+
+
+def first_statement_met_a_dead_connection(error: BaseException) -> bool:
+    """A disconnect on the request's first statement: safe to run the request again."""
+    return isinstance(error, DBAPIError) and error.connection_invalidated and g.get("db_statements", 0) <= 1
+
+
+class RetryingFlask(Flask):
+    """Flask, running a view once more when its first statement found a dead pooled connection."""
+
+    def dispatch_request(self) -> Any:
+        try:
+            return super().dispatch_request()
+        except DBAPIError as error:
+            if not first_statement_met_a_dead_connection(error):
+                raise
+            log.warning("stale database connection replaced; the request runs again")
+            db.session.remove()
+            g.db_statements = 0
+            return super().dispatch_request()
+
+
+def read_row(statement: Executable, params: dict[str, Any]) -> Row | None:
+    """The first row of one SELECT run outside any transaction (autocommit); retried once on a fresh
+    connection when the pooled one turns out dead."""
+    for attempt in (1, 2):
+        try:
+            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                return conn.execute(statement, params).first()
+        except DBAPIError as error:
+            if attempt == 2 or not error.connection_invalidated:
+                raise
+            log.warning("stale database connection replaced; the read runs again")
+    return None  # not reached: the loop returns or raises
+
+
+def init_database(app: Flask) -> None:
+    db.init_app(app)
+    with app.app_context():
+        event.listen(db.engine, "before_cursor_execute", _count_statement)

@@ -1,0 +1,149 @@
+"""PostgreSQL round trips per request, read off libpq's own protocol trace: every exchange of
+messages that ends in the server's ReadyForQuery is one trip across the network, BEGIN and COMMIT
+included. On a database in another machine each costs a network latency, whatever the CPU does.
+
+Budgets (issue 20): a code exchange in at most 5 (BEGIN, the client, the code found and spent by
+one UPDATE ... RETURNING, the tokens, COMMIT), userinfo in at most 2 (one read, no transaction
+around it), and no pre-ping before either."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import event, text
+
+from app import create_app
+from app.extensions import db
+from tests.integration.test_query_counts import USERINFO, Member
+from tests.production.servers import requires_postgres
+
+pytestmark = requires_postgres
+
+
+@pytest.fixture(scope="module")
+def traced_app(settings):
+    # Keys are re-read at most every KEY_REFRESH_INTERVAL seconds in production (10 by default); the
+    # test settings re-read them on every request, which is not what is being measured here.
+    return create_app({**{k: v for k, v in settings.items() if not k.startswith("_")}, "KEY_REFRESH_INTERVAL": 3600})
+
+
+@contextmanager
+def round_trips(app):
+    """Count the round trips of every connection `app` checks out inside the block."""
+    import psycopg
+
+    with app.app_context():
+        engine = db.engine
+    fd, path = tempfile.mkstemp(prefix="pgtrace-")
+
+    def trace(dbapi_conn, record, proxy):
+        dbapi_conn.pgconn.trace(fd)
+        dbapi_conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS | psycopg.pq.Trace.REGRESS_MODE)
+
+    def untrace(dbapi_conn, record):
+        dbapi_conn.pgconn.untrace()
+
+    event.listen(engine, "checkout", trace)
+    event.listen(engine, "checkin", untrace)
+    trips: list[str] = []
+    try:
+        yield trips
+    finally:
+        event.remove(engine, "checkout", trace)
+        event.remove(engine, "checkin", untrace)
+        os.close(fd)
+        with open(path) as lines:
+            messages = [fields for line in lines if len(fields := line.rstrip("\n").split("\t")) >= 3]
+        os.unlink(path)
+        # One trip per ReadyForQuery, named by the statement the client sent in it (its first word;
+        # "prepared" when psycopg ran a statement it had prepared before, which it names by number).
+        sent: list[str] = []
+        for direction, _, kind, *rest in messages:
+            if direction == "F" and kind == "Query":
+                sent.append(rest[0].strip().split('"')[1].split()[0].upper())
+            elif direction == "F" and kind == "Parse":
+                sent.append(rest[0].strip().split('"')[3].split()[0].upper())
+            elif direction == "F" and kind == "Bind":
+                sent.append("prepared")
+            elif direction == "B" and kind == "ReadyForQuery":
+                trips.append(sent[0] if sent else "?")
+                sent = []
+
+
+def test_a_code_exchange_takes_five_round_trips(traced_app):
+    warm = Member(traced_app)
+    warm.exchange(*warm.sign_in())  # keys loaded, statements compiled
+    m = Member(traced_app)
+    code, verifier = m.sign_in()
+    with round_trips(traced_app) as trips:
+        response = m.exchange(code, verifier)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert len(trips) == 5 and trips[0] == "BEGIN" and trips[-1] == "COMMIT", trips
+
+
+def test_a_refresh_takes_five_round_trips(traced_app):
+    m = Member(traced_app)
+    first = m.exchange(*m.sign_in()).get_json()
+    with round_trips(traced_app) as trips:
+        response = m.refresh(first["refresh_token"])
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert len(trips) == 5 and trips[0] == "BEGIN" and trips[-1] == "COMMIT", trips
+
+
+def test_userinfo_takes_one_round_trip(traced_app):
+    m = Member(traced_app)
+    tokens = m.exchange(*m.sign_in()).get_json()
+    with round_trips(traced_app) as trips:
+        response = m.rp.get(USERINFO, headers={"Authorization": f"Bearer {tokens['access_token']}"})
+    assert response.status_code == 200 and response.get_json()["sub"]
+    assert len(trips) == 1 and trips[0] in ("SELECT", "prepared"), trips  # no pre-ping, no BEGIN, no ROLLBACK
+
+
+def test_a_refused_bearer_token_takes_one_round_trip_too(traced_app):
+    m = Member(traced_app)
+    with round_trips(traced_app) as trips:
+        response = m.rp.get(USERINFO, headers={"Authorization": "Bearer not-a-token"})
+    assert response.status_code == 401
+    assert len(trips) == 1, trips
+
+
+# -- what stands in for the pre-ping -----------------------------------------------------------
+
+
+def kill_pooled_connections(app) -> int:
+    """Terminate the PostgreSQL backends behind `app`'s pooled connections, as a database restart
+    or a proxy's idle timeout would, without touching anyone else's."""
+    with app.app_context():
+        engine = db.engine
+    pids: set[int] = set()
+
+    def remember(dbapi_conn, record, proxy):
+        pids.add(dbapi_conn.info.backend_pid)
+
+    event.listen(engine, "checkout", remember)
+    try:  # check out every idle connection once, to learn its backend
+        held = [engine.connect() for _ in range(engine.pool.checkedin())]
+        for conn in held:
+            conn.close()
+    finally:
+        event.remove(engine, "checkout", remember)
+    for pid in pids:
+        db.session.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    db.session.commit()
+    return len(pids)
+
+
+def test_a_dead_pooled_connection_costs_no_request_an_error(traced_app, caplog):
+    m = Member(traced_app)
+    first = m.exchange(*m.sign_in()).get_json()
+    assert kill_pooled_connections(traced_app) >= 1
+
+    info = m.rp.get(USERINFO, headers={"Authorization": f"Bearer {first['access_token']}"})
+    assert info.status_code == 200, info.get_data(as_text=True)
+    assert kill_pooled_connections(traced_app) >= 1
+    refreshed = m.refresh(first["refresh_token"])
+    assert refreshed.status_code == 200, refreshed.get_data(as_text=True)
+    assert sum("stale database connection replaced" in r.getMessage() for r in caplog.records) == 2
