@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import secrets
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -41,7 +42,8 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 from bench import floor_provider
 from bench.dataset import BENCH_LIMITS, CATALOG_CREDITS, CHEAP_ARGON2
-from bench.servers import PEER_PORT, SERVERS, ServerSettings, free_port, start_peer, start_server, stop
+from bench.servers import PEER_PORT, SERVERS, ServerSettings, free_port, start_peer, start_server, stop, wait_for
+from bench.stores import Store, private_postgres, private_redis, start_with_store, stop_group
 
 ROOT = Path(__file__).resolve().parent.parent
 # The load test is one client hammering the token endpoint: lift the per-client throttle (300 a
@@ -88,9 +90,16 @@ PROFILES = {
                  "rt_concurrency": "1,8", "codes": 600, "token_concurrency": "1,8", "refresh_duration": 6,
                  "refresh_concurrency": "1,8", "userinfo_concurrency": "1,16"},
 }
-TARGETS = {  # ours / peer, server CPU per operation (issue 7)
+TARGETS = {  # ours / the in-memory peer, server CPU per operation (issue 7)
     "token": 1.0, "refresh": 1.0, "roundtrip": 1.0, "sso": 1.0, "userinfo": 2.0,
 }
+# Ours / the database-backed peer on the same kind of store (issue 20), server and store CPU per
+# operation: ours on SQLite against the peer on Redis, ours on PostgreSQL against the peer on PostgreSQL.
+PERSISTENT_TARGETS = {
+    "token(code+PKCE) c=1": 1.0, "refresh(rotate) c=1": 1.0, "userinfo c=1": 1.3, "roundtrip c=1": 1.5,
+    "refresh(rotate) c=8": 1.5,
+}
+PERSISTENT_PAIRS = (("ours", "peer-redis", "SQLite", "Redis"), ("ours-postgresql", "peer-pg", "PostgreSQL", "PostgreSQL"))
 FLOOR_TARGET = 1.2
 FLOOR_TESTS = ("discovery", "jwks", "hello")  # ours: measured in turn by Bench.floor
 HARNESS_TESTS = ("discovery", "jwks", "roundtrip", "token", "refresh", "userinfo")  # oidcperf's own  # discovery and JWKS: within 1.2x of the Flask hello endpoint
@@ -142,6 +151,7 @@ class Bench:
         self.tmp = Path(tempfile.mkdtemp(prefix="credits-bench-"))
         self.server = ServerSettings(args.workers, args.threads, args.server)
         self.procs: list[subprocess.Popen] = []
+        self.groups: list[subprocess.Popen] = []  # targets started with a store of their own
 
     # -- processes ------------------------------------------------------------------------
 
@@ -172,6 +182,55 @@ class Bench:
         credits = int(data.get("member_credits") or 0)
         return Target(label, issuer, proc.pid, data["client_id"], data["client_secret"], data["username"],
                       data["password"], facts={"member_credits": credits, "last_page_offset": max(0, credits - 50)})
+
+    def provider_on_postgres(self, argon2: dict, label: str) -> Target:
+        """Ours on a private PostgreSQL cluster started inside its process tree (bench/stores.py): the
+        cluster's CPU is counted with the provider's, as the peer's store is with the peer's."""
+        port = free_port()
+        issuer = f"http://127.0.0.1:{port}"
+        store = private_postgres(free_port(), self.tmp / f"{label}-store", "credits_id_bench")
+        database_url = store.url.replace("postgresql://", "postgresql+psycopg://")
+        keys, facts = self.tmp / f"keys-{label}", self.tmp / f"{label}-dataset.json"
+        prepare = shlex.join([sys.executable, "-m", "bench.dataset", "--database-url", database_url, "--keys-dir",
+                              str(keys), "--scale", str(self.a.scale), "--catalog-credits", "0", "--json"])
+        env = {**os.environ, **{k: str(v) for k, v in argon2.items()}, "PYTHONPATH": str(ROOT),
+               "APP_ENV": "development", "ISSUER_URL": issuer, "DATABASE_URL": database_url, "KEYS_DIR": str(keys),
+               "SECRET_KEY": "bench-" + secrets.token_hex(24), **{k: str(v) for k, v in BENCH_LIMITS.items()},
+               "PROMETHEUS_MULTIPROC_DIR": str(Path(tempfile.mkdtemp(prefix=f"metrics-{label}-", dir=self.tmp)))}
+        log_path = self.tmp / f"{label}.log"
+        proc = start_with_store(store, f"{prepare} > {shlex.quote(str(facts))}", self.server.argv(port, "wsgi:app"),
+                                env, ROOT, log_path)
+        self.groups.append(proc)
+        wait_for(f"{issuer}/.well-known/openid-configuration", proc, log_path, timeout=600)
+        data = json.loads(facts.read_text().strip().splitlines()[-1])
+        return Target(label, issuer, proc.pid, data["client_id"], data["client_secret"], data["username"],
+                      data["password"])
+
+    def persistent_peer(self, adapter: str) -> Target:
+        """node oidc-provider with its Redis or PostgreSQL adapter (shared/bench/peer-persistent), its
+        store private and inside its process tree; npm packages installed once, outside the repository."""
+        label = {"redis": "peer-redis", "pg": "peer-pg"}[adapter]
+        work = Path(self.a.peer_work + "-persistent")
+        source = Path(self.a.harness) / "peer-persistent"
+        if not source.is_dir():
+            raise SystemExit(f"bench: the database-backed peer is not at {source}")
+        work.mkdir(parents=True, exist_ok=True)
+        for item in source.iterdir():
+            if item.is_file():
+                shutil.copy2(item, work / item.name)
+        if not (work / "node_modules" / "oidc-provider").is_dir():
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=work, check=True)  # noqa: S603 S607
+        port = free_port()
+        store: Store = (private_redis(free_port(), self.tmp / f"{label}-store") if adapter == "redis"
+                        else private_postgres(free_port(), self.tmp / f"{label}-store", "perf_peer"))
+        env = {**os.environ, "PEER_ADAPTER": adapter, "PORT": str(port), "NODE_ENV": "production",
+               "PEER_STATE_DIR": str(work), "REDIS_URL": store.url, "PG_URL": store.url}
+        log_path = self.tmp / f"{label}.log"
+        proc = start_with_store(store, "", ["node", "server.js"], env, work, log_path)
+        self.groups.append(proc)
+        wait_for(f"http://127.0.0.1:{port}/.well-known/openid-configuration", proc, log_path, timeout=600)
+        return Target(label, f"http://127.0.0.1:{port}", proc.pid, PEER["client_id"], PEER["client_secret"],
+                      PEER["username"], PEER["password"], PEER["driver"])
 
     def hello(self) -> tuple[subprocess.Popen, str]:
         port = free_port()
@@ -361,18 +420,22 @@ class Bench:
                     data = self.dataset(f"sqlite:///{self.tmp / 'bench-real.sqlite3'}", {}, "keys-real")
                     targets["ours-real-hash"] = self.provider(data, {}, "ours-real-hash")
                 if "postgresql" in self.a.database.split(","):
-                    data = self.dataset(self.a.postgres_url, CHEAP_ARGON2, "keys-pg")
-                    targets["ours-postgresql"] = self.provider(data, CHEAP_ARGON2, "ours-postgresql")
+                    targets["ours-postgresql"] = self.provider_on_postgres(CHEAP_ARGON2, "ours-postgresql")
                 if "hello" in self.tests:
                     hello_proc, hello_url = self.hello()
                     hello_pid = hello_proc.pid
             if "stack-floor" in self.a.targets:
                 targets["stack-floor"] = self.stack_floor()
-            if "peer" in self.a.targets:
+            for adapter, label in (("redis", "peer-redis"), ("pg", "peer-pg")):
+                if label in self.a.targets.split(","):
+                    targets[label] = self.persistent_peer(adapter)
+            if "peer" in self.a.targets.split(","):
                 targets["peer"] = self.peer()
             plan = {  # which provider runs which test
                 "ours": HARNESS_TESTS + ("hello", "sso"),
                 "peer": HARNESS_TESTS + ("sso",),
+                "peer-redis": ("roundtrip", "token", "refresh", "userinfo", "sso"),
+                "peer-pg": ("roundtrip", "token", "refresh", "userinfo", "sso"),
                 "stack-floor": ("roundtrip", "token", "refresh", "userinfo", "sso"),
                 "ours-real-hash": ("roundtrip",),
                 "ours-postgresql": ("roundtrip", "token", "refresh", "userinfo", "sso"),
@@ -397,6 +460,8 @@ class Bench:
         finally:
             for proc in list(self.procs):
                 stop(proc)
+            for proc in self.groups:
+                stop_group(proc)
         files: dict[str, Path] = {}
         for name, res in results.items():
             for g in res:
@@ -464,6 +529,38 @@ def _x(ratio: float | None) -> str:
     return "" if ratio is None else f"{ratio:.2f}×"
 
 
+def _persistent_table(files: dict) -> list[str]:
+    """The main comparison (issue 20): each store kind against the peer on the same kind, the stores'
+    own CPU counted on both sides (bench/stores.py); the in-memory peer beside them."""
+    memory_peer = _groups(files.get("peer"))
+    pairs = [(label, _groups(files.get(ours)), _groups(files.get(peer)), ours_store, peer_store)
+             for ours, peer, ours_store, peer_store in PERSISTENT_PAIRS
+             for label in [ours] if files.get(ours) and files.get(peer)]
+    if not pairs:
+        return []
+    head = "| test |" + "".join(f" ours on {o} | peer on {p} | ours ÷ peer | target |" for _, _, _, o, p in pairs)
+    head += " in-memory peer |"
+    lines = ["Server and store CPU ms per operation (median of the runs), ours against node oidc-provider on the same "
+             "kind of store; each store is private and inside its server's process tree, so its CPU is counted.", "",
+             head, "|---|" + "---:|---:|---:|---|" * len(pairs) + "---:|"]
+    groups = [g for g in PERSISTENT_TARGETS] + [g for _, _, peer, _, _ in pairs for g in peer
+                                                if g not in PERSISTENT_TARGETS]
+    for group in dict.fromkeys(groups):
+        cells = []
+        for label, ours, peer, _, _ in pairs:
+            key = group + (" [PostgreSQL]" if label == "ours-postgresql" else "")
+            o, p = ours.get(key), peer.get(group)
+            cpu, pcpu = (o or {}).get("server_cpu_ms_per_op"), (p or {}).get("server_cpu_ms_per_op")
+            ratio = _ratio(cpu, pcpu)
+            target = PERSISTENT_TARGETS.get(group)
+            verdict = "" if target is None else f"≤ {target:.1f}×" + ("" if ratio is None else
+                                                                     (" ✔" if ratio <= target else " ✘"))
+            cells.append(f" {_spread(cpu)} | {_spread(pcpu)} | {_x(ratio)} | {verdict} |")
+        m = memory_peer.get(group)
+        lines.append(f"| {group} |" + "".join(cells) + f" {_spread(m['server_cpu_ms_per_op']) if m else ''} |")
+    return lines + [""]
+
+
 def render_report(files: dict, machine: dict, a) -> str:
     # each of our rows, followed by its variants (real password-hash cost, PostgreSQL)
     variants = [_groups(files.get("ours-real-hash")), _groups(files.get("ours-postgresql"))]
@@ -481,6 +578,9 @@ def render_report(files: dict, machine: dict, a) -> str:
         f"load average before {machine['load_before'][0]:.2f}, after {machine['load_after'][0]:.2f}.",
         f"Profile `{a.profile}`, dataset scale {a.scale}, {a.server} {a.workers} workers x {a.threads} threads; "
         f"the stack floor 1 worker x {a.threads} threads (its state is its memory).",
+        "",
+        *_persistent_table(files),
+        "Against the in-memory peer and the stack floor:",
         "",
         f"Stack floor: the peer's work done by Flask + Authlib under {a.server} alone, in memory, with nothing of "
         "Credits ID (bench/floor_provider.py). Floor ÷ peer above a target means this setup misses it before the "
@@ -541,11 +641,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--profile", choices=sorted(PROFILES), default="standard")
     ap.add_argument("--repeat", type=int, default=0, help="runs per test (default: the profile's)")
     ap.add_argument("--tests", default="discovery,jwks,hello,roundtrip,token,refresh,userinfo,sso,extra")
-    ap.add_argument("--targets", default="ours,peer,stack-floor",
-                    help="ours, peer, stack-floor (Flask + Authlib in memory), comma-separated")
-    ap.add_argument("--database", default="sqlite,postgresql", help="sqlite and/or postgresql")
-    ap.add_argument("--postgres-url", default=os.environ.get(
-        "BENCH_POSTGRES_URL", "postgresql+psycopg://root@127.0.0.1:5432/credits_id_bench"))
+    ap.add_argument("--targets", default="ours,peer-redis,peer-pg,peer,stack-floor",
+                    help="ours, peer-redis and peer-pg (node oidc-provider on Redis / PostgreSQL, each with a private "
+                         "store counted in its CPU), peer (in memory), stack-floor (Flask + Authlib in memory)")
+    ap.add_argument("--database", default="sqlite,postgresql",
+                    help="sqlite and/or postgresql (a private cluster, counted in our CPU)")
     ap.add_argument("--scale", type=int, default=1, help="dataset size: 1 = 100 apps, 1k members, 10k tokens")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=4)

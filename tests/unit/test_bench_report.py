@@ -65,3 +65,25 @@ def test_a_run_without_ours_still_compares_the_floor_with_the_peer(tmp_path):
     assert refresh[8] == "2.00×" and refresh[10] == "≤ 1.0×"
     discovery = _row(report, "discovery c=1")
     assert discovery[5] == "" and discovery[6] == "0.200"
+
+
+def test_the_database_backed_peers_lead_the_report_with_issue_20s_targets(tmp_path):
+    """Ours on SQLite against the peer on Redis, ours on PostgreSQL against the peer on PostgreSQL,
+    each held to its target; the in-memory peer beside them."""
+    files = {
+        "ours": _write(tmp_path, "ours", [_group("token(code+PKCE) c=1", 2.0), _group("userinfo c=1", 1.4)]),
+        "ours-postgresql": _write(tmp_path, "ours-postgresql", [_group("token(code+PKCE) c=1 [PostgreSQL]", 3.0),
+                                                                _group("userinfo c=1 [PostgreSQL]", 1.2)]),
+        "peer-redis": _write(tmp_path, "peer-redis", [_group("token(code+PKCE) c=1", 2.5), _group("userinfo c=1", 1.0)]),
+        "peer-pg": _write(tmp_path, "peer-pg", [_group("token(code+PKCE) c=1", 2.5), _group("userinfo c=1", 1.0)]),
+        "peer": _write(tmp_path, "peer", [_group("token(code+PKCE) c=1", 1.5)]),
+    }
+    machine = {"cpu": "test", "cores": 2, "python": "3.11", "node": "v20", "load_before": [0.1], "load_after": [0.2]}
+    report = render_report(files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4,
+                                                           server="granian"))
+    head = report.index("ours on SQLite | peer on Redis")
+    assert head < report.index("Against the in-memory peer")
+    token = _row(report[head:], "token(code+PKCE) c=1")
+    assert token[1:] == ["2.000", "2.500", "0.80×", "≤ 1.0× ✔", "3.000", "2.500", "1.20×", "≤ 1.0× ✘", "1.500"]
+    userinfo = _row(report[head:], "userinfo c=1")
+    assert userinfo[3:5] == ["1.40×", "≤ 1.3× ✘"] and userinfo[7:9] == ["1.20×", "≤ 1.3× ✔"] and userinfo[9] == ""
