@@ -58,6 +58,11 @@ class ClientStatus(StrEnum):
     # client id is never handed to another app; to the protocol it does not exist.
     DELETED = "deleted"
 
+    @property
+    def is_active(self) -> bool:
+        """Only an active app may sign members in or use its tokens."""
+        return self is ClientStatus.ACTIVE
+
 
 SECRET_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
 
@@ -102,7 +107,7 @@ class Client(db.Model, ClientMixin):
 
     @property
     def is_active(self) -> bool:
-        return self.status == ClientStatus.ACTIVE
+        return ClientStatus(self.status).is_active
 
     @property
     def is_deleted(self) -> bool:

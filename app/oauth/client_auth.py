@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import unquote
 
-from authlib.oauth2.rfc6749 import InvalidRequestError
+from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Request
 
 from app.models import Client
 
@@ -85,13 +85,13 @@ def check_request(headers: Mapping[str, str], form: MultiValues, args: MultiValu
 QueryClient = Callable[[str | None], Client | None]
 
 
-def authenticate_client_secret_basic(query: QueryClient, request) -> Client | None:
+def authenticate_client_secret_basic(query: QueryClient, request: OAuth2Request) -> Client | None:
     client_id, secret = split_basic(request.headers)
     client = query(client_id) if client_id and secret else None
-    return client if client is not None and client.check_client_secret(secret) else None
+    return client if client is not None and secret and client.check_client_secret(secret) else None
 
 
-def authenticate_client_secret_post(query: QueryClient, request) -> Client | None:
+def authenticate_client_secret_post(query: QueryClient, request: OAuth2Request) -> Client | None:
     if request.headers.get("Authorization"):
         return None  # one authentication mechanism per request (RFC 6749 2.3)
     client_id, secret = request.form.get("client_id"), request.form.get("client_secret")
@@ -99,7 +99,7 @@ def authenticate_client_secret_post(query: QueryClient, request) -> Client | Non
     return client if client is not None and client.check_client_secret(secret) else None
 
 
-def authenticate_none(query: QueryClient, request) -> Client | None:
+def authenticate_none(query: QueryClient, request: OAuth2Request) -> Client | None:
     if request.headers.get("Authorization") or request.form.get("client_secret"):
         return None
     client_id = named_client_id(request.headers, request.form, request.args)

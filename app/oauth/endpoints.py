@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from authlib.oauth2 import OAuth2Error
-from authlib.oauth2.rfc6749 import InvalidRequestError
+from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Request
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint
 from authlib.oidc.rpinitiated import EndSessionEndpoint
@@ -80,7 +81,7 @@ class TokenParameter:
     """`token` is required; `token_type_hint` is only a hint, so an unknown value is ignored
     (RFC 7662 section 2.1) rather than refused with Authlib's 401 `unsupported_token_type`."""
 
-    def check_params(self, request, client) -> None:
+    def check_params(self, request: OAuth2Request, client: Client) -> None:
         if not request.form.get("token"):
             raise InvalidRequestError("Missing 'token' parameter.")
 
@@ -94,7 +95,7 @@ class Revocation(TokenParameter, RevocationEndpoint):
     def query_token(self, token_string: str, token_type_hint: str | None) -> PresentedToken | None:
         return find_presented_token(token_string, token_type_hint)
 
-    def revoke_token(self, token: PresentedToken, request) -> None:
+    def revoke_token(self, token: PresentedToken, request: OAuth2Request) -> None:
         """A refresh token: the whole grant family (every token descended from the same
         authorization code). An access token: its row, so the refresh token issued with it
         goes too (RFC 7009 section 2.1 allows it; the app asked to end this access)."""
@@ -115,12 +116,14 @@ class Introspection(TokenParameter, IntrospectionEndpoint):
     def query_token(self, token_string: str, token_type_hint: str | None) -> PresentedToken | None:
         return find_presented_token(token_string, token_type_hint)
 
-    def check_permission(self, token: PresentedToken, client: Client, request) -> bool:
+    def check_permission(self, token: PresentedToken, client: Client, request: OAuth2Request) -> bool:
         return token.check_client(client)
 
-    def introspect_token(self, token: PresentedToken) -> dict:
+    def introspect_token(self, token: PresentedToken) -> dict[str, Any]:
         row = token.row
-        payload = {
+        expires_at = token.expires_at()
+        assert expires_at is not None  # an active token has the expiry of its kind
+        payload: dict[str, Any] = {
             "active": True,
             # Reach follows the membership now, not at consent: a downgraded member's token no
             # longer carries the scopes the lower tier lacks (the one rule in app/scopes.py).
@@ -128,7 +131,7 @@ class Introspection(TokenParameter, IntrospectionEndpoint):
             "client_id": row.client.client_id,
             "sub": row.user.sub,
             "iss": current_app.config["ISSUER_URL"],
-            "exp": int(token.expires_at().timestamp()),
+            "exp": int(expires_at.timestamp()),
             "iat": int(row.issued_at.timestamp()),
         }
         if token.kind == ACCESS_TOKEN:
@@ -141,13 +144,13 @@ class EndSession(EndSessionEndpoint):
     still holds a retired key until every token it signed has expired - and accepted even when
     expired, as the spec asks. Redirects only to a post-logout URI registered for the client."""
 
-    def get_server_jwks(self) -> dict:
+    def get_server_jwks(self) -> dict[str, Any]:
         return keystore.public_key_set()
 
     def get_algorithms(self) -> list[str]:
         return [ALG]
 
-    def _validate_id_token_hint(self, id_token_hint: str) -> dict:
+    def _validate_id_token_hint(self, id_token_hint: str) -> dict[str, Any]:
         """Authlib's check, hardened: any malformed hint is one fixed protocol error (Authlib
         would put joserfc's message, which may hold a quote, into the error and fail with a
         ValueError), and the issuer must be us (Authlib checks only the signature)."""
@@ -165,12 +168,14 @@ class EndSession(EndSessionEndpoint):
         # Exact string match against the client's registered list (our column, not RFC 7591 metadata).
         return post_logout_redirect_uri in (client.post_logout_redirect_uris or [])
 
-    def is_post_logout_redirect_uri_legitimate(self, request, post_logout_redirect_uri, client, logout_hint) -> bool:
+    def is_post_logout_redirect_uri_legitimate(
+        self, request: OAuth2Request, post_logout_redirect_uri: str, client: Client, logout_hint: str | None
+    ) -> bool:
         """Without an ID token, the redirect is legitimate once the member confirmed the sign-out
         on our page (the URI is still exactly one registered for the client)."""
         return bool(g.get("end_session_confirmed"))
 
-    def end_session(self, end_session_request) -> None:
+    def end_session(self, end_session_request: Any) -> None:
         end_login()
         db.session.commit()
 
@@ -180,7 +185,7 @@ introspection = Introspection()
 end_session = EndSession()
 
 
-def read_id_token_hint(id_token_hint: str) -> dict:
+def read_id_token_hint(id_token_hint: str) -> dict[str, Any]:
     """The claims of an ID token this provider issued (expired or not), or InvalidRequestError.
     Shared by the end-session endpoint and the authorization endpoint's `id_token_hint`."""
     return end_session._validate_id_token_hint(id_token_hint)

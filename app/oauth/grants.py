@@ -5,18 +5,20 @@ Authlib drives the protocol; these subclasses supply storage, single use and reu
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
-from authlib.oauth2.rfc6749 import InvalidGrantError, grants
+from authlib.oauth2.rfc6749 import InvalidGrantError, OAuth2Request, grants
 from flask import current_app
 
 from app import metrics
 from app.extensions import db
-from app.models import AuthorizationCode, Client
+from app.models import AuthorizationCode, Client, Token
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from app.oauth import refresh_grace, tokens
 
 _INSERT_CODE = AuthorizationCode.__table__.insert()
 TOKEN_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+TokenResponse = tuple[int, dict[str, Any], list[tuple[str, str]]]  # status, body, headers (Authlib's)
 
 
 class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
@@ -32,7 +34,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         48 characters with its own call to the system's random source: 47 us against 1 us here."""
         return new_secret(32)
 
-    def save_authorization_code(self, code: str, request) -> None:
+    def save_authorization_code(self, code: str, request: OAuth2Request) -> None:
         """Store the hash of the code with what the token request must match. The granted
         scope and the login time were decided by the consent step (see authorize.py). A Core
         INSERT: the row is only read back by the token request."""
@@ -67,7 +69,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             tokens.revoke_grant(row.grant_id)
         return None
 
-    def create_token_response(self):
+    def create_token_response(self) -> TokenResponse:
         code: tokens.RedeemedCode = self.request.authorization_code
         self.request.auth_time = code.auth_time
         response = super().create_token_response()
@@ -79,7 +81,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
         """Kept (marked used) rather than deleted, so a replay can be recognized; purged later."""
 
-    def authenticate_user(self, authorization_code: AuthorizationCode):
+    def authenticate_user(self, authorization_code: tokens.RedeemedCode) -> tokens.BearerMember:
         return authorization_code.user
 
 
@@ -87,7 +89,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = TOKEN_AUTH_METHODS
     INCLUDE_NEW_REFRESH_TOKEN = True  # rotate on every use
 
-    def authenticate_refresh_token(self, refresh_token: str):
+    def authenticate_refresh_token(self, refresh_token: str) -> tokens.RotatedRefresh | Token | None:
         """The refresh token, marked rotated as it is found (one UPDATE ... RETURNING). When nothing
         comes back: a retry within the grace window gets the first answer again; a rotated-out
         token presented again means someone holds a copy, and the family is revoked."""
@@ -104,7 +106,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         tokens.revoke_grant(row.grant_id)
         return None
 
-    def create_token_response(self):
+    def create_token_response(self) -> TokenResponse:
         old = self.request.refresh_token
         presented = self.request.form.get("refresh_token") or ""
         if not isinstance(old, tokens.RotatedRefresh):
@@ -122,9 +124,9 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         metrics.tokens_issued("refresh_token", *issued_to)
         return status, body, headers
 
-    def authenticate_user(self, refresh_token):
+    def authenticate_user(self, refresh_token: tokens.RotatedRefresh) -> tokens.BearerMember:
         return refresh_token.user
 
-    def revoke_old_credential(self, refresh_token) -> None:
+    def revoke_old_credential(self, refresh_token: tokens.RotatedRefresh) -> None:
         """Already marked rotated as it was found; its access token stays valid until it expires (the
         new pair replaces it; reuse of the old refresh token revokes everything)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from flask import Flask
 from werkzeug.http import parse_etags, unquote_etag
@@ -22,7 +24,7 @@ INTROSPECTION_PATH = "/api/auth/oauth2/introspect"
 END_SESSION_PATH = "/api/auth/oauth2/endsession"
 
 
-def discovery_document(config: dict) -> dict:
+def discovery_document(config: Mapping[str, Any]) -> dict[str, Any]:
     issuer = config["ISSUER_URL"]
     claims = sorted({c for s in SCOPES.values() for c in s.claims})
     claims += ["iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", config["USER_ID_CLAIM"]]
@@ -60,7 +62,7 @@ def discovery_document(config: dict) -> dict:
 class PreparedDocument:
     """JSON bytes and their ETag, computed once."""
 
-    def __init__(self, document: dict):
+    def __init__(self, document: dict[str, Any]) -> None:
         self.body = json.dumps(document, separators=(",", ":")).encode()
         self.etag = '"' + hashlib.sha256(self.body).hexdigest()[:32] + '"'
 

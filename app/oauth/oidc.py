@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from authlib.oauth2.rfc6749 import OAuth2Request
 from authlib.oidc.core import UserInfo
 from authlib.oidc.core.grants import OpenIDCode, OpenIDToken
 from flask import current_app, g
+from joserfc.jwk import RSAKey
 
 from app.jwks import keystore
-from app.models import User
+from app.models import Client, User
 from app.oauth.tokens import BearerMember
 from app.scopes import claims_for, scope_list
 
@@ -33,18 +36,18 @@ class IDTokenMixin:
     """ID token parts shared by the code and refresh grants: issuer, audience, lifetime, the
     member's real login time, and the active key (with its kid) from the key store."""
 
-    def get_client_algorithm(self, client) -> str:
+    def get_client_algorithm(self, client: Client) -> str:
         return "RS256"
 
-    def get_encode_header(self, client) -> dict:
+    def get_encode_header(self, client: Client) -> dict[str, str]:
         kid, key = keystore.signing_key()
         g.id_token_key = key  # the same key signs that the header names, even mid-rotation
         return {"alg": "RS256", "kid": kid, "typ": "JWT"}
 
-    def resolve_client_private_key(self, client):
+    def resolve_client_private_key(self, client: Client) -> RSAKey:
         return g.pop("id_token_key")
 
-    def get_client_claims(self, client) -> dict:
+    def get_client_claims(self, client: Client) -> dict[str, Any]:
         now = int(time.time())
         return {
             "iss": current_app.config["ISSUER_URL"],
@@ -53,19 +56,19 @@ class IDTokenMixin:
             "exp": now + int(current_app.config["ID_TOKEN_LIFETIME"]),
         }
 
-    def get_compatible_claims(self, request) -> dict:
+    def get_compatible_claims(self, request: OAuth2Request) -> dict[str, Any]:
         claims = self.get_client_claims(request.client)
         claims["auth_time"] = int(request.auth_time.timestamp())
         return claims
 
-    def generate_user_info(self, user, scope):
+    def generate_user_info(self, user: User | BearerMember, scope: str) -> UserInfo:
         return user_claims(user, scope)
 
 
 class CodeIDToken(IDTokenMixin, OpenIDCode):
     """ID token for the authorization-code grant; adds `nonce` when the request sent one."""
 
-    def exists_nonce(self, nonce, request) -> bool:
+    def exists_nonce(self, nonce: str, request: OAuth2Request) -> bool:
         # Nonce replay matters for implicit/hybrid flows; a code is single-use already.
         return False
 

@@ -5,6 +5,8 @@ PKCE of public clients only; this subclass closes all three gaps."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from authlib.oauth2.rfc6749 import InvalidRequestError
 from authlib.oauth2.rfc7636 import CodeChallenge
 
@@ -13,7 +15,7 @@ class S256CodeChallenge(CodeChallenge):
     DEFAULT_CODE_CHALLENGE_METHOD = "S256"
     SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]
 
-    def validate_code_challenge(self, grant, redirect_uri):
+    def validate_code_challenge(self, grant: Any, redirect_uri: str | None) -> None:
         request = grant.request
         challenge = request.payload.data.get("code_challenge")
         method = request.payload.data.get("code_challenge_method")

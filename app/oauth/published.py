@@ -26,12 +26,13 @@ from app.oauth.metadata import DISCOVERY_PATH, JWKS_PATH, not_modified, publishe
 from app.security import baseline_headers
 
 StartResponse = Callable[..., Any]
+WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 
 class PublishedDocuments:
     """WSGI middleware in front of the Flask app (see the module docstring)."""
 
-    def __init__(self, app: Flask, wsgi_app: Callable) -> None:
+    def __init__(self, app: Flask, wsgi_app: WSGIApp) -> None:
         self.wsgi_app = wsgi_app
         self.discovery = app.extensions["discovery"]
         self.keystore = app.extensions["keystore"]
@@ -47,7 +48,7 @@ class PublishedDocuments:
             return ("oauth.jwks", snap.jwks_body, snap.jwks_etag) if snap is not None else None
         return None
 
-    def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD")
         if method not in ("GET", "HEAD") or environ.get("QUERY_STRING") or "HTTP_AUTHORIZATION" in environ:
             return self.wsgi_app(environ, start_response)
@@ -76,4 +77,4 @@ class PublishedDocuments:
 
 def init_published(app: Flask) -> None:
     """Install the front; call before ProxyFix wraps the app, so it sees the real client address."""
-    app.wsgi_app = PublishedDocuments(app, app.wsgi_app)
+    app.wsgi_app = PublishedDocuments(app, app.wsgi_app)  # type: ignore[method-assign]  # Flask's documented way

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import timedelta
+from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -44,12 +45,12 @@ def _key(presented_refresh_token: str) -> bytes:
     )
 
 
-def _associated_data(old: Token) -> bytes:
+def _associated_data(token_id: int) -> bytes:
     # Binds the ciphertext to its row: it cannot be moved to another token's row.
-    return f"refresh_replays:{old.id}".encode()
+    return f"refresh_replays:{token_id}".encode()
 
 
-def seal(old: Token, presented_refresh_token: str, response: dict) -> None:
+def seal(old: tokens.RotatedRefresh, presented_refresh_token: str, response: dict[str, Any]) -> None:
     """Keep `response` (the rotation's answer) openable by `presented_refresh_token` only.
     Added to the caller's transaction, so it commits together with the rotation."""
     seconds = window_seconds()
@@ -60,7 +61,7 @@ def seal(old: Token, presented_refresh_token: str, response: dict) -> None:
         return
     nonce = os.urandom(NONCE_BYTES)
     plaintext = json.dumps(response, separators=(",", ":")).encode()
-    ciphertext = AESGCM(_key(presented_refresh_token)).encrypt(nonce, plaintext, _associated_data(old))
+    ciphertext = AESGCM(_key(presented_refresh_token)).encrypt(nonce, plaintext, _associated_data(old.id))
     now = utcnow()
     # Rows older than the longest window can never be replayed: purge them while we are here.
     db.session.execute(
@@ -71,7 +72,7 @@ def seal(old: Token, presented_refresh_token: str, response: dict) -> None:
     db.session.add(RefreshReplay(token_id=old.id, successor_id=successor.id, sealed=nonce + ciphertext, created_at=now))
 
 
-def replay(old: Token, presented_refresh_token: str) -> dict | None:
+def replay(old: Token, presented_refresh_token: str) -> dict[str, Any] | None:
     """The response the rotation of `old` produced, if the retry is within the window and the
     family is intact; None otherwise (the caller then treats it as reuse)."""
     seconds = window_seconds()
@@ -88,7 +89,7 @@ def replay(old: Token, presented_refresh_token: str) -> dict | None:
     sealed = bytes(row.sealed)
     try:
         plaintext = AESGCM(_key(presented_refresh_token)).decrypt(
-            sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], _associated_data(old)
+            sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], _associated_data(old.id)
         )
     except (InvalidTag, ValueError):
         return None

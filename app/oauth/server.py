@@ -14,6 +14,7 @@ from authlib.oauth2.rfc6749 import OAuth2Request
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
 from authlib.oauth2.rfc6750 import BearerTokenValidator, InvalidTokenError
 from authlib.oauth2.rfc9207 import IssuerParameter
+from authlib.oidc.core import UserInfo as UserInfoClaims
 from authlib.oidc.core import UserInfoEndpoint
 from flask import Flask, current_app, g
 from flask import request as flask_request
@@ -59,21 +60,21 @@ class StoredAuthorizationRequest(OAuth2Request):
         self.payload = BasicOAuth2Payload(params)
 
     @property
-    def args(self):
+    def args(self) -> dict[str, str]:
         return self.payload.data
 
     @property
-    def form(self):
+    def form(self) -> dict[str, str]:
         return {}
 
 
 class CreditsAuthorizationServer(AuthorizationServer):
-    def create_oauth2_request(self, request):
+    def create_oauth2_request(self, request: OAuth2Request | None) -> OAuth2Request:
         if isinstance(request, OAuth2Request):
             return request
         return FlaskOAuth2Request(flask_request)
 
-    def authenticate_client(self, request, methods, endpoint="token") -> Client:
+    def authenticate_client(self, request: OAuth2Request, methods: list[str], endpoint: str = "token") -> Client:
         """One client, authenticated one way (app/oauth/client_auth.py), for the token, revocation
         and introspection endpoints alike. The client that authenticated is kept for the rest of the
         request: CORS answers its origins, not those of whatever the request also names."""
@@ -101,7 +102,7 @@ class AccessTokenValidator(BearerTokenValidator):
 
 
 class CreditsResourceProtector(ResourceProtector):
-    def parse_request_authorization(self, request):
+    def parse_request_authorization(self, request: OAuth2Request) -> tuple[BearerTokenValidator, str]:
         """A missing or non-Bearer Authorization is `invalid_token` with a Bearer challenge,
         as node-oidc-provider answers, instead of Authlib's generic errors."""
         auth = request.headers.get("Authorization") or ""
@@ -112,20 +113,20 @@ class CreditsResourceProtector(ResourceProtector):
 
 
 class UserInfo(UserInfoEndpoint):
-    def generate_user_info(self, user, scope):
+    def generate_user_info(self, user: tokens.BearerMember, scope: str) -> UserInfoClaims:
         return user_claims(user, scope)
 
     def get_issuer(self) -> str:
         return current_app.config["ISSUER_URL"]
 
 
-def _note_client(sender, client=None, **kwargs) -> None:
+def _note_client(sender: object, client: Client | None = None, **kwargs: object) -> None:
     """The access line names the app that authenticated at the token endpoint."""
     if client is not None:
         logs.note(client_id=client.client_id)
 
 
-def _note_token(sender, token=None, **kwargs) -> None:
+def _note_token(sender: object, token: tokens.Bearer | None = None, **kwargs: object) -> None:
     """The access line names the app and the member behind a bearer token."""
     if token is not None:
         logs.note(client_id=token.client.client_id, user_id=token.user_id)

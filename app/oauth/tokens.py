@@ -6,16 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from authlib.oauth2.rfc6749 import TokenMixin
+from authlib.oauth2.rfc6749 import OAuth2Request, TokenMixin
 from flask import current_app
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import ColumnElement, CursorResult, Label, Row, Table, bindparam, or_, select, update
 from sqlalchemy.orm import lazyload
 
 from app import metrics
 from app.database import read_row
 from app.extensions import db
-from app.models import AuthorizationCode, Client, Interaction, Token, User
+from app.models import AuthorizationCode, Client, ClientStatus, Interaction, Token, User
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.scopes import grantable, join, scope_list
 
@@ -35,7 +36,7 @@ _CODE = (
 _INSERT_TOKEN = _tokens.insert()
 
 
-def _member_of(table):
+def _member_of(table: Table) -> list[Label[Any]]:
     """The member's columns beside a row of `table`, as correlated subqueries: SQLite's RETURNING
     may name only the table it changes, and these let one statement find, spend and describe."""
     columns = (_users.c.sub, _users.c.name, _users.c.email, _users.c.email_verified, _users.c.tier,
@@ -88,8 +89,14 @@ class BearerApp:
 
     client_id: str
     status: str
-    client_metadata = Client.client_metadata
-    is_active = Client.is_active
+
+    @property
+    def client_metadata(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def is_active(self) -> bool:
+        return ClientStatus(self.status).is_active
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +135,12 @@ class Bearer(TokenMixin):
 
 def generate_bearer_token(
     grant_type: str,
-    client,
-    user=None,
+    client: Client,
+    user: BearerMember | User | None = None,
     scope: str | None = None,
     expires_in: int | None = None,
     include_refresh_token: bool = True,
-) -> dict:
+) -> dict[str, Any]:
     """Authlib token generator, for the code exchange and refresh alike. The scope issued is what
     the member's membership includes now, not when the code or the first token was issued: after a
     downgrade a refresh no longer carries (or stores) the higher tier's scopes. A refresh token only
@@ -141,7 +148,7 @@ def generate_bearer_token(
     lifetime = expires_in or int(current_app.config["ACCESS_TOKEN_LIFETIME"])
     if user is not None:
         scope = join(grantable(scope_list(scope), user.tier))
-    token = {
+    token: dict[str, Any] = {
         "token_type": "Bearer",
         "access_token": new_secret(32),
         "expires_in": lifetime,
@@ -152,7 +159,7 @@ def generate_bearer_token(
     return token
 
 
-def save_token(token: dict, request) -> None:
+def save_token(token: dict[str, Any], request: OAuth2Request) -> None:
     """Store the pair (hashes only) in the grant family of the code or refresh token it came from.
     The caller commits, so the token rows and the code/refresh consumption land together. A Core
     INSERT: nothing reads the new row back in this request (the ORM's unit of work costs 3x more)."""
@@ -208,7 +215,7 @@ def find_code(value: str) -> AuthorizationCode | None:
     return db.session.scalar(_CODE, {"hash": sha256_hex(value)})
 
 
-def _member(row) -> BearerMember:
+def _member(row: Row[Any]) -> BearerMember:
     return BearerMember(row.user_id, row.member_sub, row.member_name, row.member_email, row.member_email_verified,
                         row.member_tier, row.member_profile_id)
 
@@ -250,7 +257,7 @@ class RotatedRefresh:
 
     get_scope = Token.get_scope
 
-    def check_client(self, client) -> bool:
+    def check_client(self, client: Client) -> bool:
         return True  # found by its client (the UPDATE's WHERE): another client's token is never returned
 
 
@@ -282,15 +289,16 @@ def rotate_refresh_token(value: str, client: Client, now: datetime | None = None
 def revoke_grant(grant_id: str) -> int:
     """Revoke every token of a grant family (code reuse, refresh reuse). Commits at once, so
     the revocation stands even though the request that found the reuse is rejected."""
-    result = db.session.execute(
+    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
         update(Token)
         .where(Token.grant_id == grant_id, Token.revoked_at.is_(None))
         .values(revoked_at=utcnow())
         .execution_options(synchronize_session=False)
     )
     db.session.commit()
-    metrics.tokens_revoked(result.rowcount)
-    return result.rowcount
+    revoked: int = result.rowcount
+    metrics.tokens_revoked(revoked)
+    return revoked
 
 
 def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> int:
@@ -305,8 +313,8 @@ def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> i
         raise ValueError("end_grants needs a member, an app, or both")
     now = utcnow()
 
-    def scoped(table):
-        which = []
+    def scoped(table: Table) -> list[ColumnElement[bool]]:
+        which: list[ColumnElement[bool]] = []
         if user_id is not None:
             which.append(table.c.user_id == user_id)
         if client_id is not None:
@@ -320,12 +328,15 @@ def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> i
         .where(*scoped(_interactions), _interactions.c.consumed_at.is_(None), _interactions.c.expires_at > now)
         .values(expires_at=now)
     )
-    result = session.execute(_tokens.update().where(*scoped(_tokens), _tokens.c.revoked_at.is_(None)).values(revoked_at=now))
-    metrics.tokens_revoked(result.rowcount)
-    return result.rowcount
+    result: CursorResult[Any] = session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
+        _tokens.update().where(*scoped(_tokens), _tokens.c.revoked_at.is_(None)).values(revoked_at=now)
+    )
+    revoked: int = result.rowcount
+    metrics.tokens_revoked(revoked)
+    return revoked
 
 
-def live_tokens_filter(now: datetime):
+def live_tokens_filter(now: datetime) -> ColumnElement[bool]:
     """SQL condition for tokens that still grant something (used by account pages, purge)."""
     return (Token.revoked_at.is_(None)) & or_(Token.access_expires_at > now, Token.refresh_expires_at > now)
 
