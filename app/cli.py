@@ -10,6 +10,7 @@ import click
 from flask import Flask
 from flask.cli import AppGroup
 
+from app.capabilities import DEFAULT_SECRET_AUTH_METHOD, SECRET_AUTH_METHODS
 from app.console.apps import register_app
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
@@ -64,8 +65,8 @@ def users_create(email, name, tier, admin, role, password_stdin, profile_id, as_
 @click.option("--redirect-uri", "redirect_uris", multiple=True, required=True, help="Repeat for several.")
 @click.option("--post-logout-redirect-uri", "logout_uris", multiple=True)
 @click.option("--public", is_flag=True, help="A public client (native or browser app): no secret, PKCE.")
-@click.option("--auth-method", type=click.Choice(["client_secret_basic", "client_secret_post"]),
-              default="client_secret_basic", show_default=True)
+@click.option("--auth-method", type=click.Choice(SECRET_AUTH_METHODS), default=DEFAULT_SECRET_AUTH_METHOD,
+              show_default=True)
 @click.option("--scope", default=None, help="Allowed scopes (space-separated); default: all.")
 @click.option("--trusted", is_flag=True, help="First-party app: consent is skipped.")
 @click.option("--no-pkce", is_flag=True, help="Do not require PKCE (confidential legacy apps only).")

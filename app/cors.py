@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, g, request
 
 from app.api.envelope import is_api_request
-from app.oauth.metadata import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
+from app.capabilities import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
 
 BEARER_METHODS = "GET, POST"
 BEARER_HEADERS = "Authorization, Content-Type"

@@ -23,6 +23,7 @@ from joserfc.jwk import RSAKey
 from werkzeug.local import LocalProxy
 
 from app.audit import record
+from app.capabilities import SIGNING_ALG
 from app.extensions import db
 from app.models import User
 from app.models.base import utcnow
@@ -31,7 +32,6 @@ from app.models.signing_key import SigningKey
 log = logging.getLogger(__name__)
 
 RSA_KEY_BITS = 2048
-ALG = "RS256"
 
 
 class KeyStoreError(RuntimeError):
@@ -155,7 +155,7 @@ class KeyStore:
                 pem = path.read_bytes()
             except FileNotFoundError as exc:
                 raise KeyStoreError(f"private key file for kid {kid} is missing from {self.keys_dir}") from exc
-            key = RSAKey.import_key(pem, parameters={"kid": kid, "alg": ALG, "use": "sig"})
+            key = RSAKey.import_key(pem, parameters={"kid": kid, "alg": SIGNING_ALG, "use": "sig"})
             self._private[kid] = key
         return key
 
@@ -174,8 +174,8 @@ class KeyStore:
         with os.fdopen(fd, "wb") as fh:
             fh.write(key.as_pem(private=True))
         public = key.as_dict(private=False)
-        public.update({"kid": kid, "alg": ALG, "use": "sig"})
-        row = SigningKey(kid=kid, alg=ALG, public_jwk=public, activates_at=activates_at or utcnow())
+        public.update({"kid": kid, "alg": SIGNING_ALG, "use": "sig"})
+        row = SigningKey(kid=kid, alg=SIGNING_ALG, public_jwk=public, activates_at=activates_at or utcnow())
         db.session.add(row)
         db.session.commit()
         self.invalidate()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+from app.capabilities import DEFAULT_SECRET_AUTH_METHOD, SECRET_AUTH_METHODS
 from app.config import is_loopback_host
 from app.extensions import db
 from app.models import Client, ClientType
@@ -81,7 +82,7 @@ class NewClient:
     redirect_uris: list[str]
     post_logout_redirect_uris: list[str] = field(default_factory=list)
     public: bool = False
-    auth_method: str = "client_secret_basic"
+    auth_method: str = DEFAULT_SECRET_AUTH_METHOD
     scope: str = " ".join(SUPPORTED_SCOPES)
     trusted: bool = False
     require_pkce: bool = True
@@ -134,8 +135,8 @@ def _checked_fields(spec: NewClient, public: bool) -> dict:
         if value is not None and (problem := link_problem(value)):
             raise RegistrationError(f"{label} {value!r} {problem}")
         links[attr] = value
-    if spec.auth_method not in ("client_secret_basic", "client_secret_post"):
-        raise RegistrationError("Authentication method must be client_secret_basic or client_secret_post")
+    if spec.auth_method not in SECRET_AUTH_METHODS:
+        raise RegistrationError(f"Authentication method must be {' or '.join(SECRET_AUTH_METHODS)}")
     if public and not spec.require_pkce:
         raise RegistrationError("PKCE cannot be turned off for a public client")
     scopes = known_scopes(spec.scope)

@@ -16,6 +16,7 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, Length, Optional
 
+from app.capabilities import DEFAULT_SECRET_AUTH_METHOD, SECRET_AUTH_METHODS
 from app.console.once import new_submission_id
 from app.models import Role, Tier
 from app.registration import NewClient
@@ -36,6 +37,7 @@ def lines(text: str | None) -> list[str]:
     return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
+AUTH_METHOD_WORDS = {"client_secret_basic": "HTTP Basic", "client_secret_post": "form fields"}
 URL_HELP = "An https:// address (http only for 127.0.0.1, [::1] or localhost)."
 
 
@@ -69,9 +71,8 @@ class AppForm(OnceForm):
     )
     auth_method = SelectField(
         "How a confidential app authenticates at the token endpoint",
-        choices=[("client_secret_basic", "client_secret_basic (HTTP Basic)"),
-                 ("client_secret_post", "client_secret_post (form fields)")],
-        default="client_secret_basic",
+        choices=[(method, f"{method} ({AUTH_METHOD_WORDS[method]})") for method in SECRET_AUTH_METHODS],
+        default=DEFAULT_SECRET_AUTH_METHOD,
     )
     scopes = CheckboxesField(
         "Allowed scopes", choices=[(s.name, f"{s.name} — {s.description}") for s in SCOPES.values()],

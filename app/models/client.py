@@ -12,6 +12,7 @@ from authlib.oauth2.rfc6749 import ClientMixin
 from sqlalchemy import JSON, Boolean, ForeignKey, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.capabilities import DEFAULT_SECRET_AUTH_METHOD, GRANT_TYPES, RESPONSE_TYPES
 from app.extensions import db
 from app.models.base import UTCDateTime, sha256_hex, utcnow
 from app.scopes import scope_list
@@ -64,7 +65,6 @@ class ClientStatus(StrEnum):
         return self is ClientStatus.ACTIVE
 
 
-SECRET_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
 
 
 class Client(db.Model, ClientMixin):
@@ -80,7 +80,7 @@ class Client(db.Model, ClientMixin):
     previous_secret_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     name: Mapped[str] = mapped_column(String(120))
     client_type: Mapped[str] = mapped_column(String(16), default=ClientType.CONFIDENTIAL.value)
-    token_endpoint_auth_method: Mapped[str] = mapped_column(String(32), default="client_secret_basic")
+    token_endpoint_auth_method: Mapped[str] = mapped_column(String(32), default=DEFAULT_SECRET_AUTH_METHOD)
     redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
     post_logout_redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
     allowed_scopes: Mapped[str] = mapped_column(Text, default="")
@@ -157,10 +157,10 @@ class Client(db.Model, ClientMixin):
         return method == self.token_endpoint_auth_method
 
     def check_response_type(self, response_type: str) -> bool:
-        return response_type == "code"
+        return response_type in RESPONSE_TYPES
 
     def check_grant_type(self, grant_type: str) -> bool:
-        return grant_type in ("authorization_code", "refresh_token")
+        return grant_type in GRANT_TYPES
 
     def __repr__(self) -> str:
         return f"<Client {self.client_id}>"

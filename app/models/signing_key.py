@@ -13,6 +13,7 @@ from datetime import datetime
 from sqlalchemy import JSON, String
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.capabilities import SIGNING_ALG
 from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
@@ -21,7 +22,7 @@ class SigningKey(db.Model):
     __tablename__ = "signing_keys"
 
     kid: Mapped[str] = mapped_column(String(64), primary_key=True)
-    alg: Mapped[str] = mapped_column(String(16), default="RS256")
+    alg: Mapped[str] = mapped_column(String(16), default=SIGNING_ALG)
     public_jwk: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     activates_at: Mapped[datetime] = mapped_column(UTCDateTime)

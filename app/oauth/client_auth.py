@@ -104,3 +104,12 @@ def authenticate_none(query: QueryClient, request: OAuth2Request) -> Client | No
         return None
     client_id = named_client_id(request.headers, request.form, request.args)
     return query(client_id) if client_id else None
+
+
+# Each method app/capabilities.py names, by its name: a method named there without an
+# implementation here stops the app at start (a KeyError in init_oauth).
+METHODS: dict[str, Callable[[QueryClient, OAuth2Request], Client | None]] = {
+    "client_secret_basic": authenticate_client_secret_basic,
+    "client_secret_post": authenticate_client_secret_post,
+    "none": authenticate_none,
+}

@@ -25,8 +25,9 @@ from flask import current_app, g
 from joserfc.errors import JoseError
 
 from app.auth.sessions import end_login
+from app.capabilities import INTROSPECTION_AUTH_METHODS, REVOCATION_AUTH_METHODS, SIGNING_ALG
 from app.extensions import db
-from app.jwks import ALG, keystore
+from app.jwks import keystore
 from app.models import Client, Token
 from app.models.base import utcnow
 from app.oauth import tokens
@@ -34,10 +35,6 @@ from app.scopes import grantable, join, scope_list
 
 ACCESS_TOKEN = "access_token"
 REFRESH_TOKEN = "refresh_token"
-# Public clients may revoke their own tokens (RFC 7009 section 5); only confidential clients,
-# which can prove who they are, may introspect.
-REVOCATION_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
-INTROSPECTION_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
 MAX_ID_TOKEN_HINT_LENGTH = 8192
 
 
@@ -90,7 +87,7 @@ class Revocation(TokenParameter, RevocationEndpoint):
     """RFC 7009. Authlib answers 200 for an unknown token and refuses a token of another
     client; we decide what revoking means."""
 
-    CLIENT_AUTH_METHODS = REVOCATION_AUTH_METHODS
+    CLIENT_AUTH_METHODS = list(REVOCATION_AUTH_METHODS)
 
     def query_token(self, token_string: str, token_type_hint: str | None) -> PresentedToken | None:
         return find_presented_token(token_string, token_type_hint)
@@ -111,7 +108,7 @@ class Introspection(TokenParameter, IntrospectionEndpoint):
     """RFC 7662. Only the client a token was issued to may introspect it; for anyone else, and
     for an unknown, expired, revoked or rotated-out token, the answer is `{"active": false}`."""
 
-    CLIENT_AUTH_METHODS = INTROSPECTION_AUTH_METHODS
+    CLIENT_AUTH_METHODS = list(INTROSPECTION_AUTH_METHODS)
 
     def query_token(self, token_string: str, token_type_hint: str | None) -> PresentedToken | None:
         return find_presented_token(token_string, token_type_hint)
@@ -148,7 +145,7 @@ class EndSession(EndSessionEndpoint):
         return keystore.public_key_set()
 
     def get_algorithms(self) -> list[str]:
-        return [ALG]
+        return [SIGNING_ALG]
 
     def _validate_id_token_hint(self, id_token_hint: str) -> dict[str, Any]:
         """Authlib's check, hardened: any malformed hint is one fixed protocol error (Authlib

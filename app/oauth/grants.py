@@ -11,18 +11,18 @@ from authlib.oauth2.rfc6749 import InvalidGrantError, OAuth2Request, grants
 from flask import current_app
 
 from app import metrics
+from app.capabilities import TOKEN_AUTH_METHODS
 from app.extensions import db
 from app.models import AuthorizationCode, Client, Token
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from app.oauth import refresh_grace, tokens
 
 _INSERT_CODE = AuthorizationCode.__table__.insert()
-TOKEN_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
 TokenResponse = tuple[int, dict[str, Any], list[tuple[str, str]]]  # status, body, headers (Authlib's)
 
 
 class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
-    TOKEN_ENDPOINT_AUTH_METHODS = TOKEN_AUTH_METHODS
+    TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
 
     @staticmethod
     def client_requires_pkce(client: Client) -> bool:
@@ -86,7 +86,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
 
 
 class RefreshTokenGrant(grants.RefreshTokenGrant):
-    TOKEN_ENDPOINT_AUTH_METHODS = TOKEN_AUTH_METHODS
+    TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
     INCLUDE_NEW_REFRESH_TOKEN = True  # rotate on every use
 
     def authenticate_refresh_token(self, refresh_token: str) -> tokens.RotatedRefresh | Token | None:

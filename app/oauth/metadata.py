@@ -11,17 +11,25 @@ from typing import Any
 from flask import Flask
 from werkzeug.http import parse_etags, unquote_etag
 
-from app.oauth.endpoints import INTROSPECTION_AUTH_METHODS, REVOCATION_AUTH_METHODS
+from app.capabilities import (
+    AUTHORIZE_PATH,
+    CODE_CHALLENGE_METHODS,
+    END_SESSION_PATH,
+    GRANT_TYPES,
+    INTROSPECTION_AUTH_METHODS,
+    INTROSPECTION_PATH,
+    JWKS_PATH,
+    PROMPTS,
+    RESPONSE_MODES,
+    RESPONSE_TYPES,
+    REVOCATION_AUTH_METHODS,
+    REVOCATION_PATH,
+    SIGNING_ALG,
+    TOKEN_AUTH_METHODS,
+    TOKEN_PATH,
+    USERINFO_PATH,
+)
 from app.scopes import SCOPES, SUPPORTED_SCOPES
-
-DISCOVERY_PATH = "/.well-known/openid-configuration"
-AUTHORIZE_PATH = "/api/auth/oauth2/authorize"
-TOKEN_PATH = "/api/auth/oauth2/token"
-USERINFO_PATH = "/api/auth/oauth2/userinfo"
-JWKS_PATH = "/api/auth/jwks"
-REVOCATION_PATH = "/api/auth/oauth2/revoke"
-INTROSPECTION_PATH = "/api/auth/oauth2/introspect"
-END_SESSION_PATH = "/api/auth/oauth2/endsession"
 
 
 def discovery_document(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -40,18 +48,18 @@ def discovery_document(config: Mapping[str, Any]) -> dict[str, Any]:
         "introspection_endpoint_auth_methods_supported": list(INTROSPECTION_AUTH_METHODS),
         "end_session_endpoint": issuer + END_SESSION_PATH,
         "scopes_supported": list(SUPPORTED_SCOPES),
-        "response_types_supported": ["code"],
-        "response_modes_supported": ["query"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "response_types_supported": list(RESPONSE_TYPES),
+        "response_modes_supported": list(RESPONSE_MODES),
+        "grant_types_supported": list(GRANT_TYPES),
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["RS256"],
-        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-        "code_challenge_methods_supported": ["S256"],
+        "id_token_signing_alg_values_supported": [SIGNING_ALG],
+        "token_endpoint_auth_methods_supported": list(TOKEN_AUTH_METHODS),
+        "code_challenge_methods_supported": list(CODE_CHALLENGE_METHODS),
         "claims_supported": list(dict.fromkeys(claims)),
         "claims_parameter_supported": False,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,
-        "prompt_values_supported": ["none", "login", "consent"],
+        "prompt_values_supported": list(PROMPTS),
         "authorization_response_iss_parameter_supported": True,
         "ui_locales_supported": ["en"],
         "display_values_supported": ["page"],

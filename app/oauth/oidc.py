@@ -11,6 +11,7 @@ from authlib.oidc.core.grants import OpenIDCode, OpenIDToken
 from flask import current_app, g
 from joserfc.jwk import RSAKey
 
+from app.capabilities import SIGNING_ALG
 from app.jwks import keystore
 from app.models import Client, User
 from app.oauth.tokens import BearerMember
@@ -37,12 +38,12 @@ class IDTokenMixin:
     member's real login time, and the active key (with its kid) from the key store."""
 
     def get_client_algorithm(self, client: Client) -> str:
-        return "RS256"
+        return SIGNING_ALG
 
     def get_encode_header(self, client: Client) -> dict[str, str]:
         kid, key = keystore.signing_key()
         g.id_token_key = key  # the same key signs that the header names, even mid-rotation
-        return {"alg": "RS256", "kid": kid, "typ": "JWT"}
+        return {"alg": SIGNING_ALG, "kid": kid, "typ": "JWT"}
 
     def resolve_client_private_key(self, client: Client) -> RSAKey:
         return g.pop("id_token_key")

@@ -10,10 +10,12 @@ from typing import Any
 from authlib.oauth2.rfc6749 import InvalidRequestError
 from authlib.oauth2.rfc7636 import CodeChallenge
 
+from app.capabilities import CODE_CHALLENGE_METHODS
+
 
 class S256CodeChallenge(CodeChallenge):
-    DEFAULT_CODE_CHALLENGE_METHOD = "S256"
-    SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]
+    DEFAULT_CODE_CHALLENGE_METHOD = CODE_CHALLENGE_METHODS[0]
+    SUPPORTED_CODE_CHALLENGE_METHOD = list(CODE_CHALLENGE_METHODS)
 
     def validate_code_challenge(self, grant: Any, redirect_uri: str | None) -> None:
         request = grant.request
@@ -24,6 +26,6 @@ class S256CodeChallenge(CodeChallenge):
                 raise InvalidRequestError("PKCE is required: missing 'code_challenge'.")
             if not method:
                 raise InvalidRequestError("PKCE is required: missing 'code_challenge_method' (use S256).")
-            if method != "S256":
+            if method not in CODE_CHALLENGE_METHODS:
                 raise InvalidRequestError("Unsupported 'code_challenge_method': only S256 is accepted.")
         super().validate_code_challenge(grant, redirect_uri)

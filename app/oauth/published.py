@@ -22,7 +22,8 @@ from typing import Any
 from flask import Flask
 
 from app import logs, metrics
-from app.oauth.metadata import DISCOVERY_PATH, JWKS_PATH, not_modified, published_headers
+from app.capabilities import DISCOVERY_PATH, JWKS_PATH
+from app.oauth.metadata import not_modified, published_headers
 from app.security import baseline_headers
 
 StartResponse = Callable[..., Any]

@@ -21,6 +21,7 @@ from flask import request as flask_request
 from sqlalchemy import bindparam, select
 
 from app import logs
+from app.capabilities import TOKEN_AUTH_METHODS
 from app.extensions import db
 from app.models import Client
 from app.oauth import client_auth, endpoints, tokens
@@ -146,9 +147,8 @@ def init_oauth(app: Flask) -> None:
     server.init_app(app, query_client=query_client, save_token=tokens.save_token)
     server.register_token_generator("default", tokens.generate_bearer_token)
     server.scopes_supported = None  # unknown scopes are dropped by the client filter, not rejected
-    server.register_client_auth_method("client_secret_basic", client_auth.authenticate_client_secret_basic)
-    server.register_client_auth_method("client_secret_post", client_auth.authenticate_client_secret_post)
-    server.register_client_auth_method("none", client_auth.authenticate_none)
+    for method in TOKEN_AUTH_METHODS:
+        server.register_client_auth_method(method, client_auth.METHODS[method])
     if not server._authorization_grants:  # the singleton is wired once per process
         server.register_grant(AuthorizationCodeGrant, [S256CodeChallenge(required=True), CodeIDToken()])
         server.register_grant(RefreshTokenGrant, [RefreshIDToken()])

@@ -6,11 +6,7 @@ from authlib.oauth2.rfc6749 import InvalidRequestError
 from flask import Blueprint, Response, current_app, request
 
 from app.auth import logout, throttle
-from app.errors import machine_error
-from app.extensions import csrf
-from app.jwks import keystore
-from app.oauth import authorize
-from app.oauth.metadata import (
+from app.capabilities import (
     AUTHORIZE_PATH,
     DISCOVERY_PATH,
     END_SESSION_PATH,
@@ -19,9 +15,12 @@ from app.oauth.metadata import (
     REVOCATION_PATH,
     TOKEN_PATH,
     USERINFO_PATH,
-    not_modified,
-    published_headers,
 )
+from app.errors import machine_error
+from app.extensions import csrf
+from app.jwks import keystore
+from app.oauth import authorize
+from app.oauth.metadata import not_modified, published_headers
 from app.oauth.server import server
 
 bp = Blueprint("oauth", __name__)

@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
+from app.capabilities import DISCOVERY_PATH, JWKS_PATH
 from app.jwks import keystore
 from app.metrics import REQUESTS
-from app.oauth.metadata import DISCOVERY_PATH, JWKS_PATH
 from app.oauth.published import PublishedDocuments
 
 PATHS = {DISCOVERY_PATH: "oauth.discovery", JWKS_PATH: "oauth.jwks"}
