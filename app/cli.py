@@ -234,8 +234,9 @@ def purge_expired_command(batch_size, dry_run, as_json):
 
 
 def register_cli(app: Flask) -> None:
+    from app.apikeys_cli import api_keys
     from app.console.commands import fees  # adds the console's commands to `clients` and `users`
 
-    for group in (users, clients, keys, demo, fees):
+    for group in (users, clients, keys, demo, fees, api_keys):
         app.cli.add_command(group)
     app.cli.add_command(purge_expired_command)
