@@ -31,9 +31,12 @@ MAX_NAMES = 20
 MAX_TRACK_IDS = 50
 
 
+ESCAPE = "!"  # not a backslash: PostgreSQL reads backslashes in literals by its own settings
+
+
 def _like(text: str, prefix_only: bool = False) -> str:
-    """A LIKE pattern matching `text` literally (its own % and _ escaped with `\\`)."""
-    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    """A LIKE pattern matching `text` literally (its own %, _ and ! escaped with `!`)."""
+    escaped = text.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
     return (escaped + "%") if prefix_only else ("%" + escaped + "%")
 
 
@@ -42,10 +45,17 @@ def find_profile(profile_id: str) -> Profile | None:
     return db.session.get(Profile, canonical) if canonical else None
 
 
+def _identifier(id_value: str) -> str | None:
+    """An identifier worth looking up: not empty, not longer than any stored one, no NUL (which
+    PostgreSQL refuses in text)."""
+    value = (id_value or "").strip()
+    return value if value and len(value) <= 64 and "\x00" not in value else None
+
+
 def find_track(id_key: str, id_value: str) -> Track | None:
     """A track by `id` (UUID), `isrc` or `spotify`; None for an unknown key or value."""
-    value = (id_value or "").strip()
-    if not value or len(value) > 64:
+    value = _identifier(id_value)
+    if value is None:
         return None
     if id_key == "id":
         canonical = canonical_uuid(value)
@@ -62,8 +72,8 @@ def find_track(id_key: str, id_value: str) -> Track | None:
 
 def find_album(id_key: str, id_value: str) -> Album | None:
     """An album by `id` (UUID), `upc` or `spotify`; None for an unknown key or value."""
-    value = (id_value or "").strip()
-    if not value or len(value) > 64:
+    value = _identifier(id_value)
+    if value is None:
         return None
     if id_key == "id":
         canonical = canonical_uuid(value)
@@ -201,13 +211,13 @@ def search(keyword: str, types: list[str]) -> dict:
     pattern = _like(keyword)
     result = {"tracks": _empty(), "albums": _empty(), "profiles": _empty()}
     if "profile" in types:
-        where = func.lower(Profile.name).like(pattern, escape="\\")
+        where = func.lower(Profile.name).like(pattern, escape=ESCAPE)
         ids = list(db.session.scalars(select(Profile.id).where(where).order_by(Profile.name, Profile.id)
                                       .limit(SEARCH_LIMIT)))
         result["profiles"] = {"total": db.session.scalar(select(func.count()).select_from(Profile).where(where)),
                               "items": _profile_items(ids)}
     if "track" in types:
-        where = func.lower(Track.title).like(pattern, escape="\\")
+        where = func.lower(Track.title).like(pattern, escape=ESCAPE)
         rows = db.session.execute(select(Track.id, Track.title, Track.popularity).where(where)
                                   .order_by(Track.popularity.desc(), Track.id).limit(SEARCH_LIMIT)).all()
         released = dict(db.session.execute(
@@ -221,7 +231,7 @@ def search(keyword: str, types: list[str]) -> dict:
                       for tid, title, popularity in rows],
         }
     if "album" in types:
-        where = func.lower(Album.title).like(pattern, escape="\\")
+        where = func.lower(Album.title).like(pattern, escape=ESCAPE)
         albums = db.session.scalars(select(Album).where(where).order_by(Album.popularity.desc(), Album.id)
                                     .limit(SEARCH_LIMIT)).all()
         result["albums"] = {
@@ -242,7 +252,7 @@ def autocomplete(q: str) -> dict:
         left = AUTOCOMPLETE_LIMIT - len(items)
         if left <= 0:
             break
-        rows = db.session.execute(select(model.id, label).where(func.lower(label).like(pattern, escape="\\"))
+        rows = db.session.execute(select(model.id, label).where(func.lower(label).like(pattern, escape=ESCAPE))
                                   .order_by(order, model.id).limit(left)).all()
         items += [{"id": row_id, "name": name, "entityType": kind} for row_id, name in rows]
     return {"items": items}

@@ -223,3 +223,25 @@ def test_made_up_keys_draw_on_the_address_budget_and_are_refused_in_the_gateway_
     refused = client.get("/v1/roles", headers=key_header("bogus"))
     assert refused.status_code == 429 and set(refused.get_json()) == {"message", "request_id"}
     assert refused.headers["Retry-After"]
+
+
+@pytest.mark.parametrize("plan, per_second, per_minute", [("build", 25, 1500), ("scale", 100, 6000)])
+def test_build_and_scale_plans_refuse_past_their_per_second_budget(client, catalog, plan, per_second, per_minute):
+    import time
+
+    from app.apikeys import PLAN_LIMITS
+
+    key, value = make_key(plan=plan)
+    for _attempt in range(3):
+        limiter.reset()
+        while time.time() % 1 > 0.5:  # the budget spent and the request made within one second
+            time.sleep(0.01)
+        for _ in range(per_second - 1):
+            limiter.limiter.hit(PLAN_LIMITS[plan].window, "api-key", key.id)
+        last = client.get("/v1/roles", headers=key_header(value))
+        refused = client.get("/v1/roles", headers=key_header(value))
+        if last.status_code == 200 and refused.status_code == 429:
+            break
+    assert last.status_code == 200 and last.headers["RateLimit-Limit"] == str(per_minute)
+    assert_gateway_error(refused, 429, f"API rate limit exceeded: {per_second} per second for this key")
+    assert refused.headers["Retry-After"] == "1" and refused.headers["RateLimit-Remaining"] == "0"

@@ -106,10 +106,17 @@ def test_album_by_each_identifier_and_its_credits(client, catalog, secret, id_ke
     "/v1/track/upc/000000000000", "/v1/track/name/x", f"/v1/track/id/{uid(999, 2)}/albums",
     "/v1/album/isrc/USAAA2000000", "/v1/album/upc/999", f"/v1/album/id/{uid(999, 3)}/credits", "/v1/album/spotify/zz",
     f"/v1/profile/{uid(999, 1)}", "/v1/profile/nope/credits", f"/v1/profile/{uid(999, 1)}/charts",
-    f"/v1/profile/{uid(999, 1)}/collaborators",
+    f"/v1/profile/{uid(999, 1)}/collaborators", "/v1/track/isrc/" + "U" * 65, "/v1/album/spotify/%20",
 ])
 def test_an_unmatched_identifier_is_404_not_found(client, catalog, secret, path):
     assert_api_error(client.get(path, headers=key_header(secret)), 404, "Not found")
+
+
+def test_a_nul_byte_anywhere_is_400_never_a_5xx(client, catalog, secret):
+    for path in ("/v1/track/spotify/sp%00", "/v1/album/upc/0%000", "/v1/search/autocomplete?q=a%00"):
+        assert_api_error(client.get(path, headers=key_header(secret)), 400, "Invalid parameters supplied")
+    response = client.post("/v1/search", json={"keyword": "a\x00b"}, headers=key_header(secret))
+    assert_api_error(response, 400, "Invalid parameters supplied")
 
 
 @pytest.mark.parametrize("path", [
@@ -148,8 +155,11 @@ def test_search_groups_results_and_leaves_unasked_buckets_empty(client, catalog,
     assert tracks_only["tracks"]["total"] == 11  # Track 1, Track 10..19
     item = tracks_only["tracks"]["items"][0]
     assert set(item) == {"id", "title", "popularity", "releaseDate"} and "T" in item["releaseDate"]
-    # LIKE wildcards are matched literally.
-    assert ok_data(client.post("/v1/search", json={"keyword": "%"}, headers=h))["tracks"]["total"] == 0
+    # LIKE wildcards (and the escape character) are matched literally.
+    for literal in ("%", "_", "!", "!%", "\\"):
+        found = ok_data(client.post("/v1/search", json={"keyword": literal}, headers=h))
+        assert (found["tracks"]["total"], found["albums"]["total"], found["profiles"]["total"]) == (0, 0, 0), literal
+    assert ok_data(client.get("/v1/search/autocomplete?q=%25", headers=h))["items"] == []
 
 
 @pytest.mark.parametrize("body", [None, "not json", [], {}, {"keyword": ""}, {"keyword": "  "}, {"keyword": 5},
