@@ -191,3 +191,29 @@ def test_profile_search_for_known_tracks(client, catalog, secret):
     assert [p["id"] for p in by_spotify["items"]] == [catalog.mine]
     for bad in ("", "?names=ada", f"?track_ids={uid(2, 2)}", "?names=&track_ids=x"):
         assert_api_error(client.get("/v1/profiles/search" + bad, headers=h), 400, "Invalid parameters supplied")
+
+
+def test_key_door_pages_cost_a_fixed_number_of_queries(client, catalog, secret):
+    """Whatever the page size: the key lookup, the meter's upsert and its commit, then the reads."""
+    from tests.api_support import count_queries
+
+    def queries(method, path, **kw):
+        with count_queries() as statements:
+            response = getattr(client, method)(path, headers=key_header(secret), **kw)
+        assert response.status_code == 200, response.get_data(as_text=True)
+        return len(statements)
+
+    for path in (f"/v1/profile/{catalog.mine}/credits", f"/v1/album/id/{uid(1, 3)}/credits",
+                 f"/v1/profile/{catalog.mine}/collaborators", f"/v1/track/id/{uid(1, 2)}/albums"):
+        assert queries("get", path + "?limit=1") == queries("get", path + "?limit=50"), path
+    # Search: a count and a page per bucket, and the profile bucket's statistics, for ten rows at most.
+    assert queries("post", "/v1/search", json={"keyword": "a"}) <= 14
+
+
+def test_a_browser_may_preflight_the_widget_api(client, catalog):
+    response = client.options(f"/embed/v1/profile/{catalog.mine}", headers={
+        "Origin": "https://widgets.example", "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "x-api-key"})
+    assert response.status_code == 200
+    assert "x-api-key" in response.headers["Access-Control-Allow-Headers"]
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
