@@ -140,6 +140,15 @@ def pass_gateway(surface: str) -> KeyCaller:
     return KeyCaller(key)
 
 
+def refuse_key() -> None:
+    """A key on a route no key may use: 401 for an unknown key, else 403 (with its window)."""
+    key = presented_key()
+    if key is None:
+        raise GatewayError(401, UNAUTHORIZED if key_value() else NO_KEY)
+    _spend_budget(key)
+    raise GatewayError(403, CANNOT_CONSUME)
+
+
 def door(bearer_scope: str | None = None, key: str | None = API) -> Callable:
     """Route decorator: which callers a route admits, and the caller passed as first argument.
 
@@ -150,17 +159,14 @@ def door(bearer_scope: str | None = None, key: str | None = API) -> Callable:
     def decorate(view: Callable) -> Callable:
         @wraps(view)
         def wrapper(*args, **kwargs):
-            if API_KEY_HEADER in request.headers or (key is not None and bearer_scope is None
-                                                     and (key == WIDGET or bearer_value() is None)):
+            if API_KEY_HEADER in request.headers:
                 if key is None:
-                    # A key on a sign-in-only route: checked as a key, then not entitled.
-                    if presented_key() is None:
-                        raise GatewayError(401, UNAUTHORIZED if key_value() else NO_KEY)
-                    _spend_budget(presented_key())
-                    raise GatewayError(403, CANNOT_CONSUME)
+                    refuse_key()  # a sign-in-only route: checked as a key, then not entitled
                 return view(pass_gateway(key), *args, **kwargs)
             if bearer_scope is not None:
                 return view(authenticate(bearer_scope), *args, **kwargs)
+            if key == WIDGET or bearer_value() is None:
+                return view(pass_gateway(key), *args, **kwargs)  # no key: 401 No API key found
             # A valid bearer token on a catalog-wide route: the sign-in never reaches the catalog.
             authenticate("credits:read")
             raise ApiError(403, CATALOG_NEEDS_KEY, challenge("insufficient_scope", CATALOG_NEEDS_KEY))

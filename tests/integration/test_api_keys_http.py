@@ -16,7 +16,7 @@ from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAP
 from app.api.openapi import openapi_document
 from app.extensions import db
 from app.models import ApiUsage
-from tests.api_support import make_catalog, uid
+from tests.api_support import make_catalog, member_with_token, uid
 from tests.conftest import free_port, start_server, unavailable
 from tests.key_support import index_catalog, make_key
 
@@ -80,6 +80,30 @@ def test_what_a_client_sees_at_the_key_door(live_server, spec):
     db.session.expire_all()
     counted = db.session.scalar(db.select(ApiUsage.count).where(ApiUsage.key_id == key.id))
     assert counted == 5  # the two 200s and the three API errors; gateway refusals are not metered
+
+
+def test_an_access_token_reads_nothing_of_the_catalog_over_http(live_server, spec):
+    """A valid sign-in token of the member whose profile is `mine`: every catalog path about
+    anyone else, or catalog-wide, is 403 with no data; its own profile still answers."""
+    catalog = make_catalog(credits=5)
+    index_catalog()
+    _, _, token = member_with_token("pro", catalog.mine)
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {token}"
+    base = live_server.url
+    paths = [f"/v1/profile/{catalog.other}", f"/v1/profile/{catalog.other}/credits",
+             f"/v1/profile/{catalog.other}/charts", f"/v1/profile/{catalog.other}/collaborators",
+             f"/v1/profile/{catalog.mine}/collaborators", f"/v1/track/id/{uid(1, 2)}",
+             "/v1/track/isrc/USAAA2000000/albums", "/v1/album/upc/000000000000", f"/v1/album/id/{uid(1, 3)}/credits",
+             "/v1/search/autocomplete?q=a", "/v1/roles", f"/v1/profiles/search?names=otto&track_ids={uid(1, 2)}"]
+    for path in paths:
+        response = validated(spec, session.get(base + path, timeout=30))
+        assert response.status_code == 403 and "data" not in response.json(), (path, response.text)
+    searched = session.post(base + "/v1/search", json={"keyword": "otto"}, timeout=30)
+    assert searched.status_code == 403 and 'error="insufficient_scope"' in searched.headers["WWW-Authenticate"]
+    widget = session.get(f"{base}/embed/v1/profile/{catalog.mine}", timeout=30)
+    gateway_body(widget, 401, "No API key found in request")
+    assert validated(spec, session.get(f"{base}/v1/profile/{catalog.mine}", timeout=30)).status_code == 200
 
 
 def test_the_start_plan_is_5_a_second_then_429_with_retry_after(live_server, spec):
