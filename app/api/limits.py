@@ -56,6 +56,14 @@ def caller_key() -> tuple[str, str]:
     return f"addr:{request.remote_addr or 'unknown'}", "each address without a valid access token"
 
 
+def _keyed_route() -> bool:
+    """Does the request reach a route that takes API keys (an unknown path or method does not:
+    it is counted on the address's budget, so its answer carries a window too)?"""
+    rule = request.url_rule
+    view = current_app.view_functions.get(rule.endpoint) if rule is not None else None
+    return view is not None and hasattr(view, "key_surface")
+
+
 def count_request() -> None:
     """Spend one request of the caller's budget; past the budget, 429 with `Retry-After`.
     A request with a live API key is budgeted per key by the gateway instead (app/api/gateway.py);
@@ -63,8 +71,8 @@ def count_request() -> None:
     from app.api.gateway import API_KEY_HEADER, GatewayError, presented_key
 
     has_key = API_KEY_HEADER in request.headers
-    if has_key and presented_key() is not None:
-        return
+    if has_key and presented_key() is not None and _keyed_route():
+        return  # the gateway counts it on the key's budget
     key, per = caller_key()
     item = RateLimitItemPerMinute(int(current_app.config["API_RATE_LIMIT_PER_MINUTE"]))
     spent = spend(item, LIMIT_SCOPE, key)

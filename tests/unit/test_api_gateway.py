@@ -99,6 +99,17 @@ def test_an_unknown_key_is_401_unauthorized(client, catalog, value):
         assert_headers(response)
 
 
+def test_an_unknown_path_or_method_with_a_key_is_an_api_error_with_the_headers(client, catalog):
+    key, value = make_key()
+    for response, status in ((client.get("/v1/nope", headers=key_header(value)), 404),
+                             (client.delete("/v1/roles", headers=key_header(value)), 405),
+                             (client.get("/embed/v1/roles", headers=key_header(value)), 404)):
+        assert response.status_code == status and response.get_json()["result"] == "error"
+        assert_headers(response)
+    db.session.expire_all()
+    assert meter(key) == 0  # the gateway never saw them
+
+
 def test_a_revoked_key_is_401_unauthorized_at_once_and_is_not_metered(client, catalog):
     from app.apikeys import revoke_key
 
