@@ -70,7 +70,7 @@ def utc_day(moment: datetime | None = None) -> date:
     return (moment or datetime.now(UTC)).astimezone(UTC).date()
 
 
-def count_request(key: ApiKey, day: date | None = None) -> None:
+def meter_request(key: ApiKey, day: date | None = None) -> None:
     """Add one request to the key's counter for `day` (today, UTC): one statement. Flushes only;
     the gateway commits."""
     values = {"key_id": key.id, "day": day or utc_day(), "count": 1}

@@ -33,7 +33,7 @@ from app.api.envelope import ApiError
 from app.apikeys import PLAN_LIMITS, live_key
 from app.auth.throttle import spend
 from app.extensions import db
-from app.metering import count_request
+from app.metering import meter_request
 from app.models import ApiKey
 
 API_KEY_HEADER = "x-api-key"
@@ -135,7 +135,7 @@ def pass_gateway(surface: str) -> KeyCaller:
     _spend_budget(key)  # before the entitlement check, so a refusal carries the key's window too
     if not _entitled(key, surface):
         raise GatewayError(403, CANNOT_CONSUME)
-    count_request(key)
+    meter_request(key)
     db.session.commit()  # the gateway's unit of work: the meter counts even if the API then refuses
     return KeyCaller(key)
 

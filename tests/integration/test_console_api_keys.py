@@ -11,7 +11,7 @@ from html import unescape
 import requests
 
 from app.extensions import db
-from app.metering import count_request, utc_day
+from app.metering import meter_request, utc_day
 from app.models import ApiKey, AuditEvent
 from app.models.base import sha256_hex
 from tests.api_support import make_catalog
@@ -109,7 +109,7 @@ def test_usage_per_day_and_month_with_the_amount(live_server):
     fresh()
     key = db.session.scalar(db.select(ApiKey))
     for day in [date(2026, 10, 1)] * 40 + [date(2026, 10, 9)] * 2:
-        count_request(key, day)
+        meter_request(key, day)
     db.session.commit()
     page = browser.get(f"/console/api-keys/{key.id}?month=2026-10").text
     assert "<td>2026-10-01</td><td>40</td>" in page and "<td>2026-10-09</td><td>2</td>" in page

@@ -10,7 +10,7 @@ import pytest
 
 from app.apikeys import live_key
 from app.extensions import db
-from app.metering import count_request, utc_day
+from app.metering import meter_request, utc_day
 from app.models import ApiKey, AuditEvent, Role
 from tests.factories import make_member
 
@@ -75,8 +75,8 @@ def test_usage_per_day_and_the_months_amount(cli):
     created = run_json(cli, "create", "--owner", dev.email, "--name", "Server")
     key = db.session.get(ApiKey, created["id"])
     for day in (date(2026, 10, 2), date(2026, 10, 2), date(2026, 10, 30), date(2026, 9, 30)):
-        count_request(key, day)
-    count_request(key, utc_day())
+        meter_request(key, day)
+    meter_request(key, utc_day())
     db.session.commit()
     usage = run_json(cli, "usage", created["id"], "--month", "2026-10")
     assert usage["days"] == {"2026-10-02": 2, "2026-10-30": 1}

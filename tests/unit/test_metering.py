@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from app.extensions import db
-from app.metering import banded_amount, count_request, last_used, month_amount, month_bounds, usage_for
+from app.metering import banded_amount, last_used, meter_request, month_amount, month_bounds, usage_for
 from app.models import ApiUsage
 from tests.key_support import make_key
 
@@ -50,8 +50,8 @@ def test_one_counter_row_per_key_per_day_bumped_by_an_upsert():
     key, _ = make_key("secret", plan="build")
     other, _ = make_key("secret")
     for day in (date(2026, 11, 3), date(2026, 11, 3), date(2026, 11, 3), date(2026, 11, 20), date(2026, 10, 31)):
-        count_request(key, day)
-    count_request(other, date(2026, 11, 3))
+        meter_request(key, day)
+    meter_request(other, date(2026, 11, 3))
     db.session.commit()
     rows = db.session.execute(db.select(ApiUsage.day, ApiUsage.count).where(ApiUsage.key_id == key.id)
                               .order_by(ApiUsage.day)).all()
