@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from limits import RateLimitItem, RateLimitItemPerMinute, RateLimitItemPerSecond
 from sqlalchemy import or_, select
+from sqlalchemy.orm import joinedload
 
 from app.audit import record
 from app.extensions import db
@@ -161,14 +162,16 @@ def find_key(key_id: str, user: User | None = None) -> ApiKey:
 
 def live_key(value: str | None) -> ApiKey | None:
     """The live key a request presents: current value, or the previous one inside its grace.
-    Revoked keys and values of the wrong shape are None (one indexed lookup at most)."""
+    Revoked keys, keys whose owner is no longer a developer or admin, and values of the wrong
+    shape are None (one indexed lookup at most, the owner joined)."""
     if not value or not KEY_SHAPE.fullmatch(value):
         return None
     digest = sha256_hex(value)
     key = db.session.scalar(
-        select(ApiKey).where(or_(ApiKey.secret_hash == digest, ApiKey.previous_secret_hash == digest))
+        select(ApiKey).options(joinedload(ApiKey.owner))
+        .where(or_(ApiKey.secret_hash == digest, ApiKey.previous_secret_hash == digest))
     )
-    if key is None or key.is_revoked:
+    if key is None or key.is_revoked or not can_own_keys(key.owner):
         return None
     if key.secret_hash != digest and (key.previous_expires_at is None or key.previous_expires_at <= utcnow()):
         return None

@@ -81,6 +81,16 @@ def test_revocation_is_immediate_for_both_values_and_final():
     assert actions == ["apikey.created", "apikey.rotated", "apikey.revoked"]
 
 
+def test_a_key_stops_when_its_owner_is_no_longer_a_developer():
+    key, value = make_key()
+    key.owner.role = Role.MEMBER
+    db.session.commit()
+    assert live_key(value) is None
+    key.owner.role = Role.ADMIN
+    db.session.commit()
+    assert live_key(value).id == key.id
+
+
 def test_made_up_values_are_not_keys():
     make_key()
     for value in (None, "", "msk_", "msk_" + "a" * 43, "xsk_" + "a" * 43, "msk_" + "a" * 500, "mpk_\u00e9"):
