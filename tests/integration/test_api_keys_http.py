@@ -18,6 +18,7 @@ from app.extensions import db
 from app.models import ApiUsage
 from tests.api_support import make_catalog, member_with_token, uid
 from tests.conftest import free_port, start_server, unavailable
+from tests.factories import db_state
 from tests.key_support import index_catalog, make_key
 
 pytestmark = pytest.mark.live
@@ -80,6 +81,9 @@ def test_what_a_client_sees_at_the_key_door(live_server, spec):
     db.session.expire_all()
     counted = db.session.scalar(db.select(ApiUsage.count).where(ApiUsage.key_id == key.id))
     assert counted == 5  # the two 200s and the three API errors; gateway refusals are not metered
+    # The key is in no log line and nowhere in the database (only its hash is).
+    assert secret not in live_server.log_text() and publishable not in live_server.log_text()
+    assert secret not in str(db_state()) and publishable not in str(db_state())
 
 
 def test_an_access_token_reads_nothing_of_the_catalog_over_http(live_server, spec):
