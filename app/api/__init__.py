@@ -9,9 +9,9 @@ widget API `/embed/v1` serves publishable keys. One envelope, paging and headers
   widget.py    the widget API routes (`/embed/v1`)
   paging.py    limit/offset rules
   envelope.py  success, page and error shapes
-  limits.py    per-sign-in budget, RateLimit-* headers, request id, version header
+  limits.py    per-sign-in (and per-address) budget, RateLimit-* headers, request id, version header
   reads.py     the catalog queries (a bounded number per page) and JSON shapes
-  views.py     the routes
+  views.py     the /v1 routes, each naming its doors (token, key or both)
   openapi.py   the OpenAPI 3.1 document (openapi.yaml)
 """
 

@@ -18,7 +18,6 @@ wider catalog)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
@@ -122,7 +121,7 @@ def _spend_budget(key: ApiKey) -> None:
     if not spent.allowed:
         g.api_window = Window(plan.per_minute, 0, spent.reset)
         raise GatewayError(429, f"API rate limit exceeded: {plan.per_minute} per minute for this key",
-                           {"Retry-After": str(max(1, math.ceil(spent.reset)))})
+                           {"Retry-After": str(spent.reset)})
 
 
 def pass_gateway(surface: str) -> KeyCaller:
