@@ -33,6 +33,9 @@ ACTIONS: dict[str, str] = {
     "key.rotated": "Signing key rotated",
     "key.retired": "Signing key retired",
     "key.revoked": "Signing key revoked (unpublished at once)",
+    "apikey.created": "API key created",
+    "apikey.rotated": "API key rotated",
+    "apikey.revoked": "API key revoked",
     "user.role_changed": "Role changed",
     "user.tier_changed": "Membership changed",
 }

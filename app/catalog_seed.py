@@ -12,6 +12,7 @@ with a Zipf-like skew, as in real catalogs: a few prolific producers and writers
 
 from __future__ import annotations
 
+import hashlib
 import random
 import string
 import uuid
@@ -23,7 +24,18 @@ from itertools import accumulate
 from sqlalchemy import delete, func, insert, select, text, update
 
 from app.extensions import db
-from app.models import Album, ChartRow, Credit, CreditRole, Profile, Track, TrackArtist, User, credit_role_links
+from app.models import (
+    Album,
+    ChartRow,
+    Credit,
+    CreditRole,
+    Profile,
+    Track,
+    TrackArtist,
+    TrackIsrc,
+    User,
+    credit_role_links,
+)
 
 DEFAULT_SEED = 20261123
 DEFAULT_CREDITS = 6000
@@ -108,6 +120,17 @@ def _sizes(credits: int) -> tuple[int, int, int]:
 
 def _spotify_id(rng: random.Random) -> str:
     return "".join(rng.choices(BASE62, k=22))
+
+
+def _derived_spotify_id(row_id: str) -> str:
+    """A Spotify-style id derived from a row id (not drawn from the random stream, so adding it
+    left every other seeded value as it was)."""
+    number = int.from_bytes(hashlib.sha256(row_id.encode()).digest()[:17], "big")
+    chars = []
+    for _ in range(22):
+        number, digit = divmod(number, 62)
+        chars.append(BASE62[digit])
+    return "".join(chars)
 
 
 def _upc(rng: random.Random) -> str:
@@ -261,8 +284,19 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
                 "credits_count": count, "percentage": round(100.0 * count / total, 3),
             })
 
+    # The catalog API's lookups: each track's ISRCs indexed, each album's Spotify id and popularity
+    # (its most popular credited track's).
+    isrc_rows = [{"isrc": isrc, "track_id": t["id"]} for t in tracks for isrc in dict.fromkeys(t["isrcs"])]
+    popularity = {t["id"]: t["popularity"] for t in tracks}
+    album_popularity: dict[str, int] = {}
+    for row in credit_rows:
+        album_popularity[row["album_id"]] = max(album_popularity.get(row["album_id"], 0), popularity[row["track_id"]])
+    for album in albums:
+        album["spotify_id"] = _derived_spotify_id(album["id"])
+        album["popularity"] = album_popularity.get(album["id"], 0)
+
     for model_or_table, rows in ((CreditRole, role_rows), (Profile, profiles), (Album, albums), (Track, tracks),
-                                 (TrackArtist, track_artists), (Credit, credit_rows),
+                                 (TrackIsrc, isrc_rows), (TrackArtist, track_artists), (Credit, credit_rows),
                                  (credit_role_links, link_rows), (ChartRow, chart_rows)):
         table = getattr(model_or_table, "__table__", model_or_table)
         for start in range(0, len(rows), BATCH):
@@ -316,7 +350,8 @@ def catalog_is_empty() -> bool:
 def clear_catalog() -> None:
     """Remove every catalog row; members keep their accounts but lose their profile link."""
     db.session.execute(update(User).where(User.profile_id.is_not(None)).values(profile_id=None))
-    for table in (credit_role_links, Credit.__table__, ChartRow.__table__, TrackArtist.__table__, Track.__table__,
+    for table in (credit_role_links, Credit.__table__, ChartRow.__table__, TrackArtist.__table__,
+                  TrackIsrc.__table__, Track.__table__,
                   Album.__table__, Profile.__table__):
         db.session.execute(delete(table))
     db.session.execute(update(CreditRole).values(parent_id=None))

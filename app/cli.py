@@ -207,6 +207,9 @@ def demo_seed(catalog_seed, credit_count, rebuild, as_json):
             secret = f"  secret: {a['client_secret']}" if a["client_secret"] else "  (public: no secret)"
             lines.append(f"  {a['name']}: client_id {a['client_id']}{secret}")
             lines.append(f"      redirect URIs: {' '.join(a['redirect_uris'])}")
+        dev = d["developer"]
+        lines.append(f"Demo developer: {dev['email']}  password: {dev['password']}")
+        lines.append(f"  secret API key ({dev['api_key_plan']}): {dev['api_key']}  (send it as x-api-key to /v1)")
         return "\n".join(lines)
 
     emit(data, as_json, human)
@@ -235,8 +238,9 @@ def purge_expired_command(batch_size, dry_run, as_json):
 
 
 def register_cli(app: Flask) -> None:
+    from app.apikeys_cli import api_keys
     from app.console.commands import fees  # adds the console's commands to `clients` and `users`
 
-    for group in (users, clients, keys, demo, fees):
+    for group in (users, clients, keys, demo, fees, api_keys):
         app.cli.add_command(group)
     app.cli.add_command(purge_expired_command)

@@ -29,7 +29,7 @@ from app.api.envelope import is_api_request
 from app.capabilities import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
 
 BEARER_METHODS = "GET, POST"
-BEARER_HEADERS = "Authorization, Content-Type"
+BEARER_HEADERS = "Authorization, Content-Type, x-api-key"
 # Response headers a cross-origin page may read beyond the always-readable few (Fetch standard).
 EXPOSED = ", ".join([
     "WWW-Authenticate", "Retry-After", "X-Request-Id", "X-Gateway-Request-Id", "RateLimit-Limit",

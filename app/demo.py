@@ -1,15 +1,17 @@
 """Demo data for a first run: a catalog, two members (basic and pro) linked to two of its most
-credited profiles, and two apps (confidential and public).
+credited profiles, two apps (confidential and public), and a developer with a secret API key for
+the catalog API.
 
 Running it again is safe: the same catalog, members and apps are kept, and fresh credentials are
 issued and printed (passwords and secrets are stored hashed, so they cannot be shown again)."""
 
 from __future__ import annotations
 
+from app.apikeys import create_key, rotate_key
 from app.catalog_seed import ensure_catalog, profiles_by_credit_count
 from app.extensions import db
 from app.members import create_member, set_password
-from app.models import Client, Tier, User
+from app.models import ApiKey, Client, Role, Tier, User
 from app.models.base import new_secret
 from app.registration import NewClient, register_client, rotate_secret
 
@@ -18,6 +20,8 @@ DEMO_MEMBERS = (
     {"email": "basic@demo.credits.example", "name": "Billie Basic", "tier": Tier.BASIC.value, "catalog_rank": 1},
     {"email": "pro@demo.credits.example", "name": "Parker Pro", "tier": Tier.PRO.value, "catalog_rank": 0},
 )
+DEMO_DEVELOPER = {"email": "developer@demo.credits.example", "name": "Devi Developer"}
+DEMO_KEY_NAME = "Demo server key"
 DEMO_REDIRECT = "http://127.0.0.1:5001/callback"
 DEMO_APPS = (
     NewClient(
@@ -61,4 +65,23 @@ def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, r
             secret = None if client.is_public else rotate_secret(client)
         apps.append({"name": client.name, "client_id": client.client_id, "client_secret": secret,
                      "type": client.client_type, "redirect_uris": client.redirect_uris})
-    return {"members": members, "apps": apps, "catalog": catalog.as_dict()}
+    return {"members": members, "apps": apps, "catalog": catalog.as_dict(), "developer": _demo_developer()}
+
+
+def _demo_developer() -> dict:
+    """A developer account and its secret API key (a fresh value at every run: only hashes are kept)."""
+    password = new_secret(12)
+    user = db.session.scalar(db.select(User).where(User.email == DEMO_DEVELOPER["email"]))
+    if user is None:
+        user = create_member(DEMO_DEVELOPER["email"], DEMO_DEVELOPER["name"], password, role=Role.DEVELOPER)
+    else:
+        user.role = Role.DEVELOPER
+        set_password(user, password)
+    key = db.session.scalar(db.select(ApiKey).where(ApiKey.owner_id == user.id, ApiKey.name == DEMO_KEY_NAME,
+                                                    ApiKey.revoked_at.is_(None)))
+    if key is None:
+        key, value = create_key(user, DEMO_KEY_NAME, "secret", "payg")
+    else:
+        value = rotate_key(key)
+    db.session.commit()
+    return {"email": user.email, "password": password, "api_key": value, "api_key_plan": key.plan}

@@ -99,7 +99,7 @@ def register_error_handlers(app: Flask) -> None:
         reason = str(getattr(error, "orig", None) or type(error).__name__).splitlines()[0][:300]
         log.error("database unavailable on %s %s: %s", request.method, request.path, reason)
         title, message = FRIENDLY[503]
-        if request.path.startswith("/v1/"):
+        if is_api_request():
             response = jsonify(result="error", code=503, message="Service temporarily unavailable")
             response.status_code = 503
         elif is_machine_request():

@@ -37,6 +37,10 @@ def banner(seed: dict) -> str:
     for app in seed["apps"]:
         secret = f"secret: {app['client_secret']}" if app.get("client_secret") else "public: no secret"
         lines.append(f"  {app['client_id']:<16} {secret}")
+    if dev := seed.get("developer"):
+        lines.append(f"Demo developer (console): {dev['email']}  password: {dev['password']}")
+        lines.append(f"  catalog API key: {dev['api_key']}")
+        lines.append(f"  try: curl -H 'x-api-key: {dev['api_key']}' {PROVIDER}/v1/roles")
     lines.append("Ctrl-C stops both.\n")
     return "\n".join(lines)
 

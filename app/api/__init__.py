@@ -1,12 +1,17 @@
-"""The `/v1` data API: a member's own profile, credits and (on pro) analytics, reached with a
-bearer access token from this provider, in the platform's envelope, paging and limits.
+"""The `/v1` data API, with two doors on the same paths: a bearer access token from this
+provider reaches the member's own profile, credits and (on pro) analytics; an API key (`x-api-key`)
+reaches the whole catalog through the gateway (per-key limits, the `api_requests` meter). The
+widget API `/embed/v1` serves publishable keys. One envelope, paging and headers for all.
 
   auth.py      who is calling, which scope and membership the route needs, which profile it reaches
+  gateway.py   the key door: key lookup, entitlement, per-plan limits, metering, gateway errors
+  catalog.py   the catalog reads only keys reach (tracks, albums, search, roles, collaborators)
+  widget.py    the widget API routes (`/embed/v1`)
   paging.py    limit/offset rules
   envelope.py  success, page and error shapes
-  limits.py    per-sign-in budget, RateLimit-* headers, request id, version header
+  limits.py    per-sign-in (and per-address) budget, RateLimit-* headers, request id, version header
   reads.py     the catalog queries (a bounded number per page) and JSON shapes
-  views.py     the routes
+  views.py     the /v1 routes, each naming its doors (token, key or both)
   openapi.py   the OpenAPI 3.1 document (openapi.yaml)
 """
 
@@ -15,18 +20,22 @@ from __future__ import annotations
 from flask import Flask, Response, request
 
 from app.api.envelope import ApiError, is_api_request, render_api_error
+from app.api.gateway import GatewayError, render_gateway_error
 from app.api.limits import count_request, decorate_response
 from app.api.openapi import docs
 from app.api.views import bp
+from app.api.widget import bp as widget_bp
 
 
 def init_api(app: Flask) -> None:
     from app.extensions import csrf
 
-    csrf.exempt(bp)  # bearer tokens, no cookies: nothing for CSRF to protect
-    app.register_blueprint(bp)
+    for blueprint in (bp, widget_bp):
+        csrf.exempt(blueprint)  # bearer tokens and API keys, no cookies: nothing for CSRF to protect
+        app.register_blueprint(blueprint)
     app.register_blueprint(docs)
     app.register_error_handler(ApiError, render_api_error)
+    app.register_error_handler(GatewayError, render_gateway_error)
 
     # App-wide hooks limited to /v1 paths, so unknown /v1 paths are counted and decorated too.
     @app.before_request

@@ -36,8 +36,12 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+WIDGET_PREFIX = "/embed/v1"  # the widget API (publishable keys): the same envelope and headers
+
+
 def is_api_request() -> bool:
-    return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
+    path = request.path
+    return any(path == prefix or path.startswith(prefix + "/") for prefix in (API_PREFIX, WIDGET_PREFIX))
 
 
 def ok(data: Any) -> Response:

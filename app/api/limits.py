@@ -56,8 +56,23 @@ def caller_key() -> tuple[str, str]:
     return f"addr:{request.remote_addr or 'unknown'}", "each address without a valid access token"
 
 
+def _keyed_route() -> bool:
+    """Does the request reach a route that takes API keys (an unknown path or method does not:
+    it is counted on the address's budget, so its answer carries a window too)?"""
+    rule = request.url_rule
+    view = current_app.view_functions.get(rule.endpoint) if rule is not None else None
+    return view is not None and hasattr(view, "key_surface")
+
+
 def count_request() -> None:
-    """Spend one request of the caller's budget; past the budget, 429 with `Retry-After`."""
+    """Spend one request of the caller's budget; past the budget, 429 with `Retry-After`.
+    A request with a live API key is budgeted per key by the gateway instead (app/api/gateway.py);
+    one with a made-up key draws on its address's budget here, and is refused in the gateway's shape."""
+    from app.api.gateway import API_KEY_HEADER, GatewayError, presented_key
+
+    has_key = API_KEY_HEADER in request.headers
+    if has_key and presented_key() is not None and _keyed_route():
+        return  # the gateway counts it on the key's budget
     key, per = caller_key()
     item = RateLimitItemPerMinute(int(current_app.config["API_RATE_LIMIT_PER_MINUTE"]))
     spent = spend(item, LIMIT_SCOPE, key)
@@ -66,6 +81,9 @@ def count_request() -> None:
     window = Window(item.amount, spent.remaining, spent.reset)
     g.api_window = window
     if not spent.allowed:
+        if has_key:
+            raise GatewayError(429, f"API rate limit exceeded: {item.amount} per minute for {per}",
+                               {"Retry-After": str(window.reset)})
         raise ApiError(429, f"Too many requests: the budget is {item.amount} per minute for {per}",
                        {"Retry-After": str(window.reset)})
 

@@ -131,3 +131,37 @@ class RotateSecretForm(OnceForm):
 class MemberForm(FlaskForm):
     role = SelectField("Role", choices=[(r.value, r.value) for r in Role])
     tier = SelectField("Membership", choices=[(t.value, t.value) for t in Tier])
+
+
+class ApiKeyForm(OnceForm):
+    name = StringField("Name", validators=[DataRequired(), Length(max=120)],
+                       description="For you: where the key is used (e.g. 'production server').")
+    kind = RadioField(
+        "Kind",
+        choices=[("secret", "Secret (msk_) — for your servers: the whole catalog API"),
+                 ("publishable", "Publishable (mpk_) — for web pages: the widget API only, from your domains")],
+        default="secret",
+    )
+    plan = SelectField(
+        "Plan",
+        choices=[("payg", "Pay as you go — 300 requests a minute"), ("start", "Start — 5 requests a second"),
+                 ("build", "Build — 25 a second; 500/month with 25,000 calls included"),
+                 ("scale", "Scale — 100 a second; 3,000/month with 150,000 calls included")],
+        default="payg",
+    )
+    domains = TextAreaField(
+        "Domains (publishable keys; one per line)", validators=[Optional(), Length(max=4000)],
+        description="Host names of the pages that may use the key, e.g. shop.example.com or localhost:8080.",
+    )
+
+
+ROTATE_KEY_GRACE = [
+    ("0", "None — the old key stops working now (after a leak)"),
+    ("3600", "1 hour"),
+    ("86400", "24 hours"),
+    ("604800", "7 days"),
+]
+
+
+class RotateKeyForm(OnceForm):
+    grace = SelectField("Keep the old key working for", choices=ROTATE_KEY_GRACE, default="86400")

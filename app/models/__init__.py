@@ -1,8 +1,19 @@
 """All models, imported here so Alembic and the app see the whole schema."""
 
+from app.models.api_key import ApiKey, ApiUsage, KeyKind, KeyPlan
 from app.models.audit import AuditEvent
 from app.models.authorization_code import AuthorizationCode
-from app.models.catalog import Album, ChartRow, Credit, CreditRole, Profile, Track, TrackArtist, credit_role_links
+from app.models.catalog import (
+    Album,
+    ChartRow,
+    Credit,
+    CreditRole,
+    Profile,
+    Track,
+    TrackArtist,
+    TrackIsrc,
+    credit_role_links,
+)
 from app.models.client import Client, ClientStatus, ClientType
 from app.models.consent import Consent
 from app.models.interaction import Interaction
@@ -13,6 +24,11 @@ from app.models.token import Token
 from app.models.user import Role, Tier, User
 
 __all__ = [
+    "ApiKey",
+    "ApiUsage",
+    "KeyKind",
+    "KeyPlan",
+    "TrackIsrc",
     "AuditEvent",
     "Album",
     "ChartRow",

@@ -40,7 +40,7 @@ class Track(db.Model):
     title: Mapped[str] = mapped_column(String(300))
     popularity: Mapped[int] = mapped_column(Integer, default=0)
     isrcs: Mapped[list[str]] = mapped_column(JSON, default=list)
-    spotify_id: Mapped[str] = mapped_column(String(64))
+    spotify_id: Mapped[str] = mapped_column(String(64), index=True)
     spotify_preview_url: Mapped[str] = mapped_column(String(500))
     label: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
@@ -58,6 +58,20 @@ class Album(db.Model):
     upc: Mapped[str | None] = mapped_column(String(14), nullable=True, index=True)
     label: Mapped[str | None] = mapped_column(String(200), nullable=True)
     release_date: Mapped[date] = mapped_column(Date)
+    # Looked up by the catalog API (`/album/spotify/{id}`); popularity: its most popular track's.
+    spotify_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    popularity: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
+
+class TrackIsrc(db.Model):
+    """Which track an ISRC names: an index over `Track.isrcs` (a JSON list cannot be indexed the
+    same way on SQLite and PostgreSQL), for the catalog API's `/track/isrc/{isrc}`. Whoever
+    writes a track's `isrcs` writes these rows too (the demo seed, the tests' factories)."""
+
+    __tablename__ = "track_isrcs"
+
+    isrc: Mapped[str] = mapped_column(String(16), primary_key=True)
+    track_id: Mapped[str] = mapped_column(ForeignKey("tracks.id", ondelete="CASCADE"), primary_key=True, index=True)
 
 
 class TrackArtist(db.Model):

@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 import pytest
 from sqlalchemy import func, select, text
 
+from app.apikeys import live_key
 from app.catalog_seed import ROLE_TAXONOMY, build_catalog, clear_catalog
 from app.extensions import db
 from app.models import Album, ChartRow, Credit, CreditRole, Profile, Track, User, credit_role_links
@@ -102,6 +103,9 @@ def test_demo_seed_builds_the_catalog_and_links_the_members(app):
         assert credits >= 100, "enough credits to page through"
     assert db.session.scalar(select(func.count()).where(ChartRow.profile_id == members["pro"]["profile_id"]))
     assert {a["client_id"] for a in data["apps"]} == {"demo-web-app", "demo-native-app"}
+    # A developer with a secret key that opens the catalog API.
+    assert data["developer"]["api_key"].startswith("msk_")
+    assert live_key(data["developer"]["api_key"]).owner.email == data["developer"]["email"]
 
     # Again: the catalog and the links are kept; the tier is restored.
     db.session.execute(db.update(User).values(tier="basic"))
@@ -109,6 +113,8 @@ def test_demo_seed_builds_the_catalog_and_links_the_members(app):
     again = json.loads(run(app, "demo", "seed", "--json").output)
     assert again["catalog"]["built"] is False and again["catalog"]["credits"] == 6000
     assert {m["tier"]: m["profile_id"] for m in again["members"]} == {t: m["profile_id"] for t, m in members.items()}
+    # The same key, a new value: the old one stops.
+    assert live_key(again["developer"]["api_key"]) is not None and live_key(data["developer"]["api_key"]) is None
 
     refused = run(app, "demo", "seed", "--seed", "5")
     assert refused.exit_code != 0 and "--rebuild" in refused.output

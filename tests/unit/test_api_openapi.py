@@ -9,6 +9,7 @@ import pytest
 import yaml
 from openapi_core import OpenAPI
 from openapi_core.contrib.werkzeug import WerkzeugOpenAPIRequest, WerkzeugOpenAPIResponse
+from openapi_core.testing import MockRequest
 from openapi_core.validation.response.exceptions import InvalidData
 from openapi_spec_validator import validate
 
@@ -63,15 +64,23 @@ def test_each_format_has_its_own_valid_etag_and_caches_keep_them_apart(client):
     assert client.get("/api/openapi", headers={"Accept": "application/json", "If-None-Match": json_tag}).status_code == 304
 
 
-def test_every_v1_route_is_documented_with_the_scope_it_checks(app):
+def _rule(path: str) -> str:
+    return path.replace("{id}", "<profile_id>").replace("{idKey}", "<id_key>").replace("{idValue}", "<id_value>")
+
+
+def test_every_api_route_is_documented_with_the_doors_it_has(app):
+    """Every `/v1` and `/embed/v1` route is in the document with its method, and its security
+    names exactly the doors the route opens: the sign-in scope it checks and/or API keys."""
     doc = openapi_document()
-    documented = {"/v1" + path.replace("{id}", "<profile_id>"): ops["get"] for path, ops in doc["paths"].items()}
-    routes = {rule.rule: rule for rule in app.url_map.iter_rules() if rule.rule.startswith("/v1")}
+    documented = {(_rule(path), method.upper()): op for path, ops in doc["paths"].items() for method, op in ops.items()}
+    routes = {(rule.rule, method): rule for rule in app.url_map.iter_rules()
+              if rule.rule.startswith(("/v1", "/embed/v1")) for method in rule.methods - {"HEAD", "OPTIONS"}}
     assert set(routes) == set(documented)
-    for path, rule in routes.items():
-        assert rule.methods - {"HEAD", "OPTIONS"} == {"GET"}
+    for (path, method), rule in routes.items():
         view = app.view_functions[rule.endpoint]
-        assert documented[path]["security"] == [{"creditsId": [view.required_scope]}], path
+        expected = ([{"apiKey": []}] if view.key_surface else []) + (
+            [{"creditsId": [view.required_scope]}] if view.required_scope else [])
+        assert documented[(path, method)]["security"] == expected, path
 
 
 def _validate(spec, response):
@@ -127,3 +136,63 @@ def test_the_validator_catches_a_response_that_breaks_the_contract(app, client, 
         _validate(spec, response)
     assert "leaked" in str(caught.value.__cause__)
     db.session.rollback()
+
+
+def test_real_key_door_responses_validate_against_the_document(app, client, spec):
+    """Every catalog and widget operation through an API key, and each gateway and API refusal."""
+    from app.extensions import limiter
+    from tests.key_support import index_catalog, key_header, make_key
+
+    limiter.reset()
+    catalog = make_catalog(credits=12)
+    index_catalog()
+    _, secret = make_key()
+    _, publishable = make_key("publishable", domains=["widgets.example"])
+    _, start = make_key(plan="start")
+    _, _, token = member_with_token("pro", catalog.mine)
+    h = key_header(secret)
+    track, album = uid(1, 2), uid(1, 3)
+    cases = [
+        ("get", f"/v1/profile/{catalog.other}", h, {}, 200),
+        ("get", f"/v1/profile/{catalog.other}/credits?limit=3", h, {}, 200),
+        ("get", f"/v1/profile/{catalog.other}/charts", h, {}, 200),
+        ("get", f"/v1/profile/{catalog.mine}/collaborators", h, {}, 200),
+        ("get", f"/v1/track/id/{track}", h, {}, 200),
+        ("get", "/v1/track/isrc/USAAA2000000/albums", h, {}, 200),
+        ("get", "/v1/album/spotify/alb0", h, {}, 200),
+        ("get", f"/v1/album/id/{album}/credits", h, {}, 200),
+        ("post", "/v1/search", h, {"json": {"keyword": "a"}}, 200),
+        ("post", "/v1/search", h, {"json": {"keyword": "track", "type": ["track"]}}, 200),
+        ("get", "/v1/search/autocomplete?q=a", h, {}, 200),
+        ("get", "/v1/roles", h, {}, 200),
+        ("get", f"/v1/profiles/search?names=ada&track_ids={uid(2, 2)}", h, {}, 200),
+        ("get", f"/embed/v1/profile/{catalog.other}", key_header(publishable, Origin="https://widgets.example"), {}, 200),
+        ("get", f"/embed/v1/profile/{catalog.other}/credits", key_header(publishable, Origin="https://widgets.example"),
+         {}, 200),
+        ("get", f"/embed/v1/profile/{catalog.other}/charts", h, {}, 200),
+        ("get", f"/v1/profile/{catalog.other}/credits?limit=51", h, {}, 400),
+        ("post", "/v1/search", h, {"json": {"type": ["track"]}}, 400),
+        ("get", "/v1/search/autocomplete", h, {}, 400),
+        ("get", "/v1/roles", {}, {}, 401),
+        ("get", "/v1/roles", key_header("msk_" + "x" * 43), {}, 401),
+        ("get", f"/embed/v1/profile/{catalog.other}", {}, {}, 401),
+        ("get", "/v1/roles", key_header(publishable), {}, 403),
+        ("get", f"/embed/v1/profile/{catalog.other}", key_header(publishable, Origin="https://evil.example"), {}, 403),
+        ("get", "/v1/roles", bearer(token), {}, 403),
+        ("get", f"/v1/profile/{catalog.other}/collaborators", bearer(token), {}, 403),
+        ("get", "/v1/track/name/x", h, {}, 404),
+        ("get", "/v1/album/upc/nope/credits", h, {}, 404),
+    ]
+    for method, path, headers, kw, status in cases:
+        response = getattr(client, method)(path, headers=headers, **kw)
+        assert response.status_code == status, (path, response.get_data(as_text=True))
+        if method == "post":  # the test client has consumed the request body: describe it again
+            request = MockRequest("http://localhost", "post", path, data=json.dumps(kw["json"]).encode())
+            spec.validate_response(request, WerkzeugOpenAPIResponse(response))
+        else:
+            _validate(spec, response)
+    for _ in range(5):
+        client.get("/v1/roles", headers=key_header(start))
+    response = client.get("/v1/roles", headers=key_header(start))
+    assert response.status_code == 429
+    _validate(spec, response)

@@ -76,7 +76,8 @@ def test_demo_seed_is_repeatable_and_prints_fresh_credentials(app):
     second = json.loads(run(app, "demo", "seed", "--json").output)
     assert [m["tier"] for m in first["members"]] == ["basic", "pro"]
     assert {a["client_id"] for a in first["apps"]} == {"demo-web-app", "demo-native-app"}
-    assert User.query.count() == 2 and Client.query.count() == 2
+    assert User.query.count() == 3 and Client.query.count() == 2  # the two members and the demo developer
     assert first["members"][0]["password"] != second["members"][0]["password"]
     web = [a for a in second["apps"] if a["client_id"] == "demo-web-app"][0]
     assert Client.query.filter_by(client_id="demo-web-app").one().check_client_secret(web["client_secret"])
+    assert first["developer"]["api_key"] != second["developer"]["api_key"]

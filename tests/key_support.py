@@ -1,0 +1,40 @@
+"""API keys and catalog lookups for the key-door tests: keys made through the service (as the
+console and the CLI make them), and the catalog of tests/api_support.py with its ISRC index and
+album Spotify ids filled in (as the demo seed writes them)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from app.apikeys import create_key
+from app.extensions import db
+from app.models import Album, Role, Track, TrackIsrc
+from tests.factories import make_member
+
+
+def make_developer(role: str = Role.DEVELOPER, **kw):
+    return make_member(role=role, **kw)
+
+
+def make_key(kind: str = "secret", plan: str = "payg", domains: list[str] | None = None, owner=None,
+             name: str = "Test key"):
+    """A committed key and its value."""
+    owner = owner or make_developer()
+    key, value = create_key(owner, name, kind, plan, domains or ([] if kind == "secret" else ["widgets.example"]),
+                            actor=owner)
+    db.session.commit()
+    return key, value
+
+
+def index_catalog() -> None:
+    """Fill the lookups the catalog API reads: one ISRC row per track ISRC, a Spotify id per album."""
+    for track in db.session.scalars(select(Track)):
+        for isrc in track.isrcs or []:
+            db.session.add(TrackIsrc(isrc=isrc, track_id=track.id))
+    for n, album in enumerate(db.session.scalars(select(Album).order_by(Album.id))):
+        album.spotify_id = f"alb{n}"
+    db.session.commit()
+
+
+def key_header(value: str, **extra: str) -> dict[str, str]:
+    return {"x-api-key": value, **extra}
