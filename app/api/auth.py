@@ -8,7 +8,7 @@ Checked on every request, in this order, so each refusal says the one thing to f
                                        the plan, read now, not at consent, decides)
   token lacks the scope             -> 403, `error="insufficient_scope"`, `scope="<needed>"`
   another member's profile          -> 403 (reach: a token reads only its member's own data)
-The token lookup is the provider's own (`find_bearer`, one indexed query by hash)."""
+The token rule is the provider's own, the same as userinfo's (`live_bearer`, one indexed query by hash)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from functools import wraps
 from flask import current_app, request
 
 from app.api.envelope import NOT_FOUND, ApiError
-from app.oauth.tokens import Bearer, BearerMember, find_bearer
+from app.oauth.tokens import Bearer, BearerMember, live_bearer
 from app.scopes import scope_list, tier_allows
 
 # What a tier-gated scope unlocks, in the words of the refusal.
@@ -64,10 +64,7 @@ def live_token() -> Bearer | None:
     None; looked up once per request (the budget and the route both ask)."""
     environ = request.environ
     if _LIVE_TOKEN not in environ:
-        value = bearer_value()
-        token = find_bearer(value) if value else None
-        live = token is not None and not token.is_revoked() and not token.is_expired() and token.client.is_active
-        environ[_LIVE_TOKEN] = token if live else None
+        environ[_LIVE_TOKEN] = live_bearer(bearer_value())
     return environ[_LIVE_TOKEN]
 
 

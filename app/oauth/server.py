@@ -93,13 +93,10 @@ class IssuerIdentification(IssuerParameter):
 
 
 class AccessTokenValidator(BearerTokenValidator):
-    """Bearer tokens are looked up by hash; a disabled app's tokens stop working at once."""
+    """Userinfo's bearer tokens, by the same rule as the /v1 data API's (tokens.live_bearer)."""
 
     def authenticate_token(self, token_string: str) -> tokens.Bearer | None:
-        token = tokens.find_bearer(token_string)
-        if token is None or not token.client.is_active:
-            return None
-        return token
+        return tokens.live_bearer(token_string)
 
 
 class CreditsResourceProtector(ResourceProtector):

@@ -203,6 +203,15 @@ def find_bearer(value: str) -> Bearer | None:
                   BearerMember(row.user_id, row.sub, row.name, row.email, row.email_verified, row.tier, row.profile_id))
 
 
+def live_bearer(value: str | None) -> Bearer | None:
+    """The one bearer-token rule, for userinfo and the /v1 data API alike: the access token `value`
+    names, unless it is unknown, revoked or expired, or its app is no longer active."""
+    token = find_bearer(value) if value else None
+    if token is None or token.is_revoked() or token.is_expired() or not token.client.is_active:
+        return None
+    return token
+
+
 def find_refresh_token(value: str) -> Token | None:
     if not value or len(value) > 512:
         return None
