@@ -31,7 +31,8 @@ from app.extensions import db
 log = logging.getLogger(__name__)
 
 
-def _count_statement(conn, cursor, statement, parameters, context, executemany) -> None:
+def _count_statement(*_event: object) -> None:
+    """SQLAlchemy's before_cursor_execute: one more statement in this request."""
     if has_app_context():
         g.db_statements = g.get("db_statements", 0) + 1
 
@@ -56,7 +57,7 @@ class RetryingFlask(Flask):
             return super().dispatch_request()
 
 
-def read_row(statement: Executable, params: dict[str, Any]) -> Row | None:
+def read_row(statement: Executable, params: dict[str, Any]) -> Row[Any] | None:
     """The first row of one SELECT run outside any transaction (autocommit); retried once on a fresh
     connection when the pooled one turns out dead."""
     for attempt in (1, 2):

@@ -26,6 +26,7 @@ from flask_limiter import RequestLimit
 from flask_limiter.errors import RateLimitExceeded
 from limits import RateLimitItem, parse
 
+from app.adapters import skip_global_limit_check
 from app.extensions import limiter
 from app.models import User
 from app.models.base import sha256_hex
@@ -146,10 +147,7 @@ def token_request_retry_after() -> int | None:
 
 def init_throttle(app: Flask) -> None:
     limiter.init_app(app)
-    # Flask-Limiter checks application-wide and default limits before every request. This
-    # service sets none (only the login view is decorated, and it checks itself; the token
-    # endpoint and /v1 call `spend`), so that per-request check only cost CPU: it is taken out.
-    app.before_request_funcs[None].remove(limiter._check_request_limit)
+    skip_global_limit_check(app, limiter)
 
     @app.errorhandler(RateLimitExceeded)
     def rate_limited(error: RateLimitExceeded):

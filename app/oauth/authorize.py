@@ -20,7 +20,6 @@ from authlib.oauth2.rfc6749 import (
     AccessDeniedError,
     InvalidRequestError,
     InvalidScopeError,
-    UnsupportedResponseTypeError,
 )
 from authlib.oidc.core.errors import (
     ConsentRequiredError,
@@ -32,6 +31,7 @@ from flask import Response, current_app, redirect, url_for
 from sqlalchemy import bindparam, select, update
 
 from app import metrics
+from app.adapters import OnlyCodeResponseType, StoredAuthorizationRequest
 from app.audit import record
 from app.auth.sessions import browser_id, current_login
 from app.consent.service import decide_granted, missing_scopes, record_consent, remembered_scopes
@@ -39,7 +39,7 @@ from app.extensions import db
 from app.models import Client, Interaction, LoginSession
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.oauth.endpoints import read_id_token_hint
-from app.oauth.server import StoredAuthorizationRequest, find_client, issuer_parameter, server
+from app.oauth.server import find_client, issuer_parameter, server
 from app.scopes import grantable, join, scope_list
 
 # The parameters parked with a pending request; anything else is ignored (OIDC Core 3.1.2.1).
@@ -94,14 +94,6 @@ def trusted_destination(payload) -> tuple[Client, str]:
             "Missing redirect address", "The application must say where to return you (redirect_uri)."
         )
     return client, default
-
-
-class OnlyCodeResponseType(UnsupportedResponseTypeError):
-    """A fixed description: Authlib's echoes the requested value, which may hold anything
-    (and a quote or backslash in a description makes Authlib raise ValueError - a 500)."""
-
-    def get_error_description(self) -> str:
-        return "Only response_type=code is supported."
 
 
 def _validate_shape(payload) -> None:

@@ -7,27 +7,23 @@ from __future__ import annotations
 
 import os
 
-from authlib.integrations.flask_oauth2 import AuthorizationServer, ResourceProtector
-from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Request
 from authlib.integrations.flask_oauth2.signals import client_authenticated, token_authenticated
 from authlib.oauth2.rfc6749 import OAuth2Request
-from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
-from authlib.oauth2.rfc6750 import BearerTokenValidator, InvalidTokenError
+from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc9207 import IssuerParameter
 from authlib.oidc.core import UserInfo as UserInfoClaims
 from authlib.oidc.core import UserInfoEndpoint
 from flask import Flask, current_app, g
-from flask import request as flask_request
 from sqlalchemy import bindparam, select
 
 from app import logs
+from app.adapters import BearerOnlyResourceProtector, FlaskAuthorizationServer, S256CodeChallenge, is_wired
 from app.capabilities import TOKEN_AUTH_METHODS
 from app.extensions import db
 from app.models import Client
 from app.oauth import client_auth, endpoints, tokens
 from app.oauth.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from app.oauth.oidc import CodeIDToken, RefreshIDToken, user_claims
-from app.oauth.pkce import S256CodeChallenge
 
 _CLIENT_BY_ID = select(Client).where(Client.client_id == bindparam("client_id"))  # built once
 
@@ -52,29 +48,7 @@ def query_client(client_id: str | None) -> Client | None:
     return client if client is not None and client.is_active else None
 
 
-class StoredAuthorizationRequest(OAuth2Request):
-    """An authorization request rebuilt from the parameters parked in an Interaction, so the
-    flow resumes after login/consent without trusting anything the browser sends back."""
-
-    def __init__(self, params: dict[str, str]):
-        super().__init__("GET", flask_request.url, headers=flask_request.headers)
-        self.payload = BasicOAuth2Payload(params)
-
-    @property
-    def args(self) -> dict[str, str]:
-        return self.payload.data
-
-    @property
-    def form(self) -> dict[str, str]:
-        return {}
-
-
-class CreditsAuthorizationServer(AuthorizationServer):
-    def create_oauth2_request(self, request: OAuth2Request | None) -> OAuth2Request:
-        if isinstance(request, OAuth2Request):
-            return request
-        return FlaskOAuth2Request(flask_request)
-
+class CreditsAuthorizationServer(FlaskAuthorizationServer):
     def authenticate_client(self, request: OAuth2Request, methods: list[str], endpoint: str = "token") -> Client:
         """One client, authenticated one way (app/oauth/client_auth.py), for the token, revocation
         and introspection endpoints alike. The client that authenticated is kept for the rest of the
@@ -99,17 +73,6 @@ class AccessTokenValidator(BearerTokenValidator):
         return tokens.live_bearer(token_string)
 
 
-class CreditsResourceProtector(ResourceProtector):
-    def parse_request_authorization(self, request: OAuth2Request) -> tuple[BearerTokenValidator, str]:
-        """A missing or non-Bearer Authorization is `invalid_token` with a Bearer challenge,
-        as node-oidc-provider answers, instead of Authlib's generic errors."""
-        auth = request.headers.get("Authorization") or ""
-        scheme, _, value = auth.partition(" ")
-        if scheme.lower() != "bearer" or not value.strip():
-            raise InvalidTokenError(description="No valid Bearer access token was provided.")
-        return self._token_validators["bearer"], value.strip()
-
-
 class UserInfo(UserInfoEndpoint):
     def generate_user_info(self, user: tokens.BearerMember, scope: str) -> UserInfoClaims:
         return user_claims(user, scope)
@@ -132,7 +95,7 @@ def _note_token(sender: object, token: tokens.Bearer | None = None, **kwargs: ob
 
 server = CreditsAuthorizationServer()
 issuer_parameter = IssuerIdentification()
-require_oauth = CreditsResourceProtector()
+require_oauth = BearerOnlyResourceProtector()
 require_oauth.register_token_validator(AccessTokenValidator())
 
 
@@ -146,7 +109,7 @@ def init_oauth(app: Flask) -> None:
     server.scopes_supported = None  # unknown scopes are dropped by the client filter, not rejected
     for method in TOKEN_AUTH_METHODS:
         server.register_client_auth_method(method, client_auth.METHODS[method])
-    if not server._authorization_grants:  # the singleton is wired once per process
+    if not is_wired(server):  # the singleton is wired once per process
         server.register_grant(AuthorizationCodeGrant, [S256CodeChallenge(required=True), CodeIDToken()])
         server.register_grant(RefreshTokenGrant, [RefreshIDToken()])
         server.register_extension(issuer_parameter)

@@ -1,0 +1,107 @@
+"""What app/adapters.py relies on or corrects in its libraries, pinned: each test states a
+behaviour of the installed Authlib or Flask-Limiter that one piece of the adapter exists for. When
+an upgrade changes it, the test fails and names the piece to revisit (keep it, or drop it when the
+library now does the right thing)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from authlib.integrations.flask_oauth2 import AuthorizationServer
+from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Request
+from authlib.oauth2.rfc6749 import UnsupportedResponseTypeError
+from authlib.oauth2.rfc6749.authenticate_client import ClientAuthentication
+from authlib.oauth2.rfc7636 import CodeChallenge
+from authlib.oidc.rpinitiated import EndSessionEndpoint
+from flask import Flask
+from flask_limiter import Limiter
+from werkzeug.test import EnvironBuilder
+from werkzeug.wrappers import Request
+
+from app.adapters import (
+    CheckedEndSessionEndpoint,
+    OnlyCodeResponseType,
+    S256CodeChallenge,
+    is_wired,
+    skip_global_limit_check,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pinned(package: str) -> str:
+    match = re.search(rf"^{re.escape(package)}==([\w.]+)$", (ROOT / "requirements.txt").read_text(), re.M | re.I)
+    assert match, f"{package} is not pinned in requirements.txt"
+    return match.group(1)
+
+
+def test_the_libraries_are_the_pinned_versions():
+    import authlib
+    import flask_limiter
+
+    assert authlib.__version__ == pinned("Authlib")
+    assert flask_limiter.__version__ == pinned("Flask-Limiter")
+
+
+def test_authlib_pkce_still_accepts_plain_and_defaults_to_it():
+    """S256CodeChallenge exists because Authlib's default would accept `plain`."""
+    assert CodeChallenge.DEFAULT_CODE_CHALLENGE_METHOD == "plain"
+    assert "plain" in CodeChallenge.SUPPORTED_CODE_CHALLENGE_METHOD
+    assert S256CodeChallenge.SUPPORTED_CODE_CHALLENGE_METHOD == ["S256"]
+    assert S256CodeChallenge.DEFAULT_CODE_CHALLENGE_METHOD == "S256"
+
+
+def test_authlib_still_echoes_the_response_type_into_its_error():
+    """OnlyCodeResponseType exists because the echoed value may hold anything."""
+    assert "x\"y" in UnsupportedResponseTypeError('x"y').get_error_description()
+    assert OnlyCodeResponseType('x"y').get_error_description() == "Only response_type=code is supported."
+
+
+def test_authlib_merges_query_and_body_with_the_query_first():
+    """app/oauth/client_auth.py refuses a request naming one client in the query and another in the
+    body, because Authlib's payload reads the query first while the form methods read the body."""
+    environ = EnvironBuilder(method="POST", path="/token?client_id=query", data={"client_id": "body"}).get_environ()
+    request = FlaskOAuth2Request(Request(environ))
+    assert request.payload.client_id == "query"
+    assert request.form.get("client_id") == "body"
+
+
+def test_authlib_takes_the_first_client_authentication_method_that_passes():
+    """check_request refuses two methods in one request: Authlib would take the first that passes."""
+    seen = []
+
+    def passes(name):
+        def method(query, request):
+            seen.append(name)
+            return type("C", (), {"check_endpoint_auth_method": lambda self, m, e: True})()
+        return method
+
+    auth = ClientAuthentication(query_client=lambda client_id: None)
+    auth.register("a", passes("a"))
+    auth.register("b", passes("b"))
+    request = type("R", (), {})()
+    auth.authenticate(request, ["a", "b"], "token")
+    assert seen == ["a"] and request.auth_method == "a"
+
+
+def test_authlib_keeps_its_grants_in_a_private_list():
+    server = AuthorizationServer()
+    assert server._authorization_grants == [] and not is_wired(server)
+
+
+def test_authlib_end_session_decides_in_the_private_methods_the_adapter_wraps():
+    for name in ("_validate_id_token_hint", "_is_valid_post_logout_redirect_uri"):
+        assert callable(getattr(EndSessionEndpoint, name)), name
+        assert getattr(CheckedEndSessionEndpoint, name) is not getattr(EndSessionEndpoint, name), name
+
+
+def test_flask_limiter_checks_every_request_unless_the_hook_is_removed():
+    app = Flask(__name__)
+    limiter = Limiter(key_func=lambda: "k", app=app, storage_uri="memory://")
+    assert limiter._check_request_limit in app.before_request_funcs[None]
+    skip_global_limit_check(app, limiter)
+    assert limiter._check_request_limit not in app.before_request_funcs[None]
+    with pytest.raises(ValueError):
+        skip_global_limit_check(app, limiter)  # once only: a second removal is a programming error
