@@ -13,7 +13,7 @@ from app.audit import record
 from app.auth import throttle
 from app.auth.passwords import passwords
 from app.auth.sessions import current_user, end_all_logins, end_login, start_login
-from app.auth.views import TOO_MANY_ATTEMPTS
+from app.auth.views import throttled, too_many_attempts
 from app.consent.service import revoke_consent
 from app.extensions import db
 from app.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, change_password
@@ -106,18 +106,12 @@ def _password_page(form: PasswordForm, error: str | None = None, status: int = 2
                                          max_length=MAX_PASSWORD_LENGTH), status)
 
 
-def _password_throttled(limit) -> Response:
-    """Too many wrong current passwords: the same budget as failed logins for this account."""
-    response = _password_page(PasswordForm(), error=TOO_MANY_ATTEMPTS, status=429)
-    response.headers["Retry-After"] = str(throttle.retry_after(limit))
-    return response
-
-
 @bp.route("/password", methods=["GET", "POST"])
-@throttle.limit_login(on_breach=_password_throttled, account=throttle.signed_in_account_key)
 def password() -> Response:
     """Change the password, knowing the current one. Every other session ends (whoever signed in
-    with the old password is signed out); this browser gets a fresh session."""
+    with the old password is signed out); this browser gets a fresh session. A wrong current
+    password counts against the account like a failed sign-in from an unknown browser: a stolen
+    session cannot guess faster than the login page allows."""
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.password")))
@@ -126,7 +120,12 @@ def password() -> Response:
         return _password_page(form)
     if not form.validate_on_submit():
         return _password_page(form, status=400)
+    attempt = throttle.Attempt(throttle.account_key(user.email))
+    wait = attempt.wait()
+    if wait:
+        return throttled(_password_page(form, error=too_many_attempts(wait)), wait)
     if not passwords.verify(user, form.current.data):
+        attempt.failed()
         return _password_page(form, error=WRONG_CURRENT_PASSWORD, status=throttle.FAILED_LOGIN_STATUS)
     ended = change_password(user, form.new.data, actor=user, disconnect_apps=form.disconnect_apps.data)
     start_login(user)

@@ -13,18 +13,23 @@ from wtforms.validators import DataRequired, Length
 from app import metrics
 from app.audit import record
 from app.auth import throttle
+from app.auth.devices import known_device, remember_device
 from app.auth.passwords import passwords
 from app.auth.sessions import current_user, end_login, start_login
 from app.console.apps import can_use_console
 from app.extensions import db
 from app.models import User
-from app.oauth.authorize import UntrustedRequest, find_interaction, resume
+from app.oauth.authorize import find_interaction, resume
 from app.security import allow_form_redirect
 
 bp = Blueprint("auth", __name__)
 
 INVALID_CREDENTIALS = "Incorrect email or password."
-TOO_MANY_ATTEMPTS = "Too many sign-in attempts. Wait a few minutes and try again."
+
+
+def too_many_attempts(wait: int) -> str:
+    """The answer while an account (or IP) must wait: the same words for every email."""
+    return f"Too many sign-in attempts. Try again in {wait} second{'s' if wait != 1 else ''}."
 
 
 class LoginForm(FlaskForm):
@@ -47,21 +52,15 @@ def safe_next(target: str | None) -> str | None:
     return None
 
 
-def _throttled(limit) -> Response:
-    """The login page again, 429, the same for every email (known or not), with Retry-After."""
-    form = LoginForm()
-    uid = request.form.get("interaction")
-    try:
-        interaction = find_interaction(uid) if uid else None
-    except UntrustedRequest:
-        interaction = None
-    response = make_response(_page(form, interaction, error=TOO_MANY_ATTEMPTS, status=429))
-    response.headers["Retry-After"] = str(throttle.retry_after(limit))
+def throttled(page: Response | tuple, wait: int) -> Response:
+    """A page answered 429 with Retry-After: the same for every email, known or not."""
+    response = make_response(page)
+    response.status_code = 429
+    response.headers["Retry-After"] = str(wait)
     return response
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@throttle.limit_login(on_breach=_throttled)
 def login() -> Response | str:
     form = LoginForm()
     uid = request.values.get("interaction") or None
@@ -77,12 +76,19 @@ def login() -> Response | str:
         return _page(form, interaction, error="Enter your email and password.", status=400)
     user = db.session.scalar(db.select(User).where(User.email == User.normalize_email(form.email.data)))
     client = interaction.client if interaction is not None else None
+    attempt = throttle.Attempt(throttle.account_key(form.email.data), known_device(user))
+    wait = attempt.wait()
+    if wait:
+        return throttled(_page(form, interaction, error=too_many_attempts(wait)), wait)
     if not passwords.verify(user, form.password.data):
+        attempt.failed()
         record("signin.failed", actor=user, client=client)  # an unknown email is not stored
         db.session.commit()
         metrics.login_failed()
-        return _page(form, interaction, error=INVALID_CREDENTIALS, status=401)
+        return _page(form, interaction, error=INVALID_CREDENTIALS, status=throttle.FAILED_LOGIN_STATUS)
 
+    attempt.succeeded()
+    remember_device(user)
     session_row = start_login(user)
     record("signin.ok", actor=user, client=client)
     metrics.login_succeeded(user)
