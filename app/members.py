@@ -38,7 +38,7 @@ def create_member(
         raise MemberError(f"tier must be one of {', '.join(t.value for t in Tier)}")
     if role not in {r.value for r in Role}:
         raise MemberError(f"role must be one of {', '.join(r.value for r in Role)}")
-    _check_password(password)
+    check_password_rules(password)
     if db.session.scalar(db.select(User.id).where(User.email == email)):
         raise MemberError(f"a member with email {email} already exists")
     profile_id = linkable_profile_id(profile_id)
@@ -57,27 +57,29 @@ def find_member(email: str) -> User:
 
 
 def set_password(user: User, password: str) -> None:
-    _check_password(password)
+    check_password_rules(password)
     user.password_hash = passwords.hash(password)
     db.session.commit()
 
 
-def change_password(user: User, password: str, actor: User | None = None, disconnect_apps: bool = False) -> dict:
+def change_password(user: User, password: str, actor: User | None = None, disconnect_apps: bool = False,
+                    action: str = "password.changed") -> dict:
     """A new password for `user` (the member on the account page, or support with the CLI). Every
     session of theirs ends: whoever signed in with the old password is signed out. After a
     compromise, `disconnect_apps` also revokes every app's consent and tokens (a grant obtained
-    with the stolen password would outlive it otherwise). Audited here, for every caller.
+    with the stolen password would outlive it otherwise). Audited here, for every caller, as
+    `action` (a reset by mail is `password.reset_completed`).
     Returns what ended; the caller commits."""
-    _check_password(password)
+    check_password_rules(password)
     user.password_hash = passwords.hash(password)
     ended = {"sessions_ended": end_all_logins(user)}
     if disconnect_apps:
         ended["tokens_revoked"] = revoke_consent(db.session, user, None)
-    record("password.changed", actor=actor, subject=user, **ended)
+    record(action, actor=actor, subject=user, **ended)
     return ended
 
 
-def _check_password(password: str) -> None:
+def check_password_rules(password: str) -> None:
     if len(password) < MIN_PASSWORD_LENGTH:
         raise MemberError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
     if len(password) > MAX_PASSWORD_LENGTH:

@@ -7,6 +7,7 @@ from app.models.client import Client, ClientStatus, ClientType
 from app.models.consent import Consent
 from app.models.interaction import Interaction
 from app.models.login_session import LoginSession
+from app.models.one_time_link import LinkPurpose, OneTimeLink
 from app.models.refresh_replay import RefreshReplay
 from app.models.signing_key import SigningKey
 from app.models.token import Token
@@ -28,7 +29,9 @@ __all__ = [
     "ClientType",
     "Consent",
     "Interaction",
+    "LinkPurpose",
     "LoginSession",
+    "OneTimeLink",
     "RefreshReplay",
     "Role",
     "SigningKey",

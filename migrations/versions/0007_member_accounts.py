@@ -1,0 +1,43 @@
+"""member accounts: one-time links (password reset, email verification, invitation)
+
+Revision ID: 0007_member_accounts
+Revises: 0006_admin_disable
+Create Date: 2026-11-24
+
+"""
+from alembic import op
+import sqlalchemy as sa
+
+
+# revision identifiers, used by Alembic.
+revision = '0007_member_accounts'
+down_revision = '0006_admin_disable'
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    op.create_table('one_time_links',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('user_id', sa.String(length=36), nullable=False),
+    sa.Column('purpose', sa.String(length=16), nullable=False),
+    sa.Column('token_hash', sa.String(length=64), nullable=False),
+    sa.Column('email', sa.String(length=254), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('expires_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('used_at', sa.DateTime(timezone=True), nullable=True),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_one_time_links_user_id_users'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_one_time_links')),
+    sa.UniqueConstraint('token_hash', name=op.f('uq_one_time_links_token_hash'))
+    )
+    with op.batch_alter_table('one_time_links', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_one_time_links_expires_at'), ['expires_at'], unique=False)
+        batch_op.create_index('ix_one_time_links_user_id_purpose', ['user_id', 'purpose'], unique=False)
+
+
+def downgrade():
+    with op.batch_alter_table('one_time_links', schema=None) as batch_op:
+        batch_op.drop_index('ix_one_time_links_user_id_purpose')
+        batch_op.drop_index(batch_op.f('ix_one_time_links_expires_at'))
+
+    op.drop_table('one_time_links')
