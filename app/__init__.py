@@ -51,6 +51,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     init_published(app)
 
     from app.auth.recovery_views import bp as recovery_bp
+    from app.auth.verification_views import bp as verification_bp
     from app.auth.views import bp as auth_bp
     from app.consent.views import bp as consent_bp
     from app.oauth.views import bp as oauth_bp
@@ -58,6 +59,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(oauth_bp)
     app.register_blueprint(auth_bp)
     app.register_blueprint(recovery_bp)
+    app.register_blueprint(verification_bp)
     app.register_blueprint(consent_bp)
 
     from app.account.views import bp as account_bp

@@ -11,6 +11,7 @@ from app.auth.sessions import end_all_logins
 from app.consent.service import revoke_consent
 from app.extensions import db
 from app.models import Profile, Role, Tier, User
+from app.models.base import new_secret
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD_LENGTH = 10
@@ -24,11 +25,16 @@ class MemberError(ValueError):
 def create_member(
     email: str,
     name: str,
-    password: str,
+    password: str | None,
     tier: str = Tier.BASIC,
     role: str = Role.MEMBER,
     profile_id: str | None = None,
+    email_verified: bool = False,
 ) -> User:
+    """A new member. The address is unverified unless the caller vouches for it (demo data, tests):
+    `email_verified` becomes true when the member follows a mailed link. Without a password (an
+    invitation) the member cannot sign in until they set one through the invitation link: a
+    random one is hashed, so a sign-in attempt costs the same as for anyone else."""
     email = User.normalize_email(email or "")
     if not EMAIL.match(email) or len(email) > 254:
         raise MemberError(f"not a valid email address: {email!r}")
@@ -38,11 +44,13 @@ def create_member(
         raise MemberError(f"tier must be one of {', '.join(t.value for t in Tier)}")
     if role not in {r.value for r in Role}:
         raise MemberError(f"role must be one of {', '.join(r.value for r in Role)}")
-    check_password_rules(password)
+    if password is not None:
+        check_password_rules(password)
     if db.session.scalar(db.select(User.id).where(User.email == email)):
         raise MemberError(f"a member with email {email} already exists")
     profile_id = linkable_profile_id(profile_id)
-    user = User(email=email, name=name.strip(), tier=tier, role=role, password_hash=passwords.hash(password),
+    user = User(email=email, name=name.strip(), tier=tier, role=role, email_verified=email_verified,
+                password_hash=passwords.hash(password if password is not None else new_secret(32)),
                 profile_id=profile_id)
     db.session.add(user)
     db.session.commit()

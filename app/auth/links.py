@@ -19,6 +19,11 @@ from app.extensions import db
 from app.models import LinkPurpose, OneTimeLink, User
 from app.models.base import new_secret, sha256_hex, utcnow
 
+
+class LinkAlreadyUsed(Exception):
+    """The link was used (or replaced, or expired) between showing its page and submitting it."""
+
+
 LIFETIME_SETTING = {
     LinkPurpose.RESET: "PASSWORD_RESET_LIFETIME",
     LinkPurpose.VERIFY: "EMAIL_VERIFICATION_LIFETIME",

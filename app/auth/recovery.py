@@ -19,10 +19,6 @@ from app.members import change_password, check_password_rules
 from app.models import LinkPurpose, OneTimeLink, User
 
 
-class LinkAlreadyUsed(Exception):
-    """The link was used (or replaced, or expired) between showing the form and submitting it."""
-
-
 def mail_budget_left(user: User) -> bool:
     """MAIL_ACCOUNT_LIMIT: nobody can flood a member's inbox by asking again and again."""
     spent = throttle.spend(throttle._parsed(current_app.config["MAIL_ACCOUNT_LIMIT"]), "mail-account", user.id)
@@ -48,7 +44,7 @@ def complete_reset(link: OneTimeLink, password: str, disconnect_apps: bool) -> d
     user = link.user
     check_password_rules(password)
     if not links.consume(link):
-        raise LinkAlreadyUsed()
+        raise links.LinkAlreadyUsed()
     ended = change_password(user, password, actor=user, disconnect_apps=disconnect_apps,
                             action="password.reset_completed")
     if link.email == user.email and not user.email_verified:

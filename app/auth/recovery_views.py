@@ -9,7 +9,7 @@ from wtforms.validators import DataRequired, EqualTo, Length
 
 from app.auth import links, throttle
 from app.auth.devices import remember_device
-from app.auth.recovery import LinkAlreadyUsed, complete_reset, request_reset
+from app.auth.recovery import complete_reset, request_reset
 from app.auth.views import throttled
 from app.extensions import db
 from app.mail import send_later
@@ -86,7 +86,7 @@ def reset() -> Response | str:
     except MemberError as exc:
         return make_response(render_template("auth/reset.html", form=form, email=link.user.email, error=str(exc),
                                              max_length=MAX_PASSWORD_LENGTH), 400)
-    except LinkAlreadyUsed:
+    except links.LinkAlreadyUsed:
         db.session.rollback()
         return _link_invalid()
     remember_device(link.user)  # this browser proved the mailbox: a known browser for the account

@@ -34,7 +34,9 @@ class User(db.Model):
     # pairwise subjects could be introduced later without touching the user id).
     sub: Mapped[str] = mapped_column(String(36), unique=True, default=new_uuid)
     email: Mapped[str] = mapped_column(String(254), unique=True)
-    email_verified: Mapped[bool] = mapped_column(Boolean, default=True)
+    # True only once the member followed a mailed link to this address (verification, invitation,
+    # password reset); a new address is verified before it replaces the old one.
+    email_verified: Mapped[bool] = mapped_column(Boolean, default=False)
     name: Mapped[str] = mapped_column(String(200))
     password_hash: Mapped[str] = mapped_column(String(255))
     tier: Mapped[str] = mapped_column(String(16), default=Tier.BASIC.value)

@@ -1,4 +1,9 @@
-"""member accounts: one-time links (password reset, email verification, invitation)
+"""member accounts: one-time links (password reset, email verification, invitation); email_verified
+means verified
+
+Until now `email_verified` was true for every member without any check. It becomes true only when
+the member follows a mailed link, so every existing address starts unverified (the account page
+offers the link; `flask demo seed` marks the demo members verified again).
 
 Revision ID: 0007_member_accounts
 Revises: 0006_admin_disable
@@ -17,6 +22,7 @@ depends_on = None
 
 
 def upgrade():
+    op.execute(sa.text("UPDATE users SET email_verified = :no").bindparams(no=False))
     op.create_table('one_time_links',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('user_id', sa.String(length=36), nullable=False),
