@@ -43,12 +43,16 @@ ACTIONS: dict[str, str] = {
     "key.revoked": "Signing key revoked (unpublished at once)",
     "user.role_changed": "Role changed",
     "user.tier_changed": "Membership changed",
+    "user.suspended": "Member suspended (sessions ended, tokens revoked)",
+    "user.unsuspended": "Suspension lifted",
+    "session.signed_out": "Signed out one session",
 }
 PAGE_SIZE = 50
 # What members do through an app. Its developers see that it happened, not who or from where: the
 # members agreed to share with the app what the consent page named, not their email or IP with
 # the app's team (and a failed sign-in may be someone who never used the app at all).
-MEMBER_ACTIONS = frozenset({"signin.ok", "signin.failed", "signout.everywhere", "consent.granted", "consent.revoked"})
+MEMBER_ACTIONS = frozenset({"signin.ok", "signin.failed", "signout.everywhere", "consent.granted", "consent.revoked",
+                            "session.signed_out"})
 
 
 def record(

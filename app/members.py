@@ -11,7 +11,7 @@ from app.auth.sessions import end_all_logins
 from app.consent.service import revoke_consent
 from app.extensions import db
 from app.models import Profile, Role, Tier, User
-from app.models.base import new_secret
+from app.models.base import new_secret, utcnow
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD_LENGTH = 10
@@ -140,3 +140,31 @@ def linkable_profile_id(profile_id: str | None) -> str | None:
         raise MemberError(f"no catalog profile with id {canonical}")
     return canonical
 
+
+def suspend_member(user: User, actor: User | None = None, reason: str | None = None) -> dict:
+    """Suspend a member: sign-in is refused, every session ends, every token is revoked (apps lose
+    access at once), and pending authorization codes and mailed links are deleted. Consents are kept for when the
+    suspension is lifted. Audited here, for every caller; the caller commits."""
+    from app.models import AuthorizationCode, OneTimeLink
+    from app.oauth.tokens import revoke_user_client_tokens
+
+    if actor is not None and actor.id == user.id:
+        raise MemberError("You cannot suspend your own account.")
+    if user.is_suspended:
+        return {}
+    user.suspended_at = utcnow()
+    ended = {"sessions_ended": end_all_logins(user), "tokens_revoked": revoke_user_client_tokens(user.id)}
+    db.session.execute(db.delete(AuthorizationCode).where(AuthorizationCode.user_id == user.id))
+    db.session.execute(db.delete(OneTimeLink).where(OneTimeLink.user_id == user.id, OneTimeLink.used_at.is_(None)))
+    record("user.suspended", actor=actor, subject=user, reason=(reason or "")[:200] or None, **ended)
+    return ended
+
+
+def unsuspend_member(user: User, actor: User | None = None) -> bool:
+    """Lift a suspension: the member may sign in again (apps must ask for new tokens). True when it
+    changed; audited here; the caller commits."""
+    if not user.is_suspended:
+        return False
+    user.suspended_at = None
+    record("user.unsuspended", actor=actor, subject=user)
+    return True

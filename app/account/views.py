@@ -9,10 +9,11 @@ from wtforms import BooleanField, EmailField, PasswordField
 from wtforms.validators import DataRequired, EqualTo, Length
 
 from app.account.connections import connections, is_connected
+from app.account.sessions import end_session, live_sessions
 from app.audit import record
 from app.auth import throttle, verification
 from app.auth.passwords import passwords
-from app.auth.sessions import current_user, end_all_logins, end_login, start_login
+from app.auth.sessions import current_login, current_user, end_all_logins, end_login, start_login, touch
 from app.auth.views import throttled, too_many_attempts
 from app.consent.service import revoke_consent
 from app.extensions import db
@@ -62,9 +63,12 @@ def show():
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.show")))
+    login = current_login()
+    touch(login)
+    db.session.commit()
     return render_template("account/account.html", user=user, tiers=tiers(),
                            connections=connections(db.session, user), form=ActionForm(),
-                           pending_email=pending_email(user))
+                           pending_email=pending_email(user), sessions=live_sessions(db.session, user, login.id))
 
 
 @bp.post("/apps/<client_id>/revoke")
@@ -81,6 +85,26 @@ def revoke(client_id: str):
     record("consent.revoked", actor=user, client=client, tokens_revoked=revoked)
     db.session.commit()
     flash(f"{client.name} is disconnected: it can no longer read your data, and its sign-in has ended.")
+    return redirect(url_for("account.show"), 303)
+
+
+@bp.post("/sessions/<int:session_id>/sign-out")
+def end_one_session(session_id: int):
+    """Sign one session out (a lost phone, a shared computer). This browser's own session is the
+    plain "Sign out" button."""
+    user = current_user()
+    if user is None:
+        return redirect(url_for("auth.login", next=url_for("account.show")), 303)
+    if not ActionForm().validate_on_submit():
+        abort(400)
+    if session_id == current_login().id:
+        return sign_out()
+    if not end_session(db.session, user, session_id):
+        flash("That session had already ended.", "error")
+        return redirect(url_for("account.show"), 303)
+    record("session.signed_out", actor=user, session_id=session_id)
+    db.session.commit()
+    flash("That session is signed out.")
     return redirect(url_for("account.show"), 303)
 
 

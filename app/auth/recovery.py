@@ -27,9 +27,9 @@ def mail_budget_left(user: User) -> bool:
 
 def request_reset(email: str) -> Mail | None:
     """A reset link for the member with `email`, as a mail to send after the commit; None when no
-    member has that address (or its mail budget is spent). The caller answers the same either way."""
+    member has that address (or it is suspended, or its mail budget is spent). The caller answers the same either way."""
     user = db.session.scalar(db.select(User).where(User.email == User.normalize_email(email)))
-    if user is None or not mail_budget_left(user):
+    if user is None or user.is_suspended or not mail_budget_left(user):
         return None
     token = links.issue(user, LinkPurpose.RESET)
     record("password.reset_requested", subject=user)

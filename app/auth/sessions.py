@@ -26,7 +26,7 @@ def current_login() -> LoginSession | None:
         sid = session.get(SESSION_ID)
         if isinstance(sid, str) and sid:
             row = db.session.scalar(_LOGIN_BY_HASH, {"hash": sha256_hex(sid)})
-            if row is not None and row.is_live():
+            if row is not None and row.is_live() and not row.user.is_suspended:
                 g.login_session = row
                 logs.note(user_id=row.user_id)
     return g.login_session
@@ -64,6 +64,7 @@ def start_login(user: User) -> LoginSession:
         expires_at=now + timedelta(seconds=int(current_app.config["SESSION_LIFETIME"])),
         ip=(request.remote_addr or "")[:64],
         user_agent=(request.user_agent.string or "")[:300],
+        last_seen_at=now,
     )
     db.session.add(row)
     db.session.flush()
@@ -94,3 +95,11 @@ def end_all_logins(user: User) -> int:
     for row in rows:
         row.ended_at = now
     return len(rows)
+
+
+def touch(login: LoginSession) -> None:
+    """Note that the session is in use (an app sign-in, the account page), at most once a minute;
+    rides along with the caller's commit."""
+    now = utcnow()
+    if login.last_seen_at is None or now - login.last_seen_at > timedelta(minutes=1):
+        login.last_seen_at = now

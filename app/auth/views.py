@@ -25,11 +25,16 @@ from app.security import allow_form_redirect
 bp = Blueprint("auth", __name__)
 
 INVALID_CREDENTIALS = "Incorrect email or password."
+SUSPENDED = "This account is suspended. Contact support to find out why and how to lift it."
 
 
 def too_many_attempts(wait: int) -> str:
     """The answer while an account (or IP) must wait: the same words for every email."""
     return f"Too many sign-in attempts. Try again in {wait} second{'s' if wait != 1 else ''}."
+
+
+class ActionForm(FlaskForm):
+    """A button that changes something: only the CSRF token."""
 
 
 class LoginForm(FlaskForm):
@@ -70,6 +75,9 @@ def login() -> Response | str:
         form.next.data = safe_next(request.args.get("next")) or ""
         if interaction is not None:
             form.email.data = interaction.params.get("login_hint", "")[:254]
+        signed_in_as = current_user()
+        if signed_in_as is not None and not form.email.data:
+            form.email.data = signed_in_as.email  # asked again (prompt=login, max_age): "continue as"
         return _page(form, interaction)
 
     if not form.validate_on_submit():
@@ -88,6 +96,12 @@ def login() -> Response | str:
         return _page(form, interaction, error=INVALID_CREDENTIALS, status=throttle.FAILED_LOGIN_STATUS)
 
     attempt.succeeded()
+    if user.is_suspended:
+        # Only someone who knows the password learns this (an unknown email never gets here).
+        record("signin.failed", actor=user, client=client, reason="suspended")
+        db.session.commit()
+        metrics.login_failed()
+        return _page(form, interaction, error=SUSPENDED, status=403)
     remember_device(user)
     session_row = start_login(user)
     record("signin.ok", actor=user, client=client)
@@ -106,9 +120,24 @@ def _page(form: LoginForm, interaction, error: str | None = None, status: int = 
     if interaction is not None:
         allow_form_redirect(interaction.params.get("redirect_uri") or interaction.client.get_default_redirect_uri())
     return (
-        render_template("auth/login.html", form=form, client=interaction.client if interaction else None, error=error),
+        render_template("auth/login.html", form=form, client=interaction.client if interaction else None, error=error,
+                        signed_in_as=current_user(), switch_form=ActionForm()),
         status,
     )
+
+
+@bp.post("/login/switch")
+def switch_account() -> Response:
+    """"Not you?": sign this browser out and show the login page again, for the same pending
+    request (the interaction is bound to the browser, not to the member, so it survives)."""
+    if not ActionForm().validate_on_submit():
+        return redirect(url_for("auth.login"), 303)
+    end_login()
+    db.session.commit()
+    uid = request.form.get("interaction") or None
+    if uid:
+        find_interaction(uid)  # still open and this browser's: else the error page, as everywhere
+    return redirect(url_for("auth.login", interaction=uid, next=safe_next(request.form.get("next"))), 303)
 
 
 @bp.get("/")

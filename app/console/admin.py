@@ -13,7 +13,7 @@ from app.console.blueprint import bp, console_page, console_user
 from app.console.forms import ActionForm, MemberForm
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
-from app.members import MemberError, set_role, set_tier
+from app.members import MemberError, set_role, set_tier, suspend_member, unsuspend_member
 from app.models import Client, Role, Tier, User
 from app.models.base import utcnow
 
@@ -139,3 +139,28 @@ def update_user(user_id: str):
     db.session.commit()
     flash(f"{user.email}: role {user.role}, {user.tier} membership.")
     return redirect(url_for("console.users", q=user.email))
+
+
+@bp.post("/users/<user_id>/suspend")
+@console_page(admin=True)
+def suspend_user(user_id: str):
+    """Suspend (sign-in refused, sessions ended, tokens revoked) or, with `lift`, restore."""
+    user = db.session.get(User, user_id[:36])
+    if user is None:
+        abort(404)
+    if not ActionForm().validate_on_submit():
+        abort(400)
+    if request.form.get("lift"):
+        unsuspend_member(user, actor=console_user())
+        db.session.commit()
+        flash(f"{user.email} may sign in again.")
+        return redirect(url_for("console.users", q=user.email), 303)
+    try:
+        ended = suspend_member(user, actor=console_user(), reason=request.form.get("reason"))
+    except MemberError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("console.users", q=user.email), 303)
+    db.session.commit()
+    flash(f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
+          f"{ended.get('tokens_revoked', 0)} tokens revoked.")
+    return redirect(url_for("console.users", q=user.email), 303)

@@ -44,12 +44,18 @@ class User(db.Model):
     profile_id: Mapped[str | None] = mapped_column(
         String(36), ForeignKey("profiles.id", ondelete="SET NULL"), nullable=True
     )
+    # Set while an admin has suspended the member: sign-in refused, sessions ended, tokens revoked.
+    suspended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     @property
     def is_pro(self) -> bool:
         return self.tier == Tier.PRO
+
+    @property
+    def is_suspended(self) -> bool:
+        return self.suspended_at is not None
 
     @property
     def is_admin(self) -> bool:

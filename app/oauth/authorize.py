@@ -28,7 +28,7 @@ from sqlalchemy import bindparam, select, update
 
 from app import metrics
 from app.audit import record
-from app.auth.sessions import browser_id, current_login
+from app.auth.sessions import browser_id, current_login, touch
 from app.consent.service import decide_granted, missing_scopes, record_consent, remembered_scopes
 from app.extensions import db
 from app.models import Client, Interaction, LoginSession
@@ -230,6 +230,7 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
 def _issue_code(oauth_request, grant, login: LoginSession, granted: list[str]) -> Response:
     oauth_request.granted_scope = join(granted)
     oauth_request.auth_time = login.auth_time
+    touch(login)  # the account page's "last active" (committed with the code)
     return server.create_authorization_response(request=oauth_request, grant_user=login.user, grant=grant)
 
 

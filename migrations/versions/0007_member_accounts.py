@@ -1,5 +1,5 @@
 """member accounts: one-time links (password reset, email verification, invitation); email_verified
-means verified
+means verified; suspended members; when a session was last used
 
 Until now `email_verified` was true for every member without any check. It becomes true only when
 the member follows a mailed link, so every existing address starts unverified (the account page
@@ -23,6 +23,10 @@ depends_on = None
 
 def upgrade():
     op.execute(sa.text("UPDATE users SET email_verified = :no").bindparams(no=False))
+    with op.batch_alter_table('users', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('suspended_at', sa.DateTime(timezone=True), nullable=True))
+    with op.batch_alter_table('login_sessions', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('last_seen_at', sa.DateTime(timezone=True), nullable=True))
     op.create_table('one_time_links',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('user_id', sa.String(length=36), nullable=False),
@@ -47,3 +51,7 @@ def downgrade():
         batch_op.drop_index(batch_op.f('ix_one_time_links_expires_at'))
 
     op.drop_table('one_time_links')
+    with op.batch_alter_table('login_sessions', schema=None) as batch_op:
+        batch_op.drop_column('last_seen_at')
+    with op.batch_alter_table('users', schema=None) as batch_op:
+        batch_op.drop_column('suspended_at')
