@@ -46,6 +46,11 @@ ACTIONS: dict[str, str] = {
     "user.suspended": "Member suspended (sessions ended, tokens revoked)",
     "user.unsuspended": "Suspension lifted",
     "session.signed_out": "Signed out one session",
+    "2fa.enrolled": "Second factor added",
+    "2fa.removed": "Second factor removed",
+    "2fa.recovery_code_used": "Signed in with a recovery code",
+    "2fa.recovery_codes_renewed": "New recovery codes made",
+    "2fa.failed": "Wrong second-factor code",
 }
 PAGE_SIZE = 50
 # What members do through an app. Its developers see that it happened, not who or from where: the

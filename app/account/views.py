@@ -11,7 +11,7 @@ from wtforms.validators import DataRequired, EqualTo, Length
 from app.account.connections import connections, is_connected
 from app.account.sessions import end_session, live_sessions
 from app.audit import record
-from app.auth import throttle, verification
+from app.auth import second_factor, throttle, verification
 from app.auth.passwords import passwords
 from app.auth.sessions import current_login, current_user, end_all_logins, end_login, start_login, touch
 from app.auth.views import throttled, too_many_attempts
@@ -68,7 +68,9 @@ def show():
     db.session.commit()
     return render_template("account/account.html", user=user, tiers=tiers(),
                            connections=connections(db.session, user), form=ActionForm(),
-                           pending_email=pending_email(user), sessions=live_sessions(db.session, user, login.id))
+                           pending_email=pending_email(user), sessions=live_sessions(db.session, user, login.id),
+                           two_step=second_factor.has_second_factor(user),
+                           recovery_left=second_factor.recovery_codes_left(user))
 
 
 @bp.post("/apps/<client_id>/revoke")
@@ -160,8 +162,9 @@ def password() -> Response:
     if not passwords.verify(user, form.current.data):
         attempt.failed()
         return _password_page(form, error=WRONG_CURRENT_PASSWORD, status=throttle.FAILED_LOGIN_STATUS)
+    amr = tuple(current_login().amr.split())  # this browser keeps how it signed in
     ended = change_password(user, form.new.data, actor=user, disconnect_apps=form.disconnect_apps.data)
-    start_login(user)
+    start_login(user, amr=amr)
     db.session.commit()
     flash("Your password is changed. You are signed out everywhere else"
           + (", and every app is disconnected." if "tokens_revoked" in ended else "."))

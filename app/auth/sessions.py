@@ -45,10 +45,11 @@ def browser_id() -> str:
     return bid
 
 
-def start_login(user: User) -> LoginSession:
+def start_login(user: User, amr: tuple[str, ...] = ("pwd",)) -> LoginSession:
     """A fresh session id at every login (no fixation); the CSRF token is renewed with it. The
     browser's previous session, if any (`prompt=login`, another member on the same browser),
-    ends on the server: its old cookie must not stay valid for the rest of its lifetime."""
+    ends on the server: its old cookie must not stay valid for the rest of its lifetime. `amr`:
+    how the member proved who they are (RFC 8176), carried to the ID token."""
     previous = current_login()
     if previous is not None:
         previous.ended_at = utcnow()
@@ -65,6 +66,7 @@ def start_login(user: User) -> LoginSession:
         ip=(request.remote_addr or "")[:64],
         user_agent=(request.user_agent.string or "")[:300],
         last_seen_at=now,
+        amr=" ".join(amr),
     )
     db.session.add(row)
     db.session.flush()

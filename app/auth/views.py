@@ -4,8 +4,9 @@ after a successful login it sends the browser back to resume the parked request.
 from __future__ import annotations
 
 import re
+import time
 
-from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, session, url_for
 from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField
 from wtforms.validators import DataRequired, Length
@@ -15,6 +16,7 @@ from app.audit import record
 from app.auth import throttle
 from app.auth.devices import known_device, remember_device
 from app.auth.passwords import passwords
+from app.auth.second_factor import has_second_factor
 from app.auth.sessions import current_user, end_login, start_login
 from app.console.apps import can_use_console
 from app.extensions import db
@@ -25,6 +27,7 @@ from app.security import allow_form_redirect
 bp = Blueprint("auth", __name__)
 
 INVALID_CREDENTIALS = "Incorrect email or password."
+PENDING_SECOND_FACTOR = "2fa"  # session key: the member whose password was right, awaiting the code
 SUSPENDED = "This account is suspended. Contact support to find out why and how to lift it."
 
 
@@ -102,9 +105,25 @@ def login() -> Response | str:
         db.session.commit()
         metrics.login_failed()
         return _page(form, interaction, error=SUSPENDED, status=403)
+    if has_second_factor(user):
+        # The password is right; the sign-in completes on the second-factor page.
+        session[PENDING_SECOND_FACTOR] = {"u": user.id, "t": int(time.time()), "i": uid or "",
+                                          "n": safe_next(form.next.data) or ""}
+        db.session.commit()
+        return redirect(url_for("two_step_login.code"), 303)
+    return complete_sign_in(user, interaction, form.next.data, amr=("pwd",))
+
+
+def complete_sign_in(user: User, interaction, next_path: str | None, amr: tuple[str, ...],
+                     notice: tuple[str, str] | None = None) -> Response:
+    """Every factor checked: a known browser from now on, a fresh session, the audit line, and on
+    to the parked request (or `next`). `notice` (message, category) is flashed in the new session."""
+    client = interaction.client if interaction is not None else None
     remember_device(user)
-    session_row = start_login(user)
-    record("signin.ok", actor=user, client=client)
+    session_row = start_login(user, amr=amr)
+    if notice is not None:
+        flash(*notice)
+    record("signin.ok", actor=user, client=client, amr=" ".join(amr) if amr != ("pwd",) else None)
     metrics.login_succeeded(user)
     if interaction is not None:
         interaction.login_session_id = session_row.id
@@ -113,7 +132,7 @@ def login() -> Response | str:
         # On with the parked request at once: to the consent page, or back to the app with its
         # code (no separate "resume" hop: one redirect fewer for every sign-in).
         return resume(interaction)
-    return redirect(safe_next(form.next.data) or url_for("auth.signed_in"))
+    return redirect(safe_next(next_path) or url_for("auth.signed_in"))
 
 
 def _page(form: LoginForm, interaction, error: str | None = None, status: int = 200):

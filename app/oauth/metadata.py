@@ -9,6 +9,7 @@ import json
 from flask import Flask
 from werkzeug.http import parse_etags, unquote_etag
 
+from app.auth.second_factor import ACR_VALUES
 from app.oauth.endpoints import INTROSPECTION_AUTH_METHODS, REVOCATION_AUTH_METHODS
 from app.scopes import SCOPES, SUPPORTED_SCOPES
 
@@ -25,7 +26,7 @@ END_SESSION_PATH = "/api/auth/oauth2/endsession"
 def discovery_document(config: dict) -> dict:
     issuer = config["ISSUER_URL"]
     claims = sorted({c for s in SCOPES.values() for c in s.claims})
-    claims += ["iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", config["USER_ID_CLAIM"]]
+    claims += ["iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", "acr", config["USER_ID_CLAIM"]]
     return {
         "issuer": issuer,
         "authorization_endpoint": issuer + AUTHORIZE_PATH,
@@ -46,6 +47,8 @@ def discovery_document(config: dict) -> dict:
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
         "code_challenge_methods_supported": ["S256"],
         "claims_supported": list(dict.fromkeys(claims)),
+        # REFEDS assurance profiles: one factor, or two (ask with acr_values=...mfa).
+        "acr_values_supported": list(ACR_VALUES),
         "claims_parameter_supported": False,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,

@@ -131,6 +131,7 @@ def save_token(token: dict, request) -> None:
         "user_id": request.user.id,
         "grant_id": parent.grant_id,
         "auth_time": request.auth_time,
+        "amr": getattr(request, "amr", None) or "pwd",
         "scope": token.get("scope", ""),
         "access_token_hash": sha256_hex(token["access_token"]),
         "refresh_token_hash": sha256_hex(refresh) if refresh else None,

@@ -1,5 +1,6 @@
 """member accounts: one-time links (password reset, email verification, invitation); email_verified
-means verified; suspended members; when a session was last used
+means verified; suspended members; when a session was last used; second factors (TOTP, recovery
+codes) and how each sign-in was made (amr) on sessions, codes and tokens
 
 Until now `email_verified` was true for every member without any check. It becomes true only when
 the member follows a mailed link, so every existing address starts unverified (the account page
@@ -27,6 +28,32 @@ def upgrade():
         batch_op.add_column(sa.Column('suspended_at', sa.DateTime(timezone=True), nullable=True))
     with op.batch_alter_table('login_sessions', schema=None) as batch_op:
         batch_op.add_column(sa.Column('last_seen_at', sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column('amr', sa.String(length=32), server_default='pwd', nullable=False))
+    with op.batch_alter_table('authorization_codes', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('amr', sa.String(length=32), server_default='pwd', nullable=False))
+    with op.batch_alter_table('tokens', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('amr', sa.String(length=32), server_default='pwd', nullable=False))
+    op.create_table('totp_factors',
+    sa.Column('user_id', sa.String(length=36), nullable=False),
+    sa.Column('secret_sealed', sa.LargeBinary(), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('confirmed_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('last_used_step', sa.Integer(), nullable=True),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_totp_factors_user_id_users'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('user_id', name=op.f('pk_totp_factors'))
+    )
+    op.create_table('recovery_codes',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('user_id', sa.String(length=36), nullable=False),
+    sa.Column('code_hash', sa.String(length=64), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('used_at', sa.DateTime(timezone=True), nullable=True),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_recovery_codes_user_id_users'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_recovery_codes')),
+    sa.UniqueConstraint('code_hash', name=op.f('uq_recovery_codes_code_hash'))
+    )
+    with op.batch_alter_table('recovery_codes', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_recovery_codes_user_id'), ['user_id'], unique=False)
     op.create_table('one_time_links',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('user_id', sa.String(length=36), nullable=False),
@@ -46,6 +73,16 @@ def upgrade():
 
 
 def downgrade():
+    with op.batch_alter_table('recovery_codes', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_recovery_codes_user_id'))
+    op.drop_table('recovery_codes')
+    op.drop_table('totp_factors')
+    with op.batch_alter_table('tokens', schema=None) as batch_op:
+        batch_op.drop_column('amr')
+    with op.batch_alter_table('authorization_codes', schema=None) as batch_op:
+        batch_op.drop_column('amr')
+    with op.batch_alter_table('login_sessions', schema=None) as batch_op:
+        batch_op.drop_column('amr')
     with op.batch_alter_table('one_time_links', schema=None) as batch_op:
         batch_op.drop_index('ix_one_time_links_user_id_purpose')
         batch_op.drop_index(batch_op.f('ix_one_time_links_expires_at'))
