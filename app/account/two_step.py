@@ -126,7 +126,7 @@ def remove() -> Response:
     refused = _password_checked(user, form, page)
     if refused is not None:
         return refused
-    second_factor.remove_totp(user)
+    second_factor.remove_totp(user, actor=user)
     db.session.commit()
     flash("Two-step verification is off: signing in asks for your password only.")
     return redirect(url_for("account.show"), 303)

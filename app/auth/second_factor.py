@@ -127,8 +127,9 @@ def confirm_totp(user: User, code: str) -> list[str] | None:
     return codes
 
 
-def remove_totp(user: User, actor: User | None = None) -> bool:
-    """Remove the authenticator app and the recovery codes: sign-in asks for the password only."""
+def remove_totp(user: User, actor: User | None) -> bool:
+    """Remove the authenticator app and the recovery codes: sign-in asks for the password only.
+    `actor`: the member themselves, or None for support on the command line."""
     factor = totp_factor(user)
     if factor is None:
         return False
@@ -136,7 +137,7 @@ def remove_totp(user: User, actor: User | None = None) -> bool:
     db.session.delete(factor)
     db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
     if confirmed:
-        record("2fa.removed", actor=actor or user, subject=user, kind="totp")
+        record("2fa.removed", actor=actor, subject=user, kind="totp")
     return confirmed
 
 

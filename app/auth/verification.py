@@ -50,6 +50,8 @@ def request_email_change(user: User, new_email: str) -> Mail:
         raise MemberError("That is already your address.")
     if db.session.scalar(db.select(User.id).where(User.email == new_email)):
         raise MemberError("Another account uses that address.")
+    if not mail_budget_left(user):  # nobody sends mail to strangers' inboxes in a loop through us
+        raise MemberError("Too many links were sent for your account. Try again in an hour.")
     token = links.issue(user, LinkPurpose.VERIFY, email=new_email)
     record("email.change_requested", actor=user, subject=user, new_email=new_email)
     return Mail.from_template(new_email, "Confirm your new email address for Credits ID", "verify", user=user,

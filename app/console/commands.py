@@ -1,5 +1,6 @@
 """The console's actions on the command line (parity with the web pages), each with `--json`:
-`flask clients rotate-secret|disable|enable|delete`, `flask users set-role|set-tier|set-password|suspend|unsuspend`,
+`flask clients rotate-secret|disable|enable|delete`,
+`flask users set-role|set-tier|set-password|suspend|unsuspend|remove-second-factor`,
 `flask fees report`. They call the same services as the pages and leave the same audit trail
 (source `cli`)."""
 
@@ -141,6 +142,20 @@ def users_unsuspend(email, as_json):
     changed = unsuspend_member(user)
     db.session.commit()
     emit({"id": user.id, "email": user.email, "suspended": False, "changed": changed}, as_json, _lines)
+
+
+@users.command("remove-second-factor")
+@click.argument("email")
+@json_option
+def users_remove_second_factor(email, as_json):
+    """Support: turn a member's two-step verification off (lost phone and recovery codes), after
+    checking who they are by other means. Sign-in then asks for the password only."""
+    from app.auth.second_factor import remove_totp
+
+    user = _member(email)
+    removed = remove_totp(user, actor=None)
+    db.session.commit()
+    emit({"id": user.id, "email": user.email, "removed": removed}, as_json, _lines)
 
 
 @users.command("set-password")

@@ -223,3 +223,15 @@ def test_the_second_step_needs_a_right_password_first_and_is_throttled(live_serv
     statuses = [browser.post(SECOND_STEP, data={"csrf_token": csrf_token(step.text), "code": f"{i:06d}x"}).status_code
                 for i in range(8)]
     assert statuses[:6] == [401] * 6 and 429 in statuses[6:]
+
+
+def test_support_turns_it_off_on_the_command_line(app, live_server):
+    member = make_member()
+    enroll(live_server, member)
+    result = app.test_cli_runner().invoke(args=["users", "remove-second-factor", member.email, "--json"])
+    assert result.exit_code == 0 and json.loads(result.output)["removed"] is True
+    fresh()
+    event = AuditEvent.query.filter_by(action="2fa.removed").one()
+    assert event.source == "cli" and event.actor_id is None and event.subject_id == member.id
+    token_claims, *_ = sign_in_to_app(live_server, member, None)
+    assert token_claims["amr"] == ["pwd"]
