@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
-from wtforms import PasswordField, StringField
+from wtforms import HiddenField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
 from app.audit import record
-from app.auth import second_factor, throttle
+from app.auth import passkeys, second_factor, throttle
 from app.auth.passwords import passwords
 from app.auth.sessions import current_user
 from app.auth.views import throttled, too_many_attempts
@@ -53,7 +53,7 @@ def setup() -> Response:
     user = current_user()
     if user is None:
         return _signed_out()
-    if second_factor.has_second_factor(user):
+    if second_factor.has_totp(user):
         flash("An authenticator app is already set up. Remove it first to use another one.")
         return redirect(url_for("account.show"), 303)
     form = SetupForm()
@@ -92,7 +92,7 @@ def recovery_codes() -> Response:
         return make_response(render_template("account/two_step_confirm.html", form=form, error=error,
                                              action="recovery_codes", max_length=MAX_PASSWORD_LENGTH), status)
 
-    if not second_factor.has_second_factor(user):
+    if not second_factor.has_totp(user):
         return redirect(url_for("account.show"), 303)
     if not form.is_submitted() or not form.current.data:
         return page()  # the account page's button: ask for the password
@@ -129,4 +129,77 @@ def remove() -> Response:
     second_factor.remove_totp(user, actor=user)
     db.session.commit()
     flash("Two-step verification is off: signing in asks for your password only.")
+    return redirect(url_for("account.show"), 303)
+
+
+# -- passkeys -----------------------------------------------------------------------------------
+
+
+class PasskeyForm(PasswordOnlyForm):
+    name = StringField("Name of this passkey", validators=[Length(max=64)],
+                       description="To tell your passkeys apart, such as \"Work laptop\" or \"Phone\".")
+
+
+class CredentialForm(FlaskForm):
+    name = HiddenField()
+    credential = HiddenField()
+
+
+@bp.post("/passkeys/new")
+def new_passkey() -> Response:
+    """Step 1: the password (and a name), then the page that asks the browser for a new passkey."""
+    user = current_user()
+    if user is None:
+        return _signed_out()
+    form = PasskeyForm()
+
+    def page(error: str | None = None, status: int = 200) -> Response:
+        return make_response(render_template("account/passkey_new.html", form=form, error=error,
+                                             max_length=MAX_PASSWORD_LENGTH), status)
+
+    if not form.current.data:
+        return page()  # the account page's button: ask for the password and a name
+    if not form.validate_on_submit():
+        return page(status=400)
+    refused = _password_checked(user, form, page)
+    if refused is not None:
+        return refused
+    try:
+        options = passkeys.registration_options(user)
+    except passkeys.PasskeyError as exc:
+        return page(error=str(exc), status=409)
+    return make_response(render_template("account/passkey_create.html", options=options,
+                                         form=CredentialForm(name=form.name.data or "Passkey")))
+
+
+@bp.post("/passkeys")
+def add_passkey() -> Response:
+    """Step 2: the browser's new passkey, checked and kept (its public key)."""
+    user = current_user()
+    if user is None:
+        return _signed_out()
+    form = CredentialForm()
+    if not form.validate_on_submit():
+        return redirect(url_for("account.show"), 303)
+    try:
+        passkey = passkeys.register(user, form.credential.data, form.name.data)
+    except passkeys.PasskeyError as exc:
+        db.session.rollback()
+        flash(str(exc), "error")
+        return redirect(url_for("account.show"), 303)
+    db.session.commit()
+    flash(f"Passkey \"{passkey.name}\" added: use it to sign in without your password, or after it.")
+    return redirect(url_for("account.show"), 303)
+
+
+@bp.post("/passkeys/<int:passkey_id>/remove")
+def remove_passkey(passkey_id: int) -> Response:
+    user = current_user()
+    if user is None:
+        return _signed_out()
+    if not FlaskForm().validate_on_submit() or not passkeys.remove(user, passkey_id, actor=user):
+        flash("That passkey is not registered for your account.", "error")
+        return redirect(url_for("account.show"), 303)
+    db.session.commit()
+    flash("The passkey is removed: it no longer signs you in.")
     return redirect(url_for("account.show"), 303)

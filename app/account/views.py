@@ -11,7 +11,7 @@ from wtforms.validators import DataRequired, EqualTo, Length
 from app.account.connections import connections, is_connected
 from app.account.sessions import end_session, live_sessions
 from app.audit import record
-from app.auth import second_factor, throttle, verification
+from app.auth import passkeys, second_factor, throttle, verification
 from app.auth.passwords import passwords
 from app.auth.sessions import current_login, current_user, end_all_logins, end_login, start_login, touch
 from app.auth.views import throttled, too_many_attempts
@@ -69,7 +69,8 @@ def show():
     return render_template("account/account.html", user=user, tiers=tiers(),
                            connections=connections(db.session, user), form=ActionForm(),
                            pending_email=pending_email(user), sessions=live_sessions(db.session, user, login.id),
-                           two_step=second_factor.has_second_factor(user),
+                           two_step=second_factor.has_totp(user), passkeys=passkeys.passkeys_of(user),
+                           passkeys_available=passkeys.available(),
                            recovery_left=second_factor.recovery_codes_left(user))
 
 

@@ -26,11 +26,11 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, exists, func, or_, select, update
 
 from app.audit import record
 from app.extensions import db
-from app.models import RecoveryCode, TotpFactor, User
+from app.models import Passkey, RecoveryCode, TotpFactor, User
 from app.models.base import sha256_hex, utcnow
 
 SFA = "https://refeds.org/profile/sfa"  # acr: signed in with one factor
@@ -82,7 +82,14 @@ def totp_factor(user: User) -> TotpFactor | None:
 
 
 def has_second_factor(user: User) -> bool:
-    """A confirmed authenticator app: sign-in asks for a code after the password."""
+    """A confirmed authenticator app or a passkey: sign-in asks for it after the password (one query)."""
+    totp = exists().where(TotpFactor.user_id == user.id, TotpFactor.confirmed_at.is_not(None))
+    passkey = exists().where(Passkey.user_id == user.id)
+    return bool(db.session.scalar(select(or_(totp, passkey))))
+
+
+def has_totp(user: User) -> bool:
+    """A confirmed authenticator app."""
     return db.session.scalar(select(func.count()).select_from(TotpFactor).where(
         TotpFactor.user_id == user.id, TotpFactor.confirmed_at.is_not(None))) == 1
 

@@ -15,6 +15,7 @@ from app import metrics
 from app.audit import record
 from app.auth import throttle
 from app.auth.devices import known_device, remember_device
+from app.auth.passkeys import available as passkeys_available
 from app.auth.passwords import passwords
 from app.auth.second_factor import has_second_factor
 from app.auth.sessions import current_user, end_login, start_login
@@ -140,7 +141,7 @@ def _page(form: LoginForm, interaction, error: str | None = None, status: int = 
         allow_form_redirect(interaction.params.get("redirect_uri") or interaction.client.get_default_redirect_uri())
     return (
         render_template("auth/login.html", form=form, client=interaction.client if interaction else None, error=error,
-                        signed_in_as=current_user(), switch_form=ActionForm()),
+                        signed_in_as=current_user(), switch_form=ActionForm(), passkeys=passkeys_available()),
         status,
     )
 

@@ -148,14 +148,18 @@ def users_unsuspend(email, as_json):
 @click.argument("email")
 @json_option
 def users_remove_second_factor(email, as_json):
-    """Support: turn a member's two-step verification off (lost phone and recovery codes), after
-    checking who they are by other means. Sign-in then asks for the password only."""
+    """Support: turn a member's two-step verification off (lost phone, recovery codes and passkeys),
+    after checking who they are by other means. Sign-in then asks for the password only."""
+    from app.auth.passkeys import passkeys_of
+    from app.auth.passkeys import remove as remove_passkey
     from app.auth.second_factor import remove_totp
 
     user = _member(email)
     removed = remove_totp(user, actor=None)
+    passkeys_removed = sum(remove_passkey(user, p.id, actor=None) for p in passkeys_of(user))
     db.session.commit()
-    emit({"id": user.id, "email": user.email, "removed": removed}, as_json, _lines)
+    emit({"id": user.id, "email": user.email, "removed": removed, "passkeys_removed": passkeys_removed}, as_json,
+         _lines)
 
 
 @users.command("set-password")

@@ -9,7 +9,7 @@ from app.models.interaction import Interaction
 from app.models.login_session import LoginSession
 from app.models.one_time_link import LinkPurpose, OneTimeLink
 from app.models.refresh_replay import RefreshReplay
-from app.models.second_factor import RecoveryCode, TotpFactor
+from app.models.second_factor import Passkey, RecoveryCode, TotpFactor
 from app.models.signing_key import SigningKey
 from app.models.token import Token
 from app.models.user import Role, Tier, User
@@ -20,6 +20,7 @@ __all__ = [
     "ChartRow",
     "Credit",
     "CreditRole",
+    "Passkey",
     "Profile",
     "Track",
     "TrackArtist",

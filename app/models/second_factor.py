@@ -36,3 +36,20 @@ class RecoveryCode(db.Model):
     code_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class Passkey(db.Model):
+    """A WebAuthn credential (a passkey or a security key): a second factor after the password, and
+    a sign-in of its own (it is discoverable and asks for the device's PIN or biometrics). Only the
+    public key is stored."""
+
+    __tablename__ = "passkeys"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    credential_id: Mapped[str] = mapped_column(String(1400), unique=True)  # base64url, as browsers send it
+    public_key: Mapped[bytes] = mapped_column(LargeBinary)  # COSE
+    sign_count: Mapped[int] = mapped_column(Integer, default=0)
+    name: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -1,6 +1,6 @@
 """member accounts: one-time links (password reset, email verification, invitation); email_verified
 means verified; suspended members; when a session was last used; second factors (TOTP, recovery
-codes) and how each sign-in was made (amr) on sessions, codes and tokens
+codes, passkeys) and how each sign-in was made (amr) on sessions, codes and tokens
 
 Until now `email_verified` was true for every member without any check. It becomes true only when
 the member follows a mailed link, so every existing address starts unverified (the account page
@@ -54,6 +54,21 @@ def upgrade():
     )
     with op.batch_alter_table('recovery_codes', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_recovery_codes_user_id'), ['user_id'], unique=False)
+    op.create_table('passkeys',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('user_id', sa.String(length=36), nullable=False),
+    sa.Column('credential_id', sa.String(length=1400), nullable=False),
+    sa.Column('public_key', sa.LargeBinary(), nullable=False),
+    sa.Column('sign_count', sa.Integer(), nullable=False),
+    sa.Column('name', sa.String(length=64), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('last_used_at', sa.DateTime(timezone=True), nullable=True),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_passkeys_user_id_users'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_passkeys')),
+    sa.UniqueConstraint('credential_id', name=op.f('uq_passkeys_credential_id'))
+    )
+    with op.batch_alter_table('passkeys', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_passkeys_user_id'), ['user_id'], unique=False)
     op.create_table('one_time_links',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('user_id', sa.String(length=36), nullable=False),
@@ -73,6 +88,9 @@ def upgrade():
 
 
 def downgrade():
+    with op.batch_alter_table('passkeys', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_passkeys_user_id'))
+    op.drop_table('passkeys')
     with op.batch_alter_table('recovery_codes', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_recovery_codes_user_id'))
     op.drop_table('recovery_codes')

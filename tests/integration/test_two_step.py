@@ -230,6 +230,7 @@ def test_support_turns_it_off_on_the_command_line(app, live_server):
     enroll(live_server, member)
     result = app.test_cli_runner().invoke(args=["users", "remove-second-factor", member.email, "--json"])
     assert result.exit_code == 0 and json.loads(result.output)["removed"] is True
+    assert json.loads(result.output)["passkeys_removed"] == 0
     fresh()
     event = AuditEvent.query.filter_by(action="2fa.removed").one()
     assert event.source == "cli" and event.actor_id is None and event.subject_id == member.id
