@@ -77,6 +77,9 @@ def setup() -> Response:
     if codes is None:
         return page(error=WRONG_CODE, status=400)
     db.session.commit()
+    if not codes:  # recovery codes from an earlier passkey stay as they are
+        flash("Two-step verification with your authenticator app is on. Your recovery codes stay the same.")
+        return redirect(url_for("account.show"), 303)
     return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=True))
 
 
@@ -92,7 +95,7 @@ def recovery_codes() -> Response:
         return make_response(render_template("account/two_step_confirm.html", form=form, error=error,
                                              action="recovery_codes", max_length=MAX_PASSWORD_LENGTH), status)
 
-    if not second_factor.has_totp(user):
+    if not second_factor.has_second_factor(user):
         return redirect(url_for("account.show"), 303)
     if not form.is_submitted() or not form.current.data:
         return page()  # the account page's button: ask for the password
@@ -187,7 +190,11 @@ def add_passkey() -> Response:
         db.session.rollback()
         flash(str(exc), "error")
         return redirect(url_for("account.show"), 303)
+    codes = second_factor.new_recovery_codes(user) if second_factor.recovery_codes_left(user) == 0 else None
     db.session.commit()
+    if codes:  # the first second factor: recovery codes for when the device is lost
+        return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=True,
+                                             passkey=passkey.name))
     flash(f"Passkey \"{passkey.name}\" added: use it to sign in without your password, or after it.")
     return redirect(url_for("account.show"), 303)
 

@@ -70,6 +70,7 @@ def show():
                            connections=connections(db.session, user), form=ActionForm(),
                            pending_email=pending_email(user), sessions=live_sessions(db.session, user, login.id),
                            two_step=second_factor.has_totp(user), passkeys=passkeys.passkeys_of(user),
+                           any_second_factor=second_factor.has_second_factor(user),
                            passkeys_available=passkeys.available(),
                            recovery_left=second_factor.recovery_codes_left(user))
 

@@ -136,6 +136,10 @@ def remove(user: User, passkey_id: int, actor: User | None) -> bool:
     if passkey is None or passkey.user_id != user.id:
         return False
     db.session.delete(passkey)
+    db.session.flush()
+    from app.auth.second_factor import forget_recovery_codes_if_unused
+
+    forget_recovery_codes_if_unused(user)
     record("2fa.removed", actor=actor, subject=user, kind="passkey", passkey=passkey.name)
     return True
 

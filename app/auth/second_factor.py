@@ -123,29 +123,37 @@ def provisioning_uri(user: User, secret: str) -> str:
 
 
 def confirm_totp(user: User, code: str) -> list[str] | None:
-    """Confirm the enrollment with a first code from the app: returns the new recovery codes (to
-    show once), or None when the code is wrong."""
+    """Confirm the enrollment with a first code from the app: returns new recovery codes to show
+    once (an empty list when the member has some already, from a passkey), or None when the code
+    is wrong."""
     factor = totp_factor(user)
     if factor is None or factor.confirmed_at is not None or not _check_totp(factor, user, code):
         return None
     factor.confirmed_at = utcnow()
-    codes = new_recovery_codes(user)
+    codes = new_recovery_codes(user) if recovery_codes_left(user) == 0 else []
     record("2fa.enrolled", actor=user, subject=user, kind="totp")
     return codes
 
 
 def remove_totp(user: User, actor: User | None) -> bool:
-    """Remove the authenticator app and the recovery codes: sign-in asks for the password only.
-    `actor`: the member themselves, or None for support on the command line."""
+    """Remove the authenticator app (and the recovery codes, unless a passkey remains: then sign-in
+    asks for the password only). `actor`: the member themselves, or None for support's CLI."""
     factor = totp_factor(user)
     if factor is None:
         return False
     confirmed = factor.confirmed_at is not None
     db.session.delete(factor)
-    db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
+    db.session.flush()
+    forget_recovery_codes_if_unused(user)
     if confirmed:
         record("2fa.removed", actor=actor, subject=user, kind="totp")
     return confirmed
+
+
+def forget_recovery_codes_if_unused(user: User) -> None:
+    """Recovery codes stand in for a second factor: without any, they go too."""
+    if not has_second_factor(user):
+        db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
 
 
 def new_recovery_codes(user: User) -> list[str]:
@@ -170,13 +178,11 @@ def verify(user: User, code: str) -> str | None:
     """Check a code typed at sign-in: "otp" for a code from the app, "recovery" for a recovery code
     (used up here, audited), None when it is neither."""
     code = (code or "").strip()
-    factor = totp_factor(user)
-    if factor is None or factor.confirmed_at is None:
-        return None
     digits = code.replace(" ", "")
     if digits.isascii() and digits.isdigit():
-        return "otp" if _check_totp(factor, user, digits) else None
-    if _use_recovery_code(user, code):
+        factor = totp_factor(user)
+        return "otp" if factor is not None and factor.confirmed_at is not None and _check_totp(factor, user, digits) else None
+    if _use_recovery_code(user, code):  # kept only while the member has a second factor
         record("2fa.recovery_code_used", actor=user, subject=user, left=recovery_codes_left(user))
         return "recovery"
     return None

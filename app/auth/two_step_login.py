@@ -55,6 +55,7 @@ def _page(user: User, form: CodeForm, error: str | None = None, status: int = 20
     options = passkeys.authentication_options(user, "2fa") if passkeys.count(user) else None
     return make_response(render_template("auth/second_factor.html", form=form, error=error,
                                          totp=second_factor.has_totp(user), passkey_options=options,
+                                         recovery=second_factor.recovery_codes_left(user) > 0,
                                          passkey_form=CredentialForm()), status)
 
 

@@ -10,10 +10,10 @@ import re
 from html import unescape
 
 from app.extensions import db
-from app.models import AuditEvent, Passkey
+from app.models import AuditEvent, Passkey, RecoveryCode
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import Browser, RelyingParty, csrf_token, hidden, query
-from tests.integration.console_support import alerts, flashes, fresh, signed_in
+from tests.integration.console_support import alerts, fresh, signed_in
 from tests.soft_authenticator import SoftAuthenticator
 
 MFA = "https://refeds.org/profile/mfa"
@@ -28,7 +28,9 @@ def options_on(html: str) -> dict:
     return json.loads(unescape(re.search(r'data-options="([^"]+)"', html).group(1)))
 
 
-def add_passkey(live_server, member, name: str = "Laptop") -> tuple[Browser, SoftAuthenticator]:
+def add_passkey(live_server, member, name: str = "Laptop", codes: list | None = None) -> tuple[Browser, SoftAuthenticator]:
+    """Add a passkey through the account pages; the first second factor also shows recovery codes
+    (appended to `codes` when given)."""
     browser = signed_in(live_server.url, member.email, "/account")
     account = browser.get("/account")
     # On this issuer (an IP address, which browsers refuse as relying-party id) the page does not
@@ -44,8 +46,11 @@ def add_passkey(live_server, member, name: str = "Laptop") -> tuple[Browser, Sof
     authenticator = SoftAuthenticator(live_server.url)
     done = browser.post("/account/two-step/passkeys", data={"csrf_token": csrf_token(create.text), "name": name,
                                                             "credential": authenticator.create(options)})
-    assert done.status_code == 303
-    assert f'Passkey "{name}" added' in " ".join(flashes(browser.get("/account").text))
+    assert done.status_code == 200 and f'Passkey "{name}" added' in done.text
+    shown = re.findall(r"<li><code>([a-z0-9-]{19})</code></li>", done.text)
+    assert len(shown) == 10  # the first second factor: recovery codes for a lost device
+    if codes is not None:
+        codes.extend(shown)
     return browser, authenticator
 
 
@@ -113,7 +118,7 @@ def test_a_passkey_is_the_second_step_after_the_password(live_server):
     rp, browser, login = app_and_browser(live_server)
     step = browser.login(member.email)
     assert step.url.endswith("/login/second-factor") and "Use a passkey" in step.text
-    assert 'name="code"' not in step.text  # no authenticator app: no code field
+    assert "Recovery code" in step.text and "Lost your passkey?" in step.text  # no app: codes only
     options = options_on(step.text)
     allowed = [c["id"] for c in options["allowCredentials"]]
     assert len(allowed) == 1
@@ -153,3 +158,26 @@ def test_removing_the_passkey(live_server):
     assert refused.status_code == 401
     _, browser, _ = app_and_browser(live_server)
     assert browser.login(member.email).status_code == 302  # the password alone again
+
+
+def test_a_member_whose_only_second_factor_is_a_lost_passkey_uses_a_recovery_code(live_server):
+    member = make_member()
+    codes: list[str] = []
+    browser, _ = add_passkey(live_server, member, codes=codes)
+    assert "Two-step verification: on" in browser.get("/account").text
+    rp, stranger, _ = app_and_browser(live_server)
+    step = stranger.login(member.email)
+    assert "Lost your passkey?" in step.text and 'name="code"' in step.text
+    done = stranger.follow(stranger.post("/login/second-factor", data={"csrf_token": csrf_token(step.text),
+                                                                       "code": codes[0]}))
+    assert done.status_code == 302
+    token = claims(rp.exchange(query(done.headers["Location"])["code"]).json()["id_token"])
+    assert token["amr"] == ["pwd", "otp"]
+    # Removing the last passkey (the only second factor) takes the recovery codes with it.
+    fresh()
+    passkey_id = Passkey.query.filter_by(user_id=member.id).one().id
+    browser.post(f"/account/two-step/passkeys/{passkey_id}/remove",
+                 data={"csrf_token": csrf_token(browser.get("/account").text)})
+    fresh()
+    assert RecoveryCode.query.filter_by(user_id=member.id).count() == 0
+    assert "Two-step verification: off" in browser.get("/account").text

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import re
-import time
+from datetime import UTC, datetime
 
 import pytest
 import redis
+import time_machine
 
 from app import create_app
 from app.auth.devices import COOKIE as DEVICE_COOKIE
@@ -33,6 +34,14 @@ def fresh_counters(web):
     limiter.reset()
     yield
     limiter.reset()
+
+
+@pytest.fixture(autouse=True)
+def clock():
+    """Time stands still unless a test moves it (`clock.shift(seconds)`): a 1-second wait must not
+    run out between two requests on a loaded machine, and no test sleeps through a delay."""
+    with time_machine.travel(datetime.now(UTC), tick=False) as traveller:
+        yield traveller
 
 
 @pytest.fixture
@@ -64,7 +73,7 @@ def fail_until_waiting(client, email: str, ip: str = "127.0.0.1") -> int:
     raise AssertionError("never throttled")
 
 
-def test_unknown_browsers_get_a_progressive_delay_not_a_hard_lock(client, web, monkeypatch):
+def test_unknown_browsers_get_a_progressive_delay_not_a_hard_lock(client, web, monkeypatch, clock):
     monkeypatch.setitem(web.config, "LOGIN_ACCOUNT_MAX_DELAY", 2)
     member = make_member()
     for _ in range(5):  # LOGIN_ACCOUNT_FREE_FAILURES: no wait yet
@@ -80,13 +89,13 @@ def test_unknown_browsers_get_a_progressive_delay_not_a_hard_lock(client, web, m
     db.session.remove()
     assert db.session.scalar(db.select(LoginSession).where(LoginSession.user_id == member.id)) is None
 
-    time.sleep(1.1)  # the delay doubles with each further failure, up to LOGIN_ACCOUNT_MAX_DELAY (2 s here)
+    clock.shift(1.1)  # the delay doubles with each further failure, up to LOGIN_ACCOUNT_MAX_DELAY (2 s here)
     assert attempt(client, member.email, "wrong password!").status_code == 401
     assert attempt(client, member.email, PASSWORD).headers["Retry-After"] == "2"
-    time.sleep(2.1)
+    clock.shift(2.1)
     assert attempt(client, member.email, "wrong password!").status_code == 401
     assert attempt(client, member.email, PASSWORD).headers["Retry-After"] == "2"  # capped, never a lock
-    time.sleep(2.1)
+    clock.shift(2.1)
     assert attempt(client, member.email, PASSWORD).status_code == 302  # the member gets in after the wait
     # ... and that success from an unknown browser starts the delay over (for every unknown browser).
     assert fail_until_waiting(web.test_client(), member.email) == 6
@@ -278,13 +287,13 @@ def test_redis_storage_is_shared_between_processes(web, settings):
     overrides = {k: v for k, v in settings.items() if not k.startswith("_")}
     try:
         first = create_app({**overrides, "REDIS_URL": REDIS_TEST_URL}).test_client()
+        second = create_app({**overrides, "REDIS_URL": REDIS_TEST_URL}).test_client()
         member = make_member()
         for _ in range(6):
             assert attempt(first, member.email, "wrong password!").status_code == 401
         keys = store.keys("*")
         assert any(b"credits-id/signin/failures:" in key for key in keys)
         assert member.email.encode() not in b" ".join(keys)  # keys hold a hash, not the email
-        second = create_app({**overrides, "REDIS_URL": REDIS_TEST_URL}).test_client()
         assert attempt(second, member.email, PASSWORD).status_code == 429
     finally:
         store.flushdb()
