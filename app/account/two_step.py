@@ -57,8 +57,12 @@ def setup() -> Response:
         flash("An authenticator app is already set up. Remove it first to use another one.")
         return redirect(url_for("account.show"), 303)
     form = SetupForm()
-    secret = second_factor.pending_secret(user) or second_factor.begin_totp(user)
-    db.session.commit()
+    secret = second_factor.pending_secret(user)
+    if request.method == "GET" and secret is None:
+        secret = second_factor.begin_totp(user)  # a new key, kept (sealed) until a first code confirms it
+        db.session.commit()
+    elif secret is None:  # submitted without a key shown first (or it was replaced): start over
+        return redirect(url_for("two_step.setup"), 303)
 
     def page(error: str | None = None, status: int = 200) -> Response:
         return make_response(render_template(
