@@ -101,17 +101,32 @@ def token_request_retry_after() -> int | None:
 # -- sign-in: progressive delay per account, failures per IP, known browsers exempt ---------------
 
 FAILURE_MEMORY = 24 * 3600  # seconds an account's failures from unknown browsers are remembered
+RETRY_STORE_AFTER = 30  # seconds sign-in counts in memory after the counter store failed
 _fallback = MemoryStorage()  # where sign-in counts while Redis is unreachable
+_store_failed_at = 0.0
 
 
 def _store(op: str, *args):
     """One operation on the counter store (Flask-Limiter's: Redis when configured), falling back
-    to this process's memory when it fails: sign-in keeps working and keeps counting."""
-    try:
-        return getattr(limiter.storage, op)(*args)
-    except Exception as exc:
-        log.warning("rate-limit storage unavailable, sign-in counted in memory: %s", type(exc).__name__)
-        return getattr(_fallback, op)(*args)
+    to this process's memory when it fails: sign-in keeps working and keeps counting. After a
+    failure the store is left alone for RETRY_STORE_AFTER seconds, so an unreachable Redis costs
+    one timeout, not one per counter of every sign-in."""
+    global _store_failed_at
+    if time.monotonic() - _store_failed_at >= RETRY_STORE_AFTER:
+        try:
+            return getattr(limiter.storage, op)(*args)
+        except Exception as exc:
+            _store_failed_at = time.monotonic()
+            log.warning("rate-limit storage unavailable, sign-in counted in memory for %d s: %s",
+                        RETRY_STORE_AFTER, type(exc).__name__)
+    return getattr(_fallback, op)(*args)
+
+
+def reset_fallback() -> None:
+    """Forget the in-memory counts and try the store again at once (tests; a store back up)."""
+    global _store_failed_at
+    _store_failed_at = 0.0
+    _fallback.reset()
 
 
 def _key(kind: str, value: str) -> str:

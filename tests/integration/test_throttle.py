@@ -11,6 +11,7 @@ import redis
 import time_machine
 
 from app import create_app
+from app.auth import throttle
 from app.auth.devices import COOKIE as DEVICE_COOKIE
 from app.extensions import db, limiter
 from app.models import LoginSession
@@ -32,8 +33,10 @@ def web(settings):
 def fresh_counters(web):
     limiter.init_app(web)  # another module's app may have taken the shared limiter over
     limiter.reset()
+    throttle.reset_fallback()
     yield
     limiter.reset()
+    throttle.reset_fallback()  # a test with Redis down leaves no in-memory counts behind
 
 
 @pytest.fixture(autouse=True)
@@ -315,3 +318,21 @@ def test_sign_in_keeps_working_and_counting_when_redis_is_down(web, settings, ca
         assert statuses == [401] * 6 + [429]
     finally:
         limiter.init_app(web)  # back to memory storage
+
+
+def test_a_failing_counter_store_is_left_alone_for_a_while(web, monkeypatch):
+    """An unreachable Redis costs one failed call, not one per counter of every sign-in: for
+    RETRY_STORE_AFTER seconds sign-in counts in this process's memory."""
+    calls = []
+
+    def down(*args):
+        calls.append(args)
+        raise redis.ConnectionError("connection refused")
+
+    with web.test_request_context():
+        monkeypatch.setattr(limiter.storage, "incr", down)
+        monkeypatch.setattr(limiter.storage, "get", down)
+        assert throttle._store("incr", "k", 60) == 1
+        assert throttle._store("incr", "k", 60) == 2  # counted on, in memory
+        assert throttle._store("get", "k") == 2
+    assert len(calls) == 1
