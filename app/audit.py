@@ -29,6 +29,7 @@ ACTIONS: dict[str, str] = {
     "email.change_requested": "Email change requested (link sent to the new address)",
     "email.changed": "Email address changed",
     "member.invited": "Invitation sent",
+    "user.created": "Member created",
     "member.invitation_accepted": "Invitation accepted (first password set)",
     "consent.granted": "Consent granted",
     "consent.revoked": "Consent revoked",

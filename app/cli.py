@@ -10,6 +10,7 @@ import click
 from flask import Flask
 from flask.cli import AppGroup
 
+from app.audit import record
 from app.auth.verification import invite, send_verification
 from app.console.apps import register_app
 from app.extensions import db
@@ -52,9 +53,10 @@ def users_create(email, name, tier, admin, role, password_stdin, profile_id, as_
     password = sys.stdin.readline().rstrip("\r\n") if password_stdin else None
     try:
         user = create_member(email, name, password, tier=tier, role=role or (Role.ADMIN if admin else Role.MEMBER),
-                             profile_id=profile_id)
+                             profile_id=profile_id, commit=False)
     except MemberError as exc:
         fail(str(exc))
+    record("user.created", subject=user, role=user.role, tier=user.tier)
     mail = send_verification(user) if password_stdin else invite(user)
     db.session.commit()
     data = {"id": user.id, "sub": user.sub, "email": user.email, "tier": user.tier, "role": user.role,

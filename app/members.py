@@ -30,11 +30,13 @@ def create_member(
     role: str = Role.MEMBER,
     profile_id: str | None = None,
     email_verified: bool = False,
+    commit: bool = True,
 ) -> User:
     """A new member. The address is unverified unless the caller vouches for it (demo data, tests):
     `email_verified` becomes true when the member follows a mailed link. Without a password (an
     invitation) the member cannot sign in until they set one through the invitation link: a
-    random one is hashed, so a sign-in attempt costs the same as for anyone else."""
+    random one is hashed, so a sign-in attempt costs the same as for anyone else. `commit=False`
+    only flushes (new code: the view or command commits once)."""
     email = User.normalize_email(email or "")
     if not EMAIL.match(email) or len(email) > 254:
         raise MemberError(f"not a valid email address: {email!r}")
@@ -53,7 +55,10 @@ def create_member(
                 password_hash=passwords.hash(password if password is not None else new_secret(32)),
                 profile_id=profile_id)
     db.session.add(user)
-    db.session.commit()
+    if commit:
+        db.session.commit()
+    else:
+        db.session.flush()
     return user
 
 

@@ -175,3 +175,33 @@ def test_an_invited_member_sets_a_password_which_verifies_the_address(app, live_
     assert Browser(live_server.url).get(url).status_code == 400  # single use
     actions = {e.action for e in AuditEvent.query.filter_by(subject_id=user.id)}
     assert {"member.invited", "member.invitation_accepted"} <= actions
+
+
+def test_an_admin_invites_a_member_from_the_console(live_server, mailbox):
+    admin = make_member(role="admin")
+    console = signed_in(live_server.url, admin.email, "/console/users")
+    page = console.get("/console/users")
+    assert "Invite a member" in page.text
+    sent = console.post("/console/users/invite", data={"csrf_token": csrf_token(page.text), "email": "Newbie@Example.test",
+                                                       "name": "New Bie", "role": "developer", "tier": "pro"})
+    assert sent.status_code == 303
+    assert "newbie@example.test is invited" in " ".join(flashes(console.get("/console/users").text))
+    again = console.post("/console/users/invite", data={"csrf_token": csrf_token(page.text), "email": "newbie@example.test",
+                                                        "name": "Again", "role": "member", "tier": "basic"})
+    assert again.status_code == 303
+    assert "already exists" in " ".join(flashes(console.get("/console/users").text))
+    fresh()
+    user = User.query.filter_by(email="newbie@example.test").one()
+    assert (user.role, user.tier, user.email_verified) == ("developer", "pro", False)
+    created = AuditEvent.query.filter_by(action="user.created").one()
+    assert created.actor_id == admin.id and created.subject_id == user.id
+
+    url = mailbox.wait_for("newbie@example.test").link()
+    browser = Browser(live_server.url)
+    form = browser.get(url)
+    token = re.search(r'name="token" type="hidden" value="([^"]+)"', form.text).group(1)
+    done = browser.post("/invitation", data={"csrf_token": csrf_token(form.text), "token": token, "new": PASSWORD,
+                                             "confirm": PASSWORD})
+    assert done.status_code == 303
+    fresh()
+    assert db.session.get(User, user.id).email_verified is True
