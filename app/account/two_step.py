@@ -10,10 +10,12 @@ from wtforms.validators import DataRequired, Length
 
 from app.audit import record
 from app.auth import passkeys, second_factor, throttle
+from app.auth.notices import security_notice
 from app.auth.passwords import passwords
 from app.auth.sessions import current_user
 from app.auth.views import throttled, too_many_attempts
 from app.extensions import db
+from app.mail import send_later
 from app.members import MAX_PASSWORD_LENGTH
 
 bp = Blueprint("two_step", __name__, url_prefix="/account/two-step")
@@ -81,6 +83,7 @@ def setup() -> Response:
     if codes is None:
         return page(error=WRONG_CODE, status=400)
     db.session.commit()
+    send_later(security_notice(user, "Two-step verification with an authenticator app was turned on"))
     if not codes:  # recovery codes from an earlier passkey stay as they are
         flash("Two-step verification with your authenticator app is on. Your recovery codes stay the same.")
         return redirect(url_for("account.show"), 303)
@@ -111,6 +114,7 @@ def recovery_codes() -> Response:
     codes = second_factor.new_recovery_codes(user)
     record("2fa.recovery_codes_renewed", actor=user, subject=user)
     db.session.commit()
+    send_later(security_notice(user, "New recovery codes were made (the previous ones no longer work)"))
     return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=False))
 
 
@@ -135,6 +139,7 @@ def remove() -> Response:
         return refused
     second_factor.remove_totp(user, actor=user)
     db.session.commit()
+    send_later(security_notice(user, "The authenticator app was removed from your two-step verification"))
     flash("Two-step verification is off: signing in asks for your password only.")
     return redirect(url_for("account.show"), 303)
 
@@ -196,6 +201,7 @@ def add_passkey() -> Response:
         return redirect(url_for("account.show"), 303)
     codes = second_factor.new_recovery_codes(user) if second_factor.recovery_codes_left(user) == 0 else None
     db.session.commit()
+    send_later(security_notice(user, f"A passkey (\"{passkey.name}\") was added"))
     if codes:  # the first second factor: recovery codes for when the device is lost
         return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=True,
                                              passkey=passkey.name))
@@ -212,5 +218,6 @@ def remove_passkey(passkey_id: int) -> Response:
         flash("That passkey is not registered for your account.", "error")
         return redirect(url_for("account.show"), 303)
     db.session.commit()
+    send_later(security_notice(user, "A passkey was removed"))
     flash("The passkey is removed: it no longer signs you in.")
     return redirect(url_for("account.show"), 303)

@@ -12,6 +12,7 @@ from app.account.connections import connections, is_connected
 from app.account.sessions import end_session, live_sessions
 from app.audit import record
 from app.auth import passkeys, second_factor, throttle, verification
+from app.auth.notices import security_notice
 from app.auth.passwords import passwords
 from app.auth.sessions import current_login, current_user, end_all_logins, end_login, start_login, touch
 from app.auth.views import throttled, too_many_attempts
@@ -168,6 +169,7 @@ def password() -> Response:
     ended = change_password(user, form.new.data, actor=user, disconnect_apps=form.disconnect_apps.data)
     start_login(user, amr=amr)
     db.session.commit()
+    send_later(security_notice(user, "Your password was changed"))
     flash("Your password is changed. You are signed out everywhere else"
           + (", and every app is disconnected." if "tokens_revoked" in ended else "."))
     return redirect(url_for("account.show"), 303)

@@ -9,6 +9,7 @@ from wtforms.validators import DataRequired, EqualTo, Length
 
 from app.auth import links, throttle
 from app.auth.devices import remember_device
+from app.auth.notices import security_notice
 from app.auth.recovery import complete_reset, request_reset
 from app.auth.views import throttled
 from app.extensions import db
@@ -91,6 +92,7 @@ def reset() -> Response | str:
         return _link_invalid()
     remember_device(link.user)  # this browser proved the mailbox: a known browser for the account
     db.session.commit()
+    send_later(security_notice(link.user, "Your password was reset with a link sent to this address"))
     flash("Your password is changed and you are signed out everywhere"
           + (", and every app is disconnected" if "tokens_revoked" in ended else "")
           + ". Sign in with your new password.")

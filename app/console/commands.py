@@ -158,6 +158,14 @@ def users_remove_second_factor(email, as_json):
     removed = remove_totp(user, actor=None)
     passkeys_removed = sum(remove_passkey(user, p.id, actor=None) for p in passkeys_of(user))
     db.session.commit()
+    if removed or passkeys_removed:
+        from app.auth.notices import security_notice
+        from app.mail import deliver
+
+        try:
+            deliver(security_notice(user, "Support turned your two-step verification off"))
+        except Exception as exc:  # the change is made; the notice is a courtesy
+            click.echo(f"warning: the notice to {user.email} was not sent ({type(exc).__name__})", err=True)
     emit({"id": user.id, "email": user.email, "removed": removed, "passkeys_removed": passkeys_removed}, as_json,
          _lines)
 

@@ -33,7 +33,7 @@ def change(browser, current=PASSWORD, new=NEW, confirm=None, **extra):
                                                   **extra})
 
 
-def test_a_member_changes_their_password_and_every_other_session_ends(live_server):
+def test_a_member_changes_their_password_and_every_other_session_ends(live_server, mailbox):
     member = make_member()
     here = signed_in(live_server.url, member.email, "/account")
     elsewhere = signed_in(live_server.url, member.email, "/account")
@@ -52,6 +52,10 @@ def test_a_member_changes_their_password_and_every_other_session_ends(live_serve
     [event] = db.session.scalars(db.select(AuditEvent).where(AuditEvent.action == "password.changed")).all()
     assert event.actor_id == event.subject_id == member.id and event.detail == {"sessions_ended": 2}
     assert NEW not in str(event.detail) and PASSWORD not in str(event.detail)
+    # A security notice tells the member (in case it was not them), with where it came from.
+    notice = mailbox.wait_for(member.email)
+    assert notice.subject == "Credits ID security notice: your password was changed"
+    assert "127.0.0.1" in notice.text and "/password/forgot" in notice.text and NEW not in notice.text
 
 
 def connected_app(live_server, member) -> tuple[RelyingParty, dict]:

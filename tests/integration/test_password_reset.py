@@ -73,6 +73,8 @@ def test_a_member_who_forgot_the_password_sets_a_new_one_from_the_mailed_link(li
     completed = AuditEvent.query.filter_by(action="password.reset_completed").one()
     assert completed.detail == {"sessions_ended": 1} and NEW not in str(completed.detail)
     assert can_sign_in(live_server, member.email, NEW) and not can_sign_in(live_server, member.email, PASSWORD)
+    notice = mailbox.wait_for(member.email, count=2)
+    assert notice.subject == "Credits ID security notice: your password was reset with a link sent to this address"
 
     # Single use: the same link again is refused, and changes nothing.
     again = browser.get(url)

@@ -76,7 +76,7 @@ def sign_in_to_app(live_server, member, second: str | None, rp=None, browser=Non
     return claims(body["id_token"]), browser, rp, body
 
 
-def test_setting_up_an_authenticator_app_stores_only_sealed_and_hashed_secrets(live_server):
+def test_setting_up_an_authenticator_app_stores_only_sealed_and_hashed_secrets(live_server, mailbox):
     member = make_member()
     browser = signed_in(live_server.url, member.email, "/account")
     assert "Two-step verification: off" in browser.get("/account").text
@@ -104,6 +104,9 @@ def test_setting_up_an_authenticator_app_stores_only_sealed_and_hashed_secrets(l
     stored = {r.code_hash for r in RecoveryCode.query.filter_by(user_id=member.id)}
     assert stored == {sha256_hex(c.replace("-", "")) for c in codes}
     assert AuditEvent.query.filter_by(action="2fa.enrolled", subject_id=member.id).count() == 1
+    notice = mailbox.wait_for(member.email)
+    assert "two-step verification with an authenticator app was turned on" in notice.subject
+    assert secret not in notice.text and not any(c in notice.text for c in codes)
 
 
 def test_sign_in_asks_for_the_code_and_the_id_token_says_two_factors(live_server):
