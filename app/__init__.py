@@ -52,19 +52,27 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     init_published(app)
 
+    from app.auth.recovery_views import bp as recovery_bp
+    from app.auth.two_step_login import bp as two_step_login_bp
+    from app.auth.verification_views import bp as verification_bp
     from app.auth.views import bp as auth_bp
     from app.consent.views import bp as consent_bp
     from app.oauth.views import bp as oauth_bp
 
     app.register_blueprint(oauth_bp)
     app.register_blueprint(auth_bp)
+    app.register_blueprint(recovery_bp)
+    app.register_blueprint(two_step_login_bp)
+    app.register_blueprint(verification_bp)
     app.register_blueprint(consent_bp)
 
+    from app.account.two_step import bp as two_step_bp
     from app.account.views import bp as account_bp
     from app.console import bp as console_bp
 
     app.register_blueprint(console_bp)
     app.register_blueprint(account_bp)
+    app.register_blueprint(two_step_bp)
 
     from app.health import init_health
     from app.metrics import init_metrics

@@ -22,6 +22,15 @@ ACTIONS: dict[str, str] = {
     "signin.failed": "Failed sign-in",
     "signout.everywhere": "Signed out everywhere",
     "password.changed": "Password changed",
+    "password.reset_requested": "Password reset link sent",
+    "password.reset_completed": "Password reset by mail link",
+    "email.verified": "Email address verified",
+    "email.verification_sent": "Verification link sent",
+    "email.change_requested": "Email change requested (link sent to the new address)",
+    "email.changed": "Email address changed",
+    "member.invited": "Invitation sent",
+    "user.created": "Member created",
+    "member.invitation_accepted": "Invitation accepted (first password set)",
     "consent.granted": "Consent granted",
     "consent.revoked": "Consent revoked",
     "app.registered": "App registered",
@@ -38,12 +47,21 @@ ACTIONS: dict[str, str] = {
     "apikey.revoked": "API key revoked",
     "user.role_changed": "Role changed",
     "user.tier_changed": "Membership changed",
+    "user.suspended": "Member suspended (sessions ended, tokens revoked)",
+    "user.unsuspended": "Suspension lifted",
+    "session.signed_out": "Signed out one session",
+    "2fa.enrolled": "Second factor added",
+    "2fa.removed": "Second factor removed",
+    "2fa.recovery_code_used": "Signed in with a recovery code",
+    "2fa.recovery_codes_renewed": "New recovery codes made",
+    "2fa.failed": "Wrong second-factor code",
 }
 PAGE_SIZE = 50
 # What members do through an app. Its developers see that it happened, not who or from where: the
 # members agreed to share with the app what the consent page named, not their email or IP with
 # the app's team (and a failed sign-in may be someone who never used the app at all).
-MEMBER_ACTIONS = frozenset({"signin.ok", "signin.failed", "signout.everywhere", "consent.granted", "consent.revoked"})
+MEMBER_ACTIONS = frozenset({"signin.ok", "signin.failed", "signout.everywhere", "consent.granted", "consent.revoked",
+                            "session.signed_out"})
 
 
 def record(

@@ -10,13 +10,15 @@ import click
 from flask import Flask
 from flask.cli import AppGroup
 
+from app.audit import record
+from app.auth.verification import invite, send_verification
 from app.capabilities import DEFAULT_SECRET_AUTH_METHOD, SECRET_AUTH_METHODS
 from app.console.apps import register_app
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
-from app.members import MemberError, create_member
+from app.mail import deliver
+from app.members import MemberError, create_member, find_member
 from app.models import Client, ClientStatus, Role, Tier
-from app.models.base import new_secret
 from app.registration import NewClient, RegistrationError
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -46,18 +48,52 @@ demo = AppGroup("demo", help="Demo data for a local run.")
 @click.option("--profile-id", default=None, help="Link the member to a catalog profile.")
 @json_option
 def users_create(email, name, tier, admin, role, password_stdin, profile_id, as_json):
-    """Create a member. Without --password-stdin a random password is generated and shown once."""
-    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else new_secret(12)
+    """Create a member. Without --password-stdin the member gets an invitation mail with a link to
+    choose a password (INVITATION_LIFETIME); with it, a link that verifies the address. Either way
+    the address counts as verified only once the member opened the link."""
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else None
     try:
         user = create_member(email, name, password, tier=tier, role=role or (Role.ADMIN if admin else Role.MEMBER),
-                             profile_id=profile_id)
+                             profile_id=profile_id, commit=False)
     except MemberError as exc:
         fail(str(exc))
+    record("user.created", subject=user, role=user.role, tier=user.tier)
+    mail = send_verification(user) if password_stdin else invite(user)
+    db.session.commit()
     data = {"id": user.id, "sub": user.sub, "email": user.email, "tier": user.tier, "role": user.role,
-            "profile_id": user.profile_id}
-    if not password_stdin:
-        data["password"] = password
+            "profile_id": user.profile_id, "email_verified": False,
+            ("verification_sent_to" if password_stdin else "invitation_sent_to"): user.email}
+    _deliver(mail, user.email)
     emit(data, as_json, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
+
+
+@users.command("invite")
+@click.argument("email")
+@json_option
+def users_invite(email, as_json):
+    """Send a member a new invitation (a link to choose a password); older links stop working."""
+    try:
+        user = find_member(email)
+    except MemberError as exc:
+        fail(str(exc))
+    mail = invite(user)
+    db.session.commit()
+    _deliver(mail, user.email)
+    emit({"id": user.id, "email": user.email, "invitation_sent_to": user.email}, as_json,
+         lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
+
+
+def _deliver(mail, email: str) -> None:
+    """Send now, and tell the operator if the mail server refused (the member exists either way)."""
+    from flask import current_app
+
+    if mail is None:
+        return
+    try:
+        deliver(mail, current_app)
+    except Exception as exc:
+        fail(f"the mail to {email} was not sent ({type(exc).__name__}: {exc}); "
+             f"send another with: flask users invite {email}")
 
 
 @clients.command("create")

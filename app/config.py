@@ -53,9 +53,34 @@ DEFAULTS: dict[str, Setting] = {
         0, "Refresh-rotation grace window (0-60 s): a retried refresh within it gets the same response. 0 = off."
     ),
     "REDIS_URL": Setting("", "Redis for rate-limit counters shared by all processes (`redis://host:6379/0`); empty = in memory."),
-    "LOGIN_ACCOUNT_LIMIT": Setting("5 per 15 minutes", "Failed sign-ins allowed per account (email) before 429."),
-    "LOGIN_IP_LIMIT": Setting("50 per 15 minutes", "Failed sign-ins allowed per client IP before 429."),
+    # Sign-in throttling (app/auth/throttle.py): a correct password from a browser that signed in to
+    # the account before (its device cookie) is never refused; unknown browsers get a progressive delay.
+    "LOGIN_ACCOUNT_FREE_FAILURES": Setting(
+        5, "Failed sign-ins per account from unknown browsers before each further attempt must wait (1, 2, 4 ... s)."
+    ),
+    "LOGIN_ACCOUNT_MAX_DELAY": Setting(300, "The longest wait, in seconds, between sign-in attempts at one account from unknown browsers."),
+    "LOGIN_DEVICE_LIMIT": Setting(
+        "10 per 15 minutes", "Failed sign-ins a known browser (device cookie) may make before it counts as unknown."
+    ),
+    "LOGIN_IP_LIMIT": Setting(
+        "300 per 15 minutes", "Failed sign-ins per client IP (unknown browsers) before 429; high enough for a shared proxy."
+    ),
+    "DEVICE_COOKIE_LIFETIME": Setting(365 * 24 * 3600, "Seconds a browser stays known to an account after its last sign-in."),
     "TOKEN_CLIENT_LIMIT": Setting("300 per minute", "Token-endpoint requests allowed per client id from one IP before 429."),
+    # Mail (app/mail.py): password-reset, verification and invitation links.
+    "SMTP_URL": Setting(
+        "", "SMTP server: `smtp://user:pass@host:587` (STARTTLS, required off loopback) or `smtps://host:465`; "
+        "empty = write mails to MAIL_OUTBOX_DIR (development only)."
+    ),
+    "MAIL_FROM": Setting("Credits ID <no-reply@localhost>", "The From address of the mails the service sends."),
+    "MAIL_OUTBOX_DIR": Setting(str(PROJECT_ROOT / "instance" / "outbox"), "Where mails go without SMTP_URL (development)."),
+    "MAIL_ACCOUNT_LIMIT": Setting(
+        "3 per hour", "Reset and verification mails per account; beyond it none is sent (the page answers the same)."
+    ),
+    "MAIL_IP_LIMIT": Setting("20 per hour", "Requests for a reset or verification mail per client IP before 429."),
+    "PASSWORD_RESET_LIFETIME": Setting(30 * 60, "Seconds a password-reset link works (single use; a newer one replaces it)."),
+    "EMAIL_VERIFICATION_LIFETIME": Setting(24 * 3600, "Seconds an email-verification link works."),
+    "INVITATION_LIFETIME": Setting(7 * 24 * 3600, "Seconds an invitation link (set your first password) works."),
     "ARGON2_TIME_COST": Setting(2, "argon2id iterations (OWASP minimum: 2 with 19 MiB)."),
     "ARGON2_MEMORY_COST": Setting(19456, "argon2id memory in KiB (19 MiB)."),
     "ARGON2_PARALLELISM": Setting(1, "argon2id lanes."),
@@ -140,6 +165,13 @@ def check_settings(settings: dict[str, Any]) -> None:
         secret = settings.get("SECRET_KEY") or ""
         if secret == DEV_SECRET_KEY or len(secret) < 32:
             raise ConfigError("SECRET_KEY must be set to a random value of at least 32 characters outside development")
+    smtp = urlsplit(settings["SMTP_URL"]) if settings["SMTP_URL"] else None
+    if smtp is None and settings["APP_ENV"] != "development":
+        raise ConfigError("SMTP_URL must be set outside development: password-reset and verification mails need it")
+    if smtp is not None and (smtp.scheme not in {"smtp", "smtps"} or not smtp.hostname):
+        raise ConfigError(f"SMTP_URL must be smtp://host:port or smtps://host:port, got scheme {smtp.scheme!r}")
+    if "@" not in settings["MAIL_FROM"]:
+        raise ConfigError("MAIL_FROM must be an email address, such as 'Credits ID <no-reply@id.example.com>'")
     if int(settings["API_RATE_LIMIT_PER_MINUTE"]) <= 0:
         raise ConfigError("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
     for name in [n for n in DEFAULTS if n.endswith("_LIFETIME")]:
@@ -149,7 +181,9 @@ def check_settings(settings: dict[str, Any]) -> None:
         raise ConfigError("AUDIT_RETENTION_DAYS must be 0 (keep forever) or a number of days")
     if not 0 <= int(settings["REFRESH_GRACE_SECONDS"]) <= MAX_REFRESH_GRACE_SECONDS:
         raise ConfigError(f"REFRESH_GRACE_SECONDS must be between 0 and {MAX_REFRESH_GRACE_SECONDS}")
-    for name in ("LOGIN_ACCOUNT_LIMIT", "LOGIN_IP_LIMIT", "TOKEN_CLIENT_LIMIT"):
+    if int(settings["LOGIN_ACCOUNT_FREE_FAILURES"]) < 0 or int(settings["LOGIN_ACCOUNT_MAX_DELAY"]) < 1:
+        raise ConfigError("LOGIN_ACCOUNT_FREE_FAILURES must be 0 or more and LOGIN_ACCOUNT_MAX_DELAY at least 1 second")
+    for name in ("LOGIN_DEVICE_LIMIT", "LOGIN_IP_LIMIT", "TOKEN_CLIENT_LIMIT", "MAIL_ACCOUNT_LIMIT", "MAIL_IP_LIMIT"):
         try:
             parse_many(settings[name])
         except ValueError as exc:

@@ -7,6 +7,7 @@ What "no longer usable" means, table by table:
                        recognized and revokes its family
   login_sessions       expired or ended (signed out)
   interactions         pending sign-ins past `expires_at`
+  one_time_links       mailed links (reset, verification, invitation) past `expires_at`, used or not
   audit_events         older than AUDIT_RETENTION_DAYS (it records IPs; 0 keeps it forever)
 
 Each batch is one short transaction (`DELETE ... WHERE id IN (SELECT id ... LIMIT n)`), so
@@ -23,7 +24,7 @@ from flask import current_app
 from sqlalchemy import ColumnElement, delete, false, func, or_, select
 
 from app.extensions import db
-from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, Token
+from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, OneTimeLink, Token
 from app.models.base import utcnow
 
 
@@ -44,6 +45,7 @@ RULES: dict[str, Rule] = {
         LoginSession, lambda now: or_(LoginSession.expires_at <= now, LoginSession.ended_at.is_not(None))
     ),
     "interactions": Rule(Interaction, lambda now: Interaction.expires_at <= now),
+    "one_time_links": Rule(OneTimeLink, lambda now: OneTimeLink.expires_at <= now),
     "audit_events": Rule(AuditEvent, lambda now: _older_than_retention(now)),
 }
 

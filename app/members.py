@@ -11,6 +11,7 @@ from app.auth.sessions import end_all_logins
 from app.consent.service import revoke_consent, withdraw_beyond_tier
 from app.extensions import db
 from app.models import Profile, Role, Tier, User
+from app.models.base import new_secret, utcnow
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD_LENGTH = 10
@@ -24,11 +25,18 @@ class MemberError(ValueError):
 def create_member(
     email: str,
     name: str,
-    password: str,
+    password: str | None,
     tier: str = Tier.BASIC,
     role: str = Role.MEMBER,
     profile_id: str | None = None,
+    email_verified: bool = False,
+    commit: bool = True,
 ) -> User:
+    """A new member. The address is unverified unless the caller vouches for it (demo data, tests):
+    `email_verified` becomes true when the member follows a mailed link. Without a password (an
+    invitation) the member cannot sign in until they set one through the invitation link: a
+    random one is hashed, so a sign-in attempt costs the same as for anyone else. `commit=False`
+    only flushes (new code: the view or command commits once)."""
     email = User.normalize_email(email or "")
     if not EMAIL.match(email) or len(email) > 254:
         raise MemberError(f"not a valid email address: {email!r}")
@@ -38,14 +46,19 @@ def create_member(
         raise MemberError(f"tier must be one of {', '.join(t.value for t in Tier)}")
     if role not in {r.value for r in Role}:
         raise MemberError(f"role must be one of {', '.join(r.value for r in Role)}")
-    _check_password(password)
+    if password is not None:
+        check_password_rules(password)
     if db.session.scalar(db.select(User.id).where(User.email == email)):
         raise MemberError(f"a member with email {email} already exists")
     profile_id = linkable_profile_id(profile_id)
-    user = User(email=email, name=name.strip(), tier=tier, role=role, password_hash=passwords.hash(password),
+    user = User(email=email, name=name.strip(), tier=tier, role=role, email_verified=email_verified,
+                password_hash=passwords.hash(password if password is not None else new_secret(32)),
                 profile_id=profile_id)
     db.session.add(user)
-    db.session.commit()
+    if commit:
+        db.session.commit()
+    else:
+        db.session.flush()
     return user
 
 
@@ -57,27 +70,29 @@ def find_member(email: str) -> User:
 
 
 def set_password(user: User, password: str) -> None:
-    _check_password(password)
+    check_password_rules(password)
     user.password_hash = passwords.hash(password)
     db.session.commit()
 
 
-def change_password(user: User, password: str, actor: User | None = None, disconnect_apps: bool = False) -> dict:
+def change_password(user: User, password: str, actor: User | None = None, disconnect_apps: bool = False,
+                    action: str = "password.changed") -> dict:
     """A new password for `user` (the member on the account page, or support with the CLI). Every
     session of theirs ends: whoever signed in with the old password is signed out. After a
     compromise, `disconnect_apps` also revokes every app's consent and tokens (a grant obtained
-    with the stolen password would outlive it otherwise). Audited here, for every caller.
+    with the stolen password would outlive it otherwise). Audited here, for every caller, as
+    `action` (a reset by mail is `password.reset_completed`).
     Returns what ended; the caller commits."""
-    _check_password(password)
+    check_password_rules(password)
     user.password_hash = passwords.hash(password)
     ended = {"sessions_ended": end_all_logins(user)}
     if disconnect_apps:
         ended["tokens_revoked"] = revoke_consent(db.session, user, None)
-    record("password.changed", actor=actor, subject=user, **ended)
+    record(action, actor=actor, subject=user, **ended)
     return ended
 
 
-def _check_password(password: str) -> None:
+def check_password_rules(password: str) -> None:
     if len(password) < MIN_PASSWORD_LENGTH:
         raise MemberError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
     if len(password) > MAX_PASSWORD_LENGTH:
@@ -132,3 +147,31 @@ def linkable_profile_id(profile_id: str | None) -> str | None:
         raise MemberError(f"no catalog profile with id {canonical}")
     return canonical
 
+
+def suspend_member(user: User, actor: User | None = None, reason: str | None = None) -> dict:
+    """Suspend a member: sign-in is refused, every session ends, and what every app holds ends
+    (end_grants: tokens revoked, codes not yet redeemed deleted, pending sign-in requests closed);
+    mailed links are deleted. Consents are kept for when the suspension is lifted. Audited here,
+    for every caller; the caller commits."""
+    from app.models import OneTimeLink
+    from app.oauth.tokens import end_grants
+
+    if actor is not None and actor.id == user.id:
+        raise MemberError("You cannot suspend your own account.")
+    if user.is_suspended:
+        return {}
+    user.suspended_at = utcnow()
+    ended = {"sessions_ended": end_all_logins(user), "tokens_revoked": end_grants(user_id=user.id)}
+    db.session.execute(db.delete(OneTimeLink).where(OneTimeLink.user_id == user.id, OneTimeLink.used_at.is_(None)))
+    record("user.suspended", actor=actor, subject=user, reason=(reason or "")[:200] or None, **ended)
+    return ended
+
+
+def unsuspend_member(user: User, actor: User | None = None) -> bool:
+    """Lift a suspension: the member may sign in again (apps must ask for new tokens). True when it
+    changed; audited here; the caller commits."""
+    if not user.is_suspended:
+        return False
+    user.suspended_at = None
+    record("user.unsuspended", actor=actor, subject=user)
+    return True

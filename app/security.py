@@ -21,7 +21,8 @@ CSP_DIRECTIVES = (
 # added per page by `allow_form_redirect`.
 FORM_ACTION = "form-action 'self' http: https:"
 CSP = f"{CSP_DIRECTIVES}; {FORM_ACTION}"
-NO_STORE_PREFIXES = ("/login", "/consent", "/logout", "/account", "/console", "/signed-in", "/api/auth/oauth2/")
+NO_STORE_PREFIXES = ("/login", "/consent", "/logout", "/account", "/console", "/signed-in", "/api/auth/oauth2/",
+                     "/password/", "/email/", "/invitation")
 HSTS = "max-age=31536000; includeSubDomains"
 # Authlib logs every issued token (access, refresh, ID token) at DEBUG ("Issue token %r").
 QUIET_LOGGERS = ("authlib",)

@@ -45,11 +45,32 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def settings(tmp_path_factory) -> dict:
+def smtp_server():
+    """A real SMTP server on loopback (aiosmtpd) that every server the tests start sends to."""
+    from tests.mailbox import start_smtp_server
+
+    port = free_port()
+    controller, mailbox = start_smtp_server(port)
+    mailbox.port = port
+    yield mailbox
+    controller.stop()
+
+
+@pytest.fixture
+def mailbox(smtp_server):
+    """The mails received during this test (and a clean box for it)."""
+    smtp_server.messages.clear()
+    return smtp_server
+
+
+@pytest.fixture(scope="session")
+def settings(tmp_path_factory, smtp_server) -> dict:
     """Settings shared by the test process and the server process it starts."""
     base = tmp_path_factory.mktemp("credits-id")
     port = free_port()
     return {
+        "SMTP_URL": f"smtp://127.0.0.1:{smtp_server.port}",
+        "MAIL_FROM": "Credits ID <no-reply@id.test>",
         "APP_ENV": "development",
         "ISSUER_URL": f"http://127.0.0.1:{port}",
         "DATABASE_URL": os.environ.get("TEST_DATABASE_URL") or f"sqlite:///{base / 'test.sqlite3'}",

@@ -15,9 +15,12 @@ REDIRECT_URI = "http://127.0.0.1:7199/cb"
 PASSWORD = "correct horse battery staple"
 
 
-def make_member(tier: str = "basic", email: str | None = None, password: str = PASSWORD, **kw) -> User:
+def make_member(tier: str = "basic", email: str | None = None, password: str = PASSWORD, verified: bool = True,
+                **kw) -> User:
+    """A member whose address counts as verified (as after following the mailed link), unless
+    `verified=False`."""
     email = email or f"member-{secrets.token_hex(4)}@example.test"
-    return create_member(email, kw.pop("name", "Test Member"), password, tier=tier, **kw)
+    return create_member(email, kw.pop("name", "Test Member"), password, tier=tier, email_verified=verified, **kw)
 
 
 def make_client(public: bool = False, redirect_uris: list[str] | None = None, **kw) -> tuple[Client, str | None]:

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from sqlalchemy import select
-from wtforms import BooleanField, PasswordField
+from wtforms import BooleanField, EmailField, PasswordField
 from wtforms.validators import DataRequired, EqualTo, Length
 
 from app.account.connections import connections, is_connected
+from app.account.sessions import end_session, live_sessions
 from app.audit import record
-from app.auth import throttle
+from app.auth import passkeys, second_factor, throttle, verification
+from app.auth.notices import security_notice
 from app.auth.passwords import passwords
-from app.auth.sessions import current_user, end_all_logins, end_login, start_login
-from app.auth.views import TOO_MANY_ATTEMPTS
+from app.auth.sessions import current_login, current_user, end_all_logins, end_login, start_login, touch
+from app.auth.views import throttled, too_many_attempts
 from app.consent.service import revoke_consent
 from app.extensions import db
-from app.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, change_password
-from app.models import Client, Tier
+from app.mail import send_later
+from app.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, MemberError, change_password
+from app.models import Client, LinkPurpose, OneTimeLink, Tier
+from app.models.base import utcnow
 from app.scopes import SCOPES, tier_allows
 
 bp = Blueprint("account", __name__, url_prefix="/account")
@@ -28,6 +32,12 @@ DATA_SCOPES = ("profile", "email", "credits:read", "analytics:read")
 
 class ActionForm(FlaskForm):
     """A button that changes something: only the CSRF token."""
+
+
+class EmailForm(FlaskForm):
+    email = EmailField("New email address", validators=[DataRequired(), Length(max=254)])
+    current = PasswordField("Your password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)],
+                            description="To make sure it is you.")
 
 
 class PasswordForm(FlaskForm):
@@ -54,8 +64,16 @@ def show():
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.show")))
+    login = current_login()
+    touch(login)
+    db.session.commit()
     return render_template("account/account.html", user=user, tiers=tiers(),
-                           connections=connections(db.session, user), form=ActionForm())
+                           connections=connections(db.session, user), form=ActionForm(),
+                           pending_email=pending_email(user), sessions=live_sessions(db.session, user, login.id),
+                           two_step=second_factor.has_totp(user), passkeys=passkeys.passkeys_of(user),
+                           any_second_factor=second_factor.has_second_factor(user),
+                           passkeys_available=passkeys.available(),
+                           recovery_left=second_factor.recovery_codes_left(user))
 
 
 @bp.post("/apps/<client_id>/revoke")
@@ -72,6 +90,26 @@ def revoke(client_id: str):
     record("consent.revoked", actor=user, client=client, tokens_revoked=revoked)
     db.session.commit()
     flash(f"{client.name} is disconnected: it can no longer read your data, and its sign-in has ended.")
+    return redirect(url_for("account.show"), 303)
+
+
+@bp.post("/sessions/<int:session_id>/sign-out")
+def end_one_session(session_id: int):
+    """Sign one session out (a lost phone, a shared computer). This browser's own session is the
+    plain "Sign out" button."""
+    user = current_user()
+    if user is None:
+        return redirect(url_for("auth.login", next=url_for("account.show")), 303)
+    if not ActionForm().validate_on_submit():
+        abort(400)
+    if session_id == current_login().id:
+        return sign_out()
+    if not end_session(db.session, user, session_id):
+        flash("That session had already ended.", "error")
+        return redirect(url_for("account.show"), 303)
+    record("session.signed_out", actor=user, session_id=session_id)
+    db.session.commit()
+    flash("That session is signed out.")
     return redirect(url_for("account.show"), 303)
 
 
@@ -106,18 +144,12 @@ def _password_page(form: PasswordForm, error: str | None = None, status: int = 2
                                          max_length=MAX_PASSWORD_LENGTH), status)
 
 
-def _password_throttled(limit) -> Response:
-    """Too many wrong current passwords: the same budget as failed logins for this account."""
-    response = _password_page(PasswordForm(), error=TOO_MANY_ATTEMPTS, status=429)
-    response.headers["Retry-After"] = str(throttle.retry_after(limit))
-    return response
-
-
 @bp.route("/password", methods=["GET", "POST"])
-@throttle.limit_login(on_breach=_password_throttled, account=throttle.signed_in_account_key)
 def password() -> Response:
     """Change the password, knowing the current one. Every other session ends (whoever signed in
-    with the old password is signed out); this browser gets a fresh session."""
+    with the old password is signed out); this browser gets a fresh session. A wrong current
+    password counts against the account like a failed sign-in from an unknown browser: a stolen
+    session cannot guess faster than the login page allows."""
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.password")))
@@ -126,11 +158,81 @@ def password() -> Response:
         return _password_page(form)
     if not form.validate_on_submit():
         return _password_page(form, status=400)
+    attempt = throttle.Attempt(throttle.account_key(user.email))
+    wait = attempt.wait()
+    if wait:
+        return throttled(_password_page(form, error=too_many_attempts(wait)), wait)
     if not passwords.verify(user, form.current.data):
+        attempt.failed()
         return _password_page(form, error=WRONG_CURRENT_PASSWORD, status=throttle.FAILED_LOGIN_STATUS)
+    amr = tuple(current_login().amr.split())  # this browser keeps how it signed in
     ended = change_password(user, form.new.data, actor=user, disconnect_apps=form.disconnect_apps.data)
-    start_login(user)
+    start_login(user, amr=amr)
     db.session.commit()
+    send_later(security_notice(user, "Your password was changed"))
     flash("Your password is changed. You are signed out everywhere else"
           + (", and every app is disconnected." if "tokens_revoked" in ended else "."))
     return redirect(url_for("account.show"), 303)
+
+
+@bp.post("/email/verify")
+def send_verification_link():
+    """Mail a link that verifies the member's current address."""
+    user = current_user()
+    if user is None:
+        return redirect(url_for("auth.login", next=url_for("account.show")), 303)
+    if not ActionForm().validate_on_submit():
+        abort(400)
+    if user.email_verified:
+        flash(f"{user.email} is already verified.")
+        return redirect(url_for("account.show"), 303)
+    mail = verification.send_verification(user)
+    db.session.commit()
+    if mail is not None:
+        send_later(mail)
+    flash(f"A verification link is on its way to {user.email}. Open it to verify the address.")
+    return redirect(url_for("account.show"), 303)
+
+
+def _email_page(form: EmailForm, error: str | None = None, status: int = 200) -> Response:
+    return make_response(render_template("account/email.html", form=form, error=error, user=current_user(),
+                                         max_length=MAX_PASSWORD_LENGTH), status)
+
+
+@bp.route("/email", methods=["GET", "POST"])
+def email() -> Response:
+    """Change the address: the password again, then a link to the new address; the address changes
+    only when that link is followed (a typo cannot lock the member out of their mail)."""
+    user = current_user()
+    if user is None:
+        return redirect(url_for("auth.login", next=url_for("account.email")))
+    form = EmailForm()
+    if request.method == "GET":
+        return _email_page(form)
+    if not form.validate_on_submit():
+        return _email_page(form, status=400)
+    attempt = throttle.Attempt(throttle.account_key(user.email))
+    wait = attempt.wait()
+    if wait:
+        return throttled(_email_page(form, error=too_many_attempts(wait)), wait)
+    if not passwords.verify(user, form.current.data):
+        attempt.failed()
+        return _email_page(form, error=WRONG_CURRENT_PASSWORD, status=throttle.FAILED_LOGIN_STATUS)
+    try:
+        mail = verification.request_email_change(user, form.email.data)
+    except MemberError as exc:
+        db.session.rollback()
+        return _email_page(form, error=str(exc), status=400)
+    db.session.commit()
+    send_later(mail)
+    flash(f"A link is on its way to {mail.to}. Your address changes when you open it; until then you sign in "
+          f"with {user.email}.")
+    return redirect(url_for("account.show"), 303)
+
+
+def pending_email(user) -> str | None:
+    """A new address waiting for its link to be followed, if any."""
+    link = db.session.scalar(select(OneTimeLink).where(
+        OneTimeLink.user_id == user.id, OneTimeLink.purpose == LinkPurpose.VERIFY, OneTimeLink.used_at.is_(None),
+        OneTimeLink.expires_at > utcnow(), OneTimeLink.email != user.email))
+    return link.email if link else None

@@ -26,7 +26,7 @@ def current_login() -> LoginSession | None:
         sid = session.get(SESSION_ID)
         if isinstance(sid, str) and sid:
             row = db.session.scalar(_LOGIN_BY_HASH, {"hash": sha256_hex(sid)})
-            if row is not None and row.is_live():
+            if row is not None and row.is_live() and not row.user.is_suspended:
                 g.login_session = row
                 logs.note(user_id=row.user_id)
     return g.login_session
@@ -45,10 +45,11 @@ def browser_id() -> str:
     return bid
 
 
-def start_login(user: User) -> LoginSession:
+def start_login(user: User, amr: tuple[str, ...] = ("pwd",)) -> LoginSession:
     """A fresh session id at every login (no fixation); the CSRF token is renewed with it. The
     browser's previous session, if any (`prompt=login`, another member on the same browser),
-    ends on the server: its old cookie must not stay valid for the rest of its lifetime."""
+    ends on the server: its old cookie must not stay valid for the rest of its lifetime. `amr`:
+    how the member proved who they are (RFC 8176), carried to the ID token."""
     previous = current_login()
     if previous is not None:
         previous.ended_at = utcnow()
@@ -64,6 +65,8 @@ def start_login(user: User) -> LoginSession:
         expires_at=now + timedelta(seconds=int(current_app.config["SESSION_LIFETIME"])),
         ip=(request.remote_addr or "")[:64],
         user_agent=(request.user_agent.string or "")[:300],
+        last_seen_at=now,
+        amr=" ".join(amr),
     )
     db.session.add(row)
     db.session.flush()
@@ -94,3 +97,11 @@ def end_all_logins(user: User) -> int:
     for row in rows:
         row.ended_at = now
     return len(rows)
+
+
+def touch(login: LoginSession) -> None:
+    """Note that the session is in use (an app sign-in, the account page), at most once a minute;
+    rides along with the caller's commit."""
+    now = utcnow()
+    if login.last_seen_at is None or now - login.last_seen_at > timedelta(minutes=1):
+        login.last_seen_at = now

@@ -1,14 +1,24 @@
-"""Throttling password guessing and token-endpoint floods (Flask-Limiter).
+"""Throttling password guessing and token-endpoint floods.
 
-- Sign-in: failed attempts are counted per account (the email typed, known or not, so the
-  answer does not reveal which emails exist) and per client IP. Only failures count; once a
-  budget is spent the login page answers 429 with `Retry-After`, the same page for every email.
+- Sign-in (a lockout an attacker cannot trigger):
+  - a correct password from a browser that signed in to that account before (a device cookie,
+    app/auth/devices.py) is never refused: neither the account's delay nor the IP limit applies;
+    that browser's own failures have a small budget (LOGIN_DEVICE_LIMIT), after which it counts
+    as unknown;
+  - from unknown browsers, failures are counted per account (the email typed, known or not, so the
+    answer does not reveal which emails exist): the first LOGIN_ACCOUNT_FREE_FAILURES are free,
+    then each failure makes the next attempt wait 1, 2, 4 ... seconds, at most
+    LOGIN_ACCOUNT_MAX_DELAY (a progressive delay, never a hard lock). Attempts during the wait are
+    refused before the password is checked (429, "try again in N seconds", the same for every
+    email);
+  - per client IP, only failures count (LOGIN_IP_LIMIT), high enough for a shared proxy address.
 - Token endpoint: every request is counted per client id and client IP (the id alone is public:
   anyone could spend an app's budget).
 
-Counters live in Redis when REDIS_URL is set (shared by every process), in memory otherwise.
-The client IP is `request.remote_addr`, which ProxyFix sets from X-Forwarded-For only for the
-configured number of trusted proxies (app/security.py): a client cannot pick its own IP.
+Counters live in Redis when REDIS_URL is set (shared by every process), in memory otherwise; if
+Redis is down, sign-in counts in this process's memory rather than failing. The client IP is
+`request.remote_addr`, which ProxyFix sets from X-Forwarded-For only for the configured number of
+trusted proxies (app/security.py): a client cannot pick its own IP.
 """
 
 from __future__ import annotations
@@ -17,14 +27,13 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from authlib.oauth2.rfc6749 import InvalidRequestError
-from flask import Flask, Response, current_app, request
-from flask_limiter import RequestLimit
+from flask import Flask, current_app, request
 from flask_limiter.errors import RateLimitExceeded
 from limits import RateLimitItem, parse
+from limits.storage import MemoryStorage
 
 from app.adapters import skip_global_limit_check
 from app.extensions import limiter
@@ -40,25 +49,6 @@ def client_ip() -> str:
     return request.remote_addr or "unknown"
 
 
-def account_key() -> str:
-    """The account being guessed at, as typed (hashed: no email addresses in counter keys)."""
-    email = request.form.get("email") or ""
-    return "account:" + sha256_hex(User.normalize_email(email[:254]))
-
-
-def signed_in_account_key() -> str:
-    """The signed-in member's account, under the same key as failed logins for that email: a
-    stolen session guessing the password on the account page spends the same budget."""
-    from app.auth.sessions import current_user  # sessions -> logs -> ...; import when called
-
-    user = current_user()
-    return "account:" + sha256_hex(user.email) if user else ip_key()
-
-
-def ip_key() -> str:
-    return "ip:" + client_ip()
-
-
 def token_client_key() -> str:
     """The client a token request names and the IP it comes from. The name is counted before it is
     verified, but it is the only client the request can authenticate as: authentication reads the
@@ -72,38 +62,6 @@ def token_client_key() -> str:
         client_id = None  # refused before any client is looked up; counted on the IP alone
     claimed = "client:" + sha256_hex(client_id[:256]) + ":" if client_id else ""
     return claimed + "ip:" + client_ip()
-
-
-def login_failed(response: Response) -> bool:
-    return response.status_code == FAILED_LOGIN_STATUS
-
-
-def retry_after(limit: RequestLimit) -> int:
-    """Whole seconds until the breached window resets (at least 1, at most the window)."""
-    return max(1, min(limit.limit.get_expiry(), math.ceil(limit.reset_at - time.time())))
-
-
-def _setting(name: str) -> Callable[[], str]:
-    return lambda: current_app.config[name]
-
-
-def limit_login(on_breach: Callable[[RequestLimit], Response], account: Callable[[], str] = account_key):
-    """Decorate a view that checks a password (the login page; the account page's password change,
-    with `account=signed_in_account_key`): failures per account and per IP, POST only."""
-
-    # Shared limits: one budget per account (and per IP) across every view that checks a password.
-    # A plain `limit` would give each view its own ("<endpoint>:login-account").
-    def decorate(view):
-        view = limiter.shared_limit(
-            _setting("LOGIN_ACCOUNT_LIMIT"), "login-account", key_func=account, methods=["POST"],
-            deduct_when=login_failed, on_breach=on_breach,
-        )(view)
-        return limiter.shared_limit(
-            _setting("LOGIN_IP_LIMIT"), "login-ip", key_func=ip_key, methods=["POST"],
-            deduct_when=login_failed, on_breach=on_breach,
-        )(view)
-
-    return decorate
 
 
 @dataclass(frozen=True)
@@ -143,6 +101,107 @@ def token_request_retry_after() -> int | None:
     against 0.01 ms for this function."""
     spent = spend(_parsed(current_app.config["TOKEN_CLIENT_LIMIT"]), "token-client", token_client_key())
     return None if spent is None or spent.allowed else spent.reset
+
+
+# -- sign-in: progressive delay per account, failures per IP, known browsers exempt ---------------
+
+FAILURE_MEMORY = 24 * 3600  # seconds an account's failures from unknown browsers are remembered
+RETRY_STORE_AFTER = 30  # seconds sign-in counts in memory after the counter store failed
+_fallback = MemoryStorage()  # where sign-in counts while Redis is unreachable
+_store_failed_at = 0.0
+
+
+def _store(op: str, *args):
+    """One operation on the counter store (Flask-Limiter's: Redis when configured), falling back
+    to this process's memory when it fails: sign-in keeps working and keeps counting. After a
+    failure the store is left alone for RETRY_STORE_AFTER seconds, so an unreachable Redis costs
+    one timeout, not one per counter of every sign-in."""
+    global _store_failed_at
+    if time.monotonic() - _store_failed_at >= RETRY_STORE_AFTER:
+        try:
+            return getattr(limiter.storage, op)(*args)
+        except Exception as exc:
+            _store_failed_at = time.monotonic()
+            log.warning("rate-limit storage unavailable, sign-in counted in memory for %d s: %s",
+                        RETRY_STORE_AFTER, type(exc).__name__)
+    return getattr(_fallback, op)(*args)
+
+
+def reset_fallback() -> None:
+    """Forget the in-memory counts and try the store again at once (tests; a store back up)."""
+    global _store_failed_at
+    _store_failed_at = 0.0
+    _fallback.reset()
+
+
+def _key(kind: str, value: str) -> str:
+    return f"{current_app.config['RATELIMIT_KEY_PREFIX']}/signin/{kind}:{value}"
+
+
+def account_key(email: str) -> str:
+    """The account being guessed at, as typed (hashed: no email addresses in counter keys)."""
+    return sha256_hex(User.normalize_email((email or "")[:254]))
+
+
+def _seconds_left(key: str) -> int:
+    return max(1, math.ceil(_store("get_expiry", key) - time.time()))
+
+
+def _budget_wait(key: str, limit: str) -> int:
+    """Seconds until a spent fixed-window budget refills; 0 while some of it is left."""
+    item = _parsed(limit)
+    return _seconds_left(key) if _store("get", key) >= item.amount else 0
+
+
+def _spend(key: str, limit: str) -> None:
+    item = _parsed(limit)
+    _store("incr", key, item.get_expiry())
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One password attempt at an account: who it is for, from which known browser (if any)."""
+
+    account: str  # account_key() of the email typed
+    device: str | None = None  # the device id of a known browser for that account
+
+    @property
+    def trusted(self) -> bool:
+        """A known browser whose own failure budget is not spent."""
+        return self.device is not None and not _budget_wait(_key("device", self.device),
+                                                             current_app.config["LOGIN_DEVICE_LIMIT"])
+
+    def wait(self) -> int:
+        """Seconds this attempt must wait before a password is even checked (0: go ahead). The same
+        work for known and unknown emails: no password is checked either way."""
+        if self.trusted:
+            return 0
+        account_wait = _seconds_left(_key("wait", self.account)) if _store("get", _key("wait", self.account)) else 0
+        ip_wait = _budget_wait(_key("ip", client_ip()), current_app.config["LOGIN_IP_LIMIT"])
+        return max(account_wait, ip_wait)
+
+    def failed(self) -> None:
+        """Count a wrong password: against the known browser, or against the account (setting the
+        next attempt's delay); always against the IP."""
+        config = current_app.config
+        if self.trusted:
+            _spend(_key("device", self.device), config["LOGIN_DEVICE_LIMIT"])
+        else:
+            failures = _store("incr", _key("failures", self.account), FAILURE_MEMORY)
+            excess = failures - int(config["LOGIN_ACCOUNT_FREE_FAILURES"])
+            if excess > 0:
+                delay = min(2 ** min(excess - 1, 30), int(config["LOGIN_ACCOUNT_MAX_DELAY"]))
+                _store("clear", _key("wait", self.account))
+                _store("incr", _key("wait", self.account), delay)
+        _spend(_key("ip", client_ip()), config["LOGIN_IP_LIMIT"])
+
+    def succeeded(self) -> None:
+        """A correct password from an unknown browser: the failures were the member's own typing,
+        so the account's delay starts over. (From a known browser nothing is reset: an attacker's
+        guesses keep counting while the member signs in.)"""
+        if not self.trusted:
+            _store("clear", _key("failures", self.account))
+            _store("clear", _key("wait", self.account))
 
 
 def init_throttle(app: Flask) -> None:

@@ -4,8 +4,9 @@ after a successful login it sends the browser back to resume the parked request.
 from __future__ import annotations
 
 import re
+import time
 
-from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, session, url_for
 from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField
 from wtforms.validators import DataRequired, Length
@@ -13,18 +14,31 @@ from wtforms.validators import DataRequired, Length
 from app import metrics
 from app.audit import record
 from app.auth import throttle
+from app.auth.devices import known_device, remember_device
+from app.auth.passkeys import available as passkeys_available
 from app.auth.passwords import passwords
+from app.auth.second_factor import has_second_factor
 from app.auth.sessions import current_user, end_login, start_login
 from app.console.apps import can_use_console
 from app.extensions import db
 from app.models import User
-from app.oauth.authorize import UntrustedRequest, find_interaction, resume
+from app.oauth.authorize import find_interaction, resume
 from app.security import allow_form_redirect
 
 bp = Blueprint("auth", __name__)
 
 INVALID_CREDENTIALS = "Incorrect email or password."
-TOO_MANY_ATTEMPTS = "Too many sign-in attempts. Wait a few minutes and try again."
+PENDING_SECOND_FACTOR = "2fa"  # session key: the member whose password was right, awaiting the code
+SUSPENDED = "This account is suspended. Contact support to find out why and how to lift it."
+
+
+def too_many_attempts(wait: int) -> str:
+    """The answer while an account (or IP) must wait: the same words for every email."""
+    return f"Too many sign-in attempts. Try again in {wait} second{'s' if wait != 1 else ''}."
+
+
+class ActionForm(FlaskForm):
+    """A button that changes something: only the CSRF token."""
 
 
 class LoginForm(FlaskForm):
@@ -47,21 +61,15 @@ def safe_next(target: str | None) -> str | None:
     return None
 
 
-def _throttled(limit) -> Response:
-    """The login page again, 429, the same for every email (known or not), with Retry-After."""
-    form = LoginForm()
-    uid = request.form.get("interaction")
-    try:
-        interaction = find_interaction(uid) if uid else None
-    except UntrustedRequest:
-        interaction = None
-    response = make_response(_page(form, interaction, error=TOO_MANY_ATTEMPTS, status=429))
-    response.headers["Retry-After"] = str(throttle.retry_after(limit))
+def throttled(page: Response | tuple, wait: int) -> Response:
+    """A page answered 429 with Retry-After: the same for every email, known or not."""
+    response = make_response(page)
+    response.status_code = 429
+    response.headers["Retry-After"] = str(wait)
     return response
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@throttle.limit_login(on_breach=_throttled)
 def login() -> Response | str:
     form = LoginForm()
     uid = request.values.get("interaction") or None
@@ -71,20 +79,52 @@ def login() -> Response | str:
         form.next.data = safe_next(request.args.get("next")) or ""
         if interaction is not None:
             form.email.data = interaction.params.get("login_hint", "")[:254]
+        signed_in_as = current_user()
+        if signed_in_as is not None and not form.email.data:
+            form.email.data = signed_in_as.email  # asked again (prompt=login, max_age): "continue as"
         return _page(form, interaction)
 
     if not form.validate_on_submit():
         return _page(form, interaction, error="Enter your email and password.", status=400)
     user = db.session.scalar(db.select(User).where(User.email == User.normalize_email(form.email.data)))
     client = interaction.client if interaction is not None else None
+    attempt = throttle.Attempt(throttle.account_key(form.email.data), known_device(user))
+    wait = attempt.wait()
+    if wait:
+        return throttled(_page(form, interaction, error=too_many_attempts(wait)), wait)
     if not passwords.verify(user, form.password.data):
+        attempt.failed()
         record("signin.failed", actor=user, client=client)  # an unknown email is not stored
         db.session.commit()
         metrics.login_failed()
-        return _page(form, interaction, error=INVALID_CREDENTIALS, status=401)
+        return _page(form, interaction, error=INVALID_CREDENTIALS, status=throttle.FAILED_LOGIN_STATUS)
 
-    session_row = start_login(user)
-    record("signin.ok", actor=user, client=client)
+    attempt.succeeded()
+    if user.is_suspended:
+        # Only someone who knows the password learns this (an unknown email never gets here).
+        record("signin.failed", actor=user, client=client, reason="suspended")
+        db.session.commit()
+        metrics.login_failed()
+        return _page(form, interaction, error=SUSPENDED, status=403)
+    if has_second_factor(user):
+        # The password is right; the sign-in completes on the second-factor page.
+        session[PENDING_SECOND_FACTOR] = {"u": user.id, "t": int(time.time()), "i": uid or "",
+                                          "n": safe_next(form.next.data) or ""}
+        db.session.commit()
+        return redirect(url_for("two_step_login.code"), 303)
+    return complete_sign_in(user, interaction, form.next.data, amr=("pwd",))
+
+
+def complete_sign_in(user: User, interaction, next_path: str | None, amr: tuple[str, ...],
+                     notice: tuple[str, str] | None = None) -> Response:
+    """Every factor checked: a known browser from now on, a fresh session, the audit line, and on
+    to the parked request (or `next`). `notice` (message, category) is flashed in the new session."""
+    client = interaction.client if interaction is not None else None
+    remember_device(user)
+    session_row = start_login(user, amr=amr)
+    if notice is not None:
+        flash(*notice)
+    record("signin.ok", actor=user, client=client, amr=" ".join(amr) if amr != ("pwd",) else None)
     metrics.login_succeeded(user)
     if interaction is not None:
         interaction.login_session_id = session_row.id
@@ -94,16 +134,31 @@ def login() -> Response | str:
         # On with the parked request at once: to the consent page, or back to the app with its
         # code (no separate "resume" hop: one redirect fewer for every sign-in).
         return resume(interaction)
-    return redirect(safe_next(form.next.data) or url_for("auth.signed_in"))
+    return redirect(safe_next(next_path) or url_for("auth.signed_in"))
 
 
 def _page(form: LoginForm, interaction, error: str | None = None, status: int = 200):
     if interaction is not None:
         allow_form_redirect(interaction.params.get("redirect_uri") or interaction.client.get_default_redirect_uri())
     return (
-        render_template("auth/login.html", form=form, client=interaction.client if interaction else None, error=error),
+        render_template("auth/login.html", form=form, client=interaction.client if interaction else None, error=error,
+                        signed_in_as=current_user(), switch_form=ActionForm(), passkeys=passkeys_available()),
         status,
     )
+
+
+@bp.post("/login/switch")
+def switch_account() -> Response:
+    """"Not you?": sign this browser out and show the login page again, for the same pending
+    request (the interaction is bound to the browser, not to the member, so it survives)."""
+    if not ActionForm().validate_on_submit():
+        return redirect(url_for("auth.login"), 303)
+    end_login()
+    db.session.commit()
+    uid = request.form.get("interaction") or None
+    if uid:
+        find_interaction(uid)  # still open and this browser's: else the error page, as everywhere
+    return redirect(url_for("auth.login", interaction=uid, next=safe_next(request.form.get("next"))), 303)
 
 
 @bp.get("/")

@@ -8,12 +8,14 @@ from datetime import datetime
 from flask import abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 
-from app.audit import AuditFilter, audit_page, describe, origin, who
+from app.audit import AuditFilter, audit_page, describe, origin, record, who
+from app.auth.verification import invite
 from app.console.blueprint import bp, console_page, console_user
-from app.console.forms import ActionForm, MemberForm
+from app.console.forms import ActionForm, InviteForm, MemberForm
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
-from app.members import MemberError, set_role, set_tier
+from app.mail import send_later
+from app.members import MemberError, create_member, set_role, set_tier, suspend_member, unsuspend_member
 from app.models import Client, Role, Tier, User
 from app.models.base import utcnow
 
@@ -117,7 +119,32 @@ def users():
         stmt = stmt.where(User.email.contains(q.lower(), autoescape=True))
     rows = db.session.scalars(stmt.offset((number - 1) * USERS_PAGE_SIZE).limit(USERS_PAGE_SIZE + 1)).all()
     return render_template("console/users.html", users=rows[:USERS_PAGE_SIZE], form=ActionForm(), q=q,
-                           number=number, has_next=len(rows) > USERS_PAGE_SIZE, roles=list(Role), tiers=list(Tier))
+                           number=number, has_next=len(rows) > USERS_PAGE_SIZE, roles=list(Role), tiers=list(Tier),
+                           invite_form=InviteForm())
+
+
+@bp.post("/users/invite")
+@console_page(admin=True)
+def invite_user():
+    """Create a member without a password: they get a mail with a link to choose one (which
+    verifies the address too)."""
+    form = InviteForm()
+    if not form.validate_on_submit():
+        flash("Give the new member's email and name.", "error")
+        return redirect(url_for("console.users"), 303)
+    try:
+        user = create_member(form.email.data, form.name.data, None, tier=form.tier.data, role=form.role.data,
+                             commit=False)
+    except MemberError as exc:
+        db.session.rollback()
+        flash(str(exc), "error")
+        return redirect(url_for("console.users"), 303)
+    record("user.created", actor=console_user(), subject=user, role=user.role, tier=user.tier)
+    mail = invite(user)
+    db.session.commit()
+    send_later(mail)
+    flash(f"{user.email} is invited: a link to choose a password is on its way (valid 7 days).")
+    return redirect(url_for("console.users", q=user.email), 303)
 
 
 @bp.post("/users/<user_id>")
@@ -139,3 +166,28 @@ def update_user(user_id: str):
     db.session.commit()
     flash(f"{user.email}: role {user.role}, {user.tier} membership.")
     return redirect(url_for("console.users", q=user.email))
+
+
+@bp.post("/users/<user_id>/suspend")
+@console_page(admin=True)
+def suspend_user(user_id: str):
+    """Suspend (sign-in refused, sessions ended, tokens revoked) or, with `lift`, restore."""
+    user = db.session.get(User, user_id[:36])
+    if user is None:
+        abort(404)
+    if not ActionForm().validate_on_submit():
+        abort(400)
+    if request.form.get("lift"):
+        unsuspend_member(user, actor=console_user())
+        db.session.commit()
+        flash(f"{user.email} may sign in again.")
+        return redirect(url_for("console.users", q=user.email), 303)
+    try:
+        ended = suspend_member(user, actor=console_user(), reason=request.form.get("reason"))
+    except MemberError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("console.users", q=user.email), 303)
+    db.session.commit()
+    flash(f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
+          f"{ended.get('tokens_revoked', 0)} tokens revoked.")
+    return redirect(url_for("console.users", q=user.email), 303)

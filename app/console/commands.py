@@ -1,5 +1,6 @@
 """The console's actions on the command line (parity with the web pages), each with `--json`:
-`flask clients rotate-secret|disable|enable|delete`, `flask users set-role|set-tier|set-password`,
+`flask clients rotate-secret|disable|enable|delete`,
+`flask users set-role|set-tier|set-password|suspend|unsuspend|remove-second-factor`,
 `flask fees report`. They call the same services as the pages and leave the same audit trail
 (source `cli`)."""
 
@@ -15,7 +16,15 @@ from app.cli import clients, emit, fail, json_option, users
 from app.console.apps import AppNotFound, delete_app, disable_app, enable_app, find_app, rotate_app_secret
 from app.extensions import db
 from app.fees import CURRENCY, FeeError, Month, month_report
-from app.members import MemberError, change_password, find_member, set_role, set_tier
+from app.members import (
+    MemberError,
+    change_password,
+    find_member,
+    set_role,
+    set_tier,
+    suspend_member,
+    unsuspend_member,
+)
 from app.models import Role, Tier
 from app.models.base import new_secret
 from app.registration import MAX_SECRET_GRACE, RegistrationError
@@ -110,6 +119,55 @@ def users_set_role(email, role, as_json):
         fail(str(exc))
     db.session.commit()
     emit({"id": user.id, "email": user.email, "role": user.role, "previous_role": before}, as_json, _lines)
+
+
+@users.command("suspend")
+@click.argument("email")
+@click.option("--reason", default=None, help="Why (kept in the audit trail).")
+@json_option
+def users_suspend(email, reason, as_json):
+    """Suspend a member: sign-in refused, every session ended, every app's tokens revoked."""
+    user = _member(email)
+    ended = suspend_member(user, reason=reason)
+    db.session.commit()
+    emit({"id": user.id, "email": user.email, "suspended": True, **ended}, as_json, _lines)
+
+
+@users.command("unsuspend")
+@click.argument("email")
+@json_option
+def users_unsuspend(email, as_json):
+    """Lift a member's suspension: they may sign in again."""
+    user = _member(email)
+    changed = unsuspend_member(user)
+    db.session.commit()
+    emit({"id": user.id, "email": user.email, "suspended": False, "changed": changed}, as_json, _lines)
+
+
+@users.command("remove-second-factor")
+@click.argument("email")
+@json_option
+def users_remove_second_factor(email, as_json):
+    """Support: turn a member's two-step verification off (lost phone, recovery codes and passkeys),
+    after checking who they are by other means. Sign-in then asks for the password only."""
+    from app.auth.passkeys import passkeys_of
+    from app.auth.passkeys import remove as remove_passkey
+    from app.auth.second_factor import remove_totp
+
+    user = _member(email)
+    removed = remove_totp(user, actor=None)
+    passkeys_removed = sum(remove_passkey(user, p.id, actor=None) for p in passkeys_of(user))
+    db.session.commit()
+    if removed or passkeys_removed:
+        from app.auth.notices import security_notice
+        from app.mail import deliver
+
+        try:
+            deliver(security_notice(user, "Support turned your two-step verification off"))
+        except Exception as exc:  # the change is made; the notice is a courtesy
+            click.echo(f"warning: the notice to {user.email} was not sent ({type(exc).__name__})", err=True)
+    emit({"id": user.id, "email": user.email, "removed": removed, "passkeys_removed": passkeys_removed}, as_json,
+         _lines)
 
 
 @users.command("set-password")

@@ -128,6 +128,13 @@ class RotateSecretForm(OnceForm):
     grace = SelectField("Keep the old secret working for", choices=GRACE_CHOICES, default="86400")
 
 
+class InviteForm(FlaskForm):
+    email = StringField("Email", validators=[DataRequired(), Length(max=254)])
+    name = StringField("Name", validators=[DataRequired(), Length(max=200)])
+    role = SelectField("Role", choices=[(r.value, r.value) for r in Role], default=Role.MEMBER.value)
+    tier = SelectField("Membership", choices=[(t.value, t.value) for t in Tier], default=Tier.BASIC.value)
+
+
 class MemberForm(FlaskForm):
     role = SelectField("Role", choices=[(r.value, r.value) for r in Role])
     tier = SelectField("Membership", choices=[(t.value, t.value) for t in Tier])

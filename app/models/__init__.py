@@ -18,7 +18,9 @@ from app.models.client import Client, ClientStatus, ClientType
 from app.models.consent import Consent
 from app.models.interaction import Interaction
 from app.models.login_session import LoginSession
+from app.models.one_time_link import LinkPurpose, OneTimeLink
 from app.models.refresh_replay import RefreshReplay
+from app.models.second_factor import Passkey, RecoveryCode, TotpFactor
 from app.models.signing_key import SigningKey
 from app.models.token import Token
 from app.models.user import Role, Tier, User
@@ -34,6 +36,7 @@ __all__ = [
     "ChartRow",
     "Credit",
     "CreditRole",
+    "Passkey",
     "Profile",
     "Track",
     "TrackArtist",
@@ -44,11 +47,15 @@ __all__ = [
     "ClientType",
     "Consent",
     "Interaction",
+    "LinkPurpose",
     "LoginSession",
+    "OneTimeLink",
+    "RecoveryCode",
     "RefreshReplay",
     "Role",
     "SigningKey",
     "Tier",
     "Token",
+    "TotpFactor",
     "User",
 ]

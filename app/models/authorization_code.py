@@ -29,6 +29,8 @@ class AuthorizationCode(db.Model, AuthorizationCodeMixin):
     code_challenge_method: Mapped[str | None] = mapped_column(String(8), nullable=True)
     # The member's real login time (the ID token's auth_time) - not the code's issue time.
     auth_time: Mapped[datetime] = mapped_column(UTCDateTime)
+    # How the member signed in (the ID token's amr, and acr derived from it), from the login session.
+    amr: Mapped[str] = mapped_column(String(32), default="pwd", server_default="pwd")
     issued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
@@ -54,8 +56,10 @@ class AuthorizationCode(db.Model, AuthorizationCodeMixin):
     def get_auth_time(self) -> int:
         return int(self.auth_time.timestamp())
 
-    def get_acr(self) -> None:
-        return None
+    def get_acr(self) -> str:
+        from app.auth.second_factor import acr_for
+
+        return acr_for(self.get_amr())
 
     def get_amr(self) -> list[str]:
-        return ["pwd"]
+        return (self.amr or "pwd").split()

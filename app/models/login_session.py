@@ -23,6 +23,11 @@ class LoginSession(db.Model):
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     ip: Mapped[str | None] = mapped_column(String(64), nullable=True)
     user_agent: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    # The last time the session was used to sign in to an app or to open the account page (not
+    # every request: that would be a write per page view).
+    last_seen_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # How the member proved who they are (RFC 8176 values, space-separated): "pwd", "pwd otp".
+    amr: Mapped[str] = mapped_column(String(32), default="pwd", server_default="pwd")
 
     user = relationship("User", lazy="joined")
 

@@ -33,6 +33,8 @@ class Token(db.Model, TokenMixin):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # The member's login time, carried from the code so refreshed ID tokens keep auth_time.
     auth_time: Mapped[datetime] = mapped_column(UTCDateTime)
+    # How the member signed in, carried from the code so refreshed ID tokens keep amr and acr.
+    amr: Mapped[str] = mapped_column(String(32), default="pwd", server_default="pwd")
 
     client = relationship("Client", lazy="joined")
     user = relationship("User", lazy="joined")

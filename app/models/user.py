@@ -34,7 +34,9 @@ class User(db.Model):
     # pairwise subjects could be introduced later without touching the user id).
     sub: Mapped[str] = mapped_column(String(36), unique=True, default=new_uuid)
     email: Mapped[str] = mapped_column(String(254), unique=True)
-    email_verified: Mapped[bool] = mapped_column(Boolean, default=True)
+    # True only once the member followed a mailed link to this address (verification, invitation,
+    # password reset); a new address is verified before it replaces the old one.
+    email_verified: Mapped[bool] = mapped_column(Boolean, default=False)
     name: Mapped[str] = mapped_column(String(200))
     password_hash: Mapped[str] = mapped_column(String(255))
     tier: Mapped[str] = mapped_column(String(16), default=Tier.BASIC.value)
@@ -42,12 +44,18 @@ class User(db.Model):
     profile_id: Mapped[str | None] = mapped_column(
         String(36), ForeignKey("profiles.id", ondelete="SET NULL"), nullable=True
     )
+    # Set while an admin has suspended the member: sign-in refused, sessions ended, tokens revoked.
+    suspended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     @property
     def is_pro(self) -> bool:
         return self.tier == Tier.PRO
+
+    @property
+    def is_suspended(self) -> bool:
+        return self.suspended_at is not None
 
     @property
     def is_admin(self) -> bool:

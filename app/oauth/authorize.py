@@ -33,7 +33,8 @@ from sqlalchemy import bindparam, select, update
 from app import metrics
 from app.adapters import OnlyCodeResponseType, StoredAuthorizationRequest
 from app.audit import record
-from app.auth.sessions import browser_id, current_login
+from app.auth.second_factor import MFA, acr_for, has_second_factor, wants_mfa
+from app.auth.sessions import browser_id, current_login, touch
 from app.consent.service import decide_granted, missing_scopes, record_consent, remembered_scopes
 from app.extensions import db
 from app.models import Client, Interaction, LoginSession
@@ -141,8 +142,9 @@ def _login_is_fresh(login: LoginSession, max_age: str | None) -> bool:
 
 def must_sign_in(params, login: LoginSession | None, interaction: Interaction | None, hinted: str | None) -> bool:
     """Whether the member must sign in (again) before the request goes on: no session, `prompt=login`,
-    a login older than `max_age`, or an `id_token_hint` naming another member (OIDC Core 3.1.2.1),
-    unless the login happened for this very request. One rule for the authorization endpoint
+    a login older than `max_age`, `acr_values` asking for two factors from a member who signed in
+    with one but has a second, or an `id_token_hint` naming another member (OIDC Core 3.1.2.1),
+    unless the login happened for this very request. Signing in again asks every factor again. One rule for the authorization endpoint
     and the consent page, so the consent page is no way around a required login."""
     if login is None:
         return True
@@ -150,6 +152,8 @@ def must_sign_in(params, login: LoginSession | None, interaction: Interaction | 
         return False
     if "login" in scope_list(params.get("prompt")) or not _login_is_fresh(login, params.get("max_age")):
         return True
+    if wants_mfa(params.get("acr_values")) and acr_for(login.amr.split()) != MFA and has_second_factor(login.user):
+        return True  # the app asks for two factors and the member has a second one: sign in with it
     return hinted is not None and hinted != login.user.sub
 
 
@@ -235,6 +239,8 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
 def _issue_code(oauth_request, grant, login: LoginSession, granted: list[str]) -> Response:
     oauth_request.granted_scope = join(granted)
     oauth_request.auth_time = login.auth_time
+    oauth_request.amr = login.amr
+    touch(login)  # the account page's "last active" (committed with the code)
     return server.create_authorization_response(request=oauth_request, grant_user=login.user, grant=grant)
 
 

@@ -50,6 +50,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             "code_challenge": request.payload.data.get("code_challenge"),
             "code_challenge_method": request.payload.data.get("code_challenge_method"),
             "auth_time": request.auth_time,
+            "amr": getattr(request, "amr", None) or "pwd",
             "issued_at": now,
             "expires_at": now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
         })
@@ -72,6 +73,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
     def create_token_response(self) -> TokenResponse:
         code: tokens.RedeemedCode = self.request.authorization_code
         self.request.auth_time = code.auth_time
+        self.request.amr = code.amr
         response = super().create_token_response()
         issued_to = self.request.client.client_id, self.request.user.id
         db.session.commit()
@@ -117,6 +119,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
                 raise InvalidGrantError("The refresh token has already been used.")
             return 200, answer, self.TOKEN_RESPONSE_HEADER
         self.request.auth_time = old.auth_time
+        self.request.amr = old.amr
         status, body, headers = super().create_token_response()
         refresh_grace.seal(old, presented, body)
         issued_to = self.request.client.client_id, self.request.user.id

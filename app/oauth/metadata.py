@@ -11,6 +11,7 @@ from typing import Any
 from flask import Flask
 from werkzeug.http import parse_etags, unquote_etag
 
+from app.auth.second_factor import ACR_VALUES
 from app.capabilities import (
     AUTHORIZE_PATH,
     CODE_CHALLENGE_METHODS,
@@ -35,7 +36,7 @@ from app.scopes import SCOPES, SUPPORTED_SCOPES
 def discovery_document(config: Mapping[str, Any]) -> dict[str, Any]:
     issuer = config["ISSUER_URL"]
     claims = sorted({c for s in SCOPES.values() for c in s.claims})
-    claims += ["iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", config["USER_ID_CLAIM"]]
+    claims += ["iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", "acr", config["USER_ID_CLAIM"]]
     return {
         "issuer": issuer,
         "authorization_endpoint": issuer + AUTHORIZE_PATH,
@@ -56,6 +57,8 @@ def discovery_document(config: Mapping[str, Any]) -> dict[str, Any]:
         "token_endpoint_auth_methods_supported": list(TOKEN_AUTH_METHODS),
         "code_challenge_methods_supported": list(CODE_CHALLENGE_METHODS),
         "claims_supported": list(dict.fromkeys(claims)),
+        # REFEDS assurance profiles: one factor, or two (ask with acr_values=...mfa).
+        "acr_values_supported": list(ACR_VALUES),
         "claims_parameter_supported": False,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,

@@ -11,6 +11,7 @@ from authlib.oidc.core.grants import OpenIDCode, OpenIDToken
 from flask import current_app, g
 from joserfc.jwk import RSAKey
 
+from app.auth.second_factor import acr_for
 from app.capabilities import SIGNING_ALG
 from app.jwks import keystore
 from app.models import Client, User
@@ -58,8 +59,12 @@ class IDTokenMixin:
         }
 
     def get_compatible_claims(self, request: OAuth2Request) -> dict[str, Any]:
+        """The login's time and how it was made (`amr`, RFC 8176) with its assurance (`acr`), kept
+        from the sign-in through the code and every refresh."""
         claims = self.get_client_claims(request.client)
         claims["auth_time"] = int(request.auth_time.timestamp())
+        amr = (getattr(request, "amr", None) or "pwd").split()
+        claims["amr"], claims["acr"] = amr, acr_for(amr)
         return claims
 
     def generate_user_info(self, user: User | BearerMember, scope: str) -> UserInfo:

@@ -58,7 +58,7 @@ _REDEEM_CODE = (
     .values(used_at=bindparam("now"))
     .returning(_codes.c.id, _codes.c.grant_id, _codes.c.user_id, _codes.c.redirect_uri, _codes.c.scope,
                _codes.c.nonce, _codes.c.code_challenge, _codes.c.code_challenge_method, _codes.c.auth_time,
-               *_member_of(_codes))
+               _codes.c.amr, *_member_of(_codes))
 )
 _ROTATE_REFRESH = (
     _tokens.update()
@@ -67,7 +67,7 @@ _ROTATE_REFRESH = (
            _tokens.c.refresh_expires_at > bindparam("now"))
     .values(refresh_used_at=bindparam("now"))
     .returning(_tokens.c.id, _tokens.c.grant_id, _tokens.c.user_id, _tokens.c.scope, _tokens.c.auth_time,
-               *_member_of(_tokens))
+               _tokens.c.amr, *_member_of(_tokens))
 )
 
 
@@ -171,6 +171,7 @@ def save_token(token: dict[str, Any], request: OAuth2Request) -> None:
         "user_id": request.user.id,
         "grant_id": parent.grant_id,
         "auth_time": request.auth_time,
+        "amr": getattr(request, "amr", None) or "pwd",
         "scope": token.get("scope", ""),
         "access_token_hash": sha256_hex(token["access_token"]),
         "refresh_token_hash": sha256_hex(refresh) if refresh else None,
@@ -243,6 +244,7 @@ class RedeemedCode:
     code_challenge: str | None
     code_challenge_method: str | None
     auth_time: datetime
+    amr: str  # how the member signed in (RFC 8176 values, space-separated)
     user: BearerMember
 
     get_redirect_uri = AuthorizationCode.get_redirect_uri
@@ -262,6 +264,7 @@ class RotatedRefresh:
     user_id: str
     scope: str
     auth_time: datetime
+    amr: str
     user: BearerMember
 
     get_scope = Token.get_scope
@@ -280,7 +283,7 @@ def redeem_code(value: str, client: Client, now: datetime | None = None) -> Rede
     if row is None:
         return None
     return RedeemedCode(row.id, row.grant_id, row.user_id, row.redirect_uri, row.scope, row.nonce,
-                        row.code_challenge, row.code_challenge_method, row.auth_time, _member(row))
+                        row.code_challenge, row.code_challenge_method, row.auth_time, row.amr, _member(row))
 
 
 def rotate_refresh_token(value: str, client: Client, now: datetime | None = None) -> RotatedRefresh | None:
@@ -292,7 +295,7 @@ def rotate_refresh_token(value: str, client: Client, now: datetime | None = None
                                                "now": now or utcnow()}).first()
     if row is None:
         return None
-    return RotatedRefresh(row.id, row.grant_id, row.user_id, row.scope, row.auth_time, _member(row))
+    return RotatedRefresh(row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, _member(row))
 
 
 def revoke_grant(grant_id: str) -> int:

@@ -49,6 +49,16 @@ def tab_to(page, want: dict, max_tabs: int = 30) -> dict:
     raise AssertionError(f"Tab never reached {want}; the page cannot be used with the keyboard alone")
 
 
+def reenter_password_with_keyboard(page, email: str, password: str = PASSWORD) -> None:
+    """Asked to sign in again (prompt=login, max_age): the signed-in member's email is filled in,
+    the password field has focus; type, Enter."""
+    assert page.locator("#email").input_value() == email
+    assert focused(page)["id"] == "password", "the password field should have focus when the email is known"
+    page.keyboard.type(password)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+
 def login_with_keyboard(page, email: str, password: str = PASSWORD) -> None:
     """Sign in as a keyboard user: the email field has focus on arrival; type, Tab, type, Enter."""
     assert focused(page)["id"] == "email", "the email field should have focus when the login page opens"

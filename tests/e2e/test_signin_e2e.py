@@ -16,6 +16,7 @@ from tests.e2e.helpers import (
     authorize_url,
     focus_is_visible,
     login_with_keyboard,
+    reenter_password_with_keyboard,
     tab_to,
     verify_id_token,
     wait_for_next_second,
@@ -156,7 +157,8 @@ def test_prompt_login_asks_again_and_moves_auth_time(live_server, callback, page
     page.goto(url)
     assert page.url.startswith(live_server("/login?")), page.url
     shots.take("login-again")
-    login_with_keyboard(page, member.email)
+    assert page.get_by_role("button", name="Not you? Use another account").is_visible()
+    reenter_password_with_keyboard(page, member.email)
     page.wait_for_url(callback.url + "*")  # consent is remembered: no consent page this time
     shots.take("callback-after-prompt-login")
     again = verify_id_token(live_server.url, rp.exchange(callback.last()["code"]).json()["id_token"],

@@ -33,7 +33,7 @@ def change(browser, current=PASSWORD, new=NEW, confirm=None, **extra):
                                                   **extra})
 
 
-def test_a_member_changes_their_password_and_every_other_session_ends(live_server):
+def test_a_member_changes_their_password_and_every_other_session_ends(live_server, mailbox):
     member = make_member()
     here = signed_in(live_server.url, member.email, "/account")
     elsewhere = signed_in(live_server.url, member.email, "/account")
@@ -52,6 +52,10 @@ def test_a_member_changes_their_password_and_every_other_session_ends(live_serve
     [event] = db.session.scalars(db.select(AuditEvent).where(AuditEvent.action == "password.changed")).all()
     assert event.actor_id == event.subject_id == member.id and event.detail == {"sessions_ended": 2}
     assert NEW not in str(event.detail) and PASSWORD not in str(event.detail)
+    # A security notice tells the member (in case it was not them), with where it came from.
+    notice = mailbox.wait_for(member.email)
+    assert notice.subject == "Credits ID security notice: your password was changed"
+    assert "127.0.0.1" in notice.text and "/password/forgot" in notice.text and NEW not in notice.text
 
 
 def connected_app(live_server, member) -> tuple[RelyingParty, dict]:
@@ -102,17 +106,24 @@ def test_refusals_change_nothing(live_server, current, new, confirm, status, say
 
 
 def test_guessing_the_current_password_spends_the_accounts_login_budget(live_server, settings):
-    """A stolen session cannot try passwords faster than the login page allows (5 per account),
-    and the two pages share that one budget."""
+    """A stolen session cannot try passwords faster than the login page allows an unknown browser
+    (5 free failures per account, then a growing wait), and the two pages share that one budget."""
     member = make_member()
     browser = signed_in(live_server.url, member.email, "/account")
     statuses = [change(browser, current=f"guess number {i}").status_code for i in range(3)]
     statuses += [login_attempt(live_server, member.email, f"wrong guess {i}") for i in range(2)]
     statuses.append(change(browser, current="guess number 9").status_code)
-    assert statuses == [401] * 5 + [429]
-    blocked = change(browser)  # even the right one, until the window passes
+    assert statuses == [401] * 6
+    # From now on each failure makes the next attempt wait (1, 2, 4 ... s): a quick guesser is refused.
+    for i in range(6):
+        blocked = change(browser, current=f"guess number {10 + i}")
+        if blocked.status_code == 429:
+            break
+        assert blocked.status_code == 401
     assert blocked.status_code == 429 and int(blocked.headers["Retry-After"]) > 0
-    assert "Too many sign-in attempts" in alerts(blocked.text)
+    assert "Too many sign-in attempts. Try again in" in alerts(blocked.text)
+    fresh()
+    assert passwords.verify(db.session.get(User, member.id), PASSWORD)
 
 
 def test_signed_out_visitors_are_sent_to_the_login_page(live_server):

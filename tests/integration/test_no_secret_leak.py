@@ -139,3 +139,56 @@ def test_a_full_flow_leaves_no_secret_in_the_logs(chatty_server):
     for name, value in secrets.items():
         assert value and len(value) >= 8, name
         assert value not in log, f"{name} appears in the server log"
+
+
+def test_member_account_flows_leave_no_secret_in_the_logs_or_the_database(chatty_server, mailbox):
+    """Forgot password (the mailed link's token), the new password, an authenticator app (its key,
+    a code, the recovery codes) and a sign-in with a recovery code: none of them in the server's
+    log, nor in clear in the database."""
+    import re
+    from html import unescape
+
+    import pyotp
+
+    from tests.factories import db_state
+    from tests.flows import csrf_token
+
+    base, proc, log_path = chatty_server
+    member = make_member()
+    new_password = "a brand-new passphrase Qw71"
+    browser = Browser(base)
+    page = browser.get("/password/forgot")
+    browser.post("/password/forgot", data={"csrf_token": csrf_token(page.text), "email": member.email})
+    link = mailbox.wait_for(member.email)
+    reset = browser.get(link.link())
+    browser.post("/password/reset", data={"csrf_token": csrf_token(reset.text), "token": link.token(),
+                                          "new": new_password, "confirm": new_password})
+    login = browser.get("/login?next=/account")
+    assert browser.post("/login", data={"csrf_token": csrf_token(login.text), "email": member.email,
+                                        "password": new_password, "next": "/account"}).status_code == 302
+    setup = browser.get("/account/two-step/setup")
+    totp_secret = unescape(re.search(r'id="totp-secret">([^<]+)<', setup.text).group(1)).replace(" ", "")
+    code = pyotp.TOTP(totp_secret).now()
+    shown = browser.post("/account/two-step/setup", data={"csrf_token": csrf_token(setup.text),
+                                                          "current": new_password, "code": code})
+    recovery = re.findall(r"<li><code>([a-z0-9-]{19})</code></li>", shown.text)
+    assert len(recovery) == 10
+    stranger = Browser(base)
+    login = stranger.get("/login")
+    step = stranger.follow(stranger.post("/login", data={"csrf_token": csrf_token(login.text), "email": member.email,
+                                                         "password": new_password}))
+    assert stranger.post("/login/second-factor", data={"csrf_token": csrf_token(step.text),
+                                                       "code": recovery[0]}).status_code == 302
+
+    secrets = {"reset token": link.token(), "new password": new_password, "totp secret": totp_secret,
+               **{f"recovery code {i}": c for i, c in enumerate(recovery)},
+               **{f"recovery code {i} (typed form)": c.replace("-", "") for i, c in enumerate(recovery)}}
+    proc.terminate()
+    proc.wait(timeout=30)
+    log = log_path.read_text(errors="replace")
+    assert '"GET /password/reset HTTP/1.1" 200' in log and "INSERT INTO one_time_links" in log
+    dump = "\n".join(" ".join(row) for rows in db_state().values() for row in rows)
+    for name, value in secrets.items():
+        assert value not in log, f"{name} appears in the server log"
+        assert value not in dump, f"{name} is stored in clear"
+    assert code not in dump

@@ -241,8 +241,10 @@ def test_interactive_sign_in_reads_no_row_it_just_wrote(counted_app):
         # /authorize: the app, the parked request
         "SELECT clients", "INSERT interactions",
         # the login page, then the login (member, session, audit, the request moves on), which
-        # goes on with the parked request at once: no consent remembered yet, so to the consent page
-        "SELECT interactions", "SELECT interactions", "SELECT users", "INSERT login_sessions", "INSERT audit_events",
+        # goes on with the parked request at once: no consent remembered yet, so to the consent page.
+        # (Does the member have a second factor to ask for? One primary-key read.)
+        "SELECT interactions", "SELECT interactions", "SELECT users", "SELECT totp_factors", "INSERT login_sessions",
+        "INSERT audit_events",
         "UPDATE interactions", "SELECT clients", "SELECT consents",
         # the consent page, then the decision (consent, audit, code)
         "SELECT interactions", "SELECT login_sessions",

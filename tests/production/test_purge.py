@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.housekeeping import purge_expired
-from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, Token
+from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, OneTimeLink, Token
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty, sign_in
@@ -53,6 +53,14 @@ def add_interaction(client, expires: timedelta) -> Interaction:
     return row
 
 
+def add_link(member, expires: timedelta, used: bool = False) -> OneTimeLink:
+    now = utcnow()
+    row = OneTimeLink(user_id=member.id, purpose="reset", token_hash=sha256_hex(new_secret()), email=member.email,
+                      expires_at=now + expires, used_at=now if used else None)
+    db.session.add(row)
+    return row
+
+
 def add_event(age: timedelta) -> AuditEvent:
     row = AuditEvent(action="signin.failed", ip="203.0.113.7", created_at=utcnow() - age)
     db.session.add(row)
@@ -70,6 +78,7 @@ def seed():
         "revoked": add_token(client, member, PAST, FUTURE, revoked_at=utcnow()),
         "session": add_session(member, FUTURE),
         "interaction": add_interaction(client, FUTURE),
+        "link": add_link(member, FUTURE),
     }
     for _ in range(5):
         add_code(client, member, PAST)
@@ -79,6 +88,8 @@ def seed():
         add_session(member, PAST)
         add_session(member, FUTURE, ended=True)
         add_interaction(client, PAST)
+    for used in (False, True, False):
+        add_link(member, PAST, used=used)
     for _ in range(4):
         add_event(timedelta(days=366))
     db.session.commit()
@@ -94,11 +105,12 @@ def remaining(model) -> set:
 def test_purge_deletes_only_what_is_unusable_in_batches():
     keep = seed()
     deleted = purge_expired(batch_size=3)
-    assert deleted == {"authorization_codes": 10, "tokens": 10, "login_sessions": 10, "interactions": 5, "audit_events": 4}
+    assert deleted == {"authorization_codes": 10, "tokens": 10, "login_sessions": 10, "interactions": 5, "one_time_links": 3, "audit_events": 4}
     assert remaining(AuthorizationCode) == {keep["code"]}
     assert remaining(Token) == {keep["access"], keep["rotated"], keep["revoked"]}
     assert remaining(LoginSession) == {keep["session"]}
     assert remaining(Interaction) == {keep["interaction"]}
+    assert remaining(OneTimeLink) == {keep["link"]}
     assert keep["event"] in remaining(AuditEvent)
     assert not any(e.created_at < utcnow() - timedelta(days=365) for e in AuditEvent.query)
     assert purge_expired(batch_size=3) == dict.fromkeys(deleted, 0)
@@ -117,14 +129,14 @@ def test_cli_purge_with_json_and_dry_run(app):
     dry = runner.invoke(args=["purge-expired", "--dry-run", "--json"])
     assert dry.exit_code == 0, dry.output
     assert json.loads(dry.output) == {"dry_run": True, "expired": {
-        "authorization_codes": 10, "tokens": 10, "login_sessions": 10, "interactions": 5, "audit_events": 4}}
+        "authorization_codes": 10, "tokens": 10, "login_sessions": 10, "interactions": 5, "one_time_links": 3, "audit_events": 4}}
     db.session.expire_all()
     assert db.session.scalar(select(func.count()).select_from(AuthorizationCode)) == 11  # nothing deleted
 
     result = runner.invoke(args=["purge-expired", "--batch-size", "4", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == {"dry_run": False, "batch_size": 4, "deleted": {
-        "authorization_codes": 10, "tokens": 10, "login_sessions": 10, "interactions": 5, "audit_events": 4}}
+        "authorization_codes": 10, "tokens": 10, "login_sessions": 10, "interactions": 5, "one_time_links": 3, "audit_events": 4}}
     assert remaining(AuthorizationCode) == {keep["code"]}
 
     human = runner.invoke(args=["purge-expired"])
@@ -145,5 +157,5 @@ def test_purge_while_serving_keeps_live_sign_ins_working(live_server):
     response = rp.exchange(params["code"])
     assert response.status_code == 200, response.text
     assert purge_expired(batch_size=2) == {"authorization_codes": 0, "tokens": 0, "login_sessions": 0,
-                                           "interactions": 0, "audit_events": 0}
+                                           "interactions": 0, "one_time_links": 0, "audit_events": 0}
     assert rp.refresh(response.json()["refresh_token"]).status_code == 200

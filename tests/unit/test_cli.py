@@ -18,12 +18,30 @@ def test_users_create_prints_id_and_sub_as_json(app):
     user = db.session.get(User, data["id"])
     assert user.sub == data["sub"] and user.email == "ana@example.com" and user.tier == "pro"
     assert "password" not in data  # it came from stdin: nothing to show
+    assert data["verification_sent_to"] == "ana@example.com" and user.email_verified is False
 
 
-def test_users_create_generates_a_password_when_none_is_given(app):
+def test_users_create_without_a_password_invites_the_member_by_mail(app, mailbox):
+    """Behaviour change (issue 18): no password is generated and shown any more; the member gets a
+    mail with a link to choose one (which verifies the address)."""
     result = run(app, "users", "create", "--email", "bo@example.com", "--name", "Bo", "--admin", "--json")
+    assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["role"] == "admin" and len(data["password"]) >= 12
+    assert data["role"] == "admin" and "password" not in data and data["invitation_sent_to"] == "bo@example.com"
+    mail = mailbox.wait_for("bo@example.com")
+    assert mail.subject == "You are invited to Credits ID" and "/invitation?token=" in mail.link()
+    again = run(app, "users", "invite", "bo@example.com", "--json")
+    assert again.exit_code == 0 and mailbox.wait_for("bo@example.com", count=2).link() != mail.link()
+    assert run(app, "users", "invite", "nobody@example.com").exit_code != 0
+
+
+def test_users_create_reports_a_mail_that_could_not_be_sent(app, monkeypatch):
+    from tests.conftest import free_port
+
+    monkeypatch.setitem(app.config, "SMTP_URL", f"smtp://127.0.0.1:{free_port()}")  # nothing listens
+    result = run(app, "users", "create", "--email", "di@example.com", "--name", "Di")
+    assert result.exit_code != 0 and "was not sent" in result.output and "flask users invite di@example.com" in result.output
+    assert User.query.filter_by(email="di@example.com").count() == 1  # the member exists: invite again
 
 
 def test_users_create_rejects_duplicates_and_bad_input(app):
@@ -77,6 +95,8 @@ def test_demo_seed_is_repeatable_and_prints_fresh_credentials(app):
     assert [m["tier"] for m in first["members"]] == ["basic", "pro"]
     assert {a["client_id"] for a in first["apps"]} == {"demo-web-app", "demo-native-app"}
     assert User.query.count() == 3 and Client.query.count() == 2  # the two members and the demo developer
+    # Demo addresses receive no mail: created (and kept) verified, so `make run` works at once.
+    assert all(u.email_verified for u in User.query)
     assert first["members"][0]["password"] != second["members"][0]["password"]
     web = [a for a in second["apps"] if a["client_id"] == "demo-web-app"][0]
     assert Client.query.filter_by(client_id="demo-web-app").one().check_client_secret(web["client_secret"])

@@ -7,7 +7,7 @@ STRONG = "s" * 40
 
 
 def settings(**over):
-    base = load_settings({"APP_ENV": "production", "SECRET_KEY": STRONG})
+    base = load_settings({"APP_ENV": "production", "SECRET_KEY": STRONG, "SMTP_URL": "smtp://mail.example.com:587"})
     base.update(over)
     return base
 
@@ -36,6 +36,17 @@ def test_production_refuses_a_missing_or_default_secret(secret):
         check_settings(settings(SECRET_KEY=secret))
 
 
+def test_production_needs_a_mail_server_and_a_valid_one():
+    with pytest.raises(ConfigError, match="SMTP_URL must be set"):
+        check_settings(settings(SMTP_URL=""))
+    with pytest.raises(ConfigError, match="SMTP_URL must be smtp"):
+        check_settings(settings(SMTP_URL="http://mail.example.com"))
+    with pytest.raises(ConfigError, match="MAIL_FROM"):
+        check_settings(settings(MAIL_FROM="nobody"))
+    check_settings(settings(SMTP_URL="smtps://user:p%40ss@mail.example.com:465"))
+    check_settings(settings(APP_ENV="development", SMTP_URL=""))  # development writes to the outbox
+
+
 def test_development_accepts_the_default_secret():
     check_settings(settings(APP_ENV="development", SECRET_KEY=DEV_SECRET_KEY))
 
@@ -61,6 +72,7 @@ def test_create_app_fails_fast_outside_development(tmp_path):
 
 def test_https_issuer_makes_the_session_cookie_secure(tmp_path):
     app = create_app({"APP_ENV": "production", "SECRET_KEY": STRONG, "ISSUER_URL": "https://id.example.com",
+                      "SMTP_URL": "smtp://mail.example.com:587",
                       "DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "KEYS_DIR": str(tmp_path)})
     assert app.config["SESSION_COOKIE_SECURE"] is True
     assert app.config["SESSION_COOKIE_HTTPONLY"] is True

@@ -1,0 +1,223 @@
+"""The account's two-step verification: set up an authenticator app (with recovery codes, shown
+once), make new recovery codes, remove it. Each change asks for the password again."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
+from flask_wtf import FlaskForm
+from wtforms import HiddenField, PasswordField, StringField
+from wtforms.validators import DataRequired, Length
+
+from app.audit import record
+from app.auth import passkeys, second_factor, throttle
+from app.auth.notices import security_notice
+from app.auth.passwords import passwords
+from app.auth.sessions import current_user
+from app.auth.views import throttled, too_many_attempts
+from app.extensions import db
+from app.mail import send_later
+from app.members import MAX_PASSWORD_LENGTH
+
+bp = Blueprint("two_step", __name__, url_prefix="/account/two-step")
+
+WRONG_PASSWORD = "Your password is not right."
+WRONG_CODE = "That code is not right: type the 6 digits the app shows now (check the phone's clock if it keeps failing)."
+
+
+class PasswordOnlyForm(FlaskForm):
+    current = PasswordField("Your password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)],
+                            description="To make sure it is you.")
+
+
+class SetupForm(PasswordOnlyForm):
+    code = StringField("Code from the app", validators=[DataRequired(), Length(max=12)])
+
+
+def _password_checked(user, form: PasswordOnlyForm, page) -> Response | None:
+    """None when the password is right; else the page answered 401 (or 429 while the account waits):
+    a stolen session cannot change the second factor, nor guess the password faster than the login page."""
+    attempt = throttle.Attempt(throttle.account_key(user.email))
+    wait = attempt.wait()
+    if wait:
+        return throttled(page(error=too_many_attempts(wait)), wait)
+    if not passwords.verify(user, form.current.data):
+        attempt.failed()
+        return page(error=WRONG_PASSWORD, status=throttle.FAILED_LOGIN_STATUS)
+    return None
+
+
+def _signed_out() -> Response:
+    return redirect(url_for("auth.login", next=url_for("account.show")), 303)
+
+
+@bp.route("/setup", methods=["GET", "POST"])
+def setup() -> Response:
+    user = current_user()
+    if user is None:
+        return _signed_out()
+    if second_factor.has_totp(user):
+        flash("An authenticator app is already set up. Remove it first to use another one.")
+        return redirect(url_for("account.show"), 303)
+    form = SetupForm()
+    secret = second_factor.pending_secret(user)
+    if request.method == "GET" and secret is None:
+        secret = second_factor.begin_totp(user)  # a new key, kept (sealed) until a first code confirms it
+        db.session.commit()
+    elif secret is None:  # submitted without a key shown first (or it was replaced): start over
+        return redirect(url_for("two_step.setup"), 303)
+
+    def page(error: str | None = None, status: int = 200) -> Response:
+        return make_response(render_template(
+            "account/two_step_setup.html", form=form, error=error, max_length=MAX_PASSWORD_LENGTH,
+            secret=" ".join(secret[i:i + 4] for i in range(0, len(secret), 4)),
+            uri=second_factor.provisioning_uri(user, secret)), status)
+
+    if request.method == "GET":
+        return page()
+    if not form.validate_on_submit():
+        return page(status=400)
+    refused = _password_checked(user, form, page)
+    if refused is not None:
+        return refused
+    codes = second_factor.confirm_totp(user, form.code.data.replace(" ", ""))
+    if codes is None:
+        return page(error=WRONG_CODE, status=400)
+    db.session.commit()
+    send_later(security_notice(user, "Two-step verification with an authenticator app was turned on"))
+    if not codes:  # recovery codes from an earlier passkey stay as they are
+        flash("Two-step verification with your authenticator app is on. Your recovery codes stay the same.")
+        return redirect(url_for("account.show"), 303)
+    return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=True))
+
+
+@bp.post("/recovery-codes")
+def recovery_codes() -> Response:
+    """New recovery codes (the old ones stop working), shown once."""
+    user = current_user()
+    if user is None:
+        return _signed_out()
+    form = PasswordOnlyForm()
+
+    def page(error: str | None = None, status: int = 200) -> Response:
+        return make_response(render_template("account/two_step_confirm.html", form=form, error=error,
+                                             action="recovery_codes", max_length=MAX_PASSWORD_LENGTH), status)
+
+    if not second_factor.has_second_factor(user):
+        return redirect(url_for("account.show"), 303)
+    if not form.is_submitted() or not form.current.data:
+        return page()  # the account page's button: ask for the password
+    if not form.validate_on_submit():
+        return page(status=400)
+    refused = _password_checked(user, form, page)
+    if refused is not None:
+        return refused
+    codes = second_factor.new_recovery_codes(user)
+    record("2fa.recovery_codes_renewed", actor=user, subject=user)
+    db.session.commit()
+    send_later(security_notice(user, "New recovery codes were made (the previous ones no longer work)"))
+    return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=False))
+
+
+@bp.post("/remove")
+def remove() -> Response:
+    """Remove the authenticator app and its recovery codes: sign-in asks for the password only."""
+    user = current_user()
+    if user is None:
+        return _signed_out()
+    form = PasswordOnlyForm()
+
+    def page(error: str | None = None, status: int = 200) -> Response:
+        return make_response(render_template("account/two_step_confirm.html", form=form, error=error,
+                                             action="remove", max_length=MAX_PASSWORD_LENGTH), status)
+
+    if not form.is_submitted() or not form.current.data:
+        return page()
+    if not form.validate_on_submit():
+        return page(status=400)
+    refused = _password_checked(user, form, page)
+    if refused is not None:
+        return refused
+    second_factor.remove_totp(user, actor=user)
+    db.session.commit()
+    send_later(security_notice(user, "The authenticator app was removed from your two-step verification"))
+    flash("Two-step verification is off: signing in asks for your password only.")
+    return redirect(url_for("account.show"), 303)
+
+
+# -- passkeys -----------------------------------------------------------------------------------
+
+
+class PasskeyForm(PasswordOnlyForm):
+    name = StringField("Name of this passkey", validators=[Length(max=64)],
+                       description="To tell your passkeys apart, such as \"Work laptop\" or \"Phone\".")
+
+
+class CredentialForm(FlaskForm):
+    name = HiddenField()
+    credential = HiddenField()
+
+
+@bp.post("/passkeys/new")
+def new_passkey() -> Response:
+    """Step 1: the password (and a name), then the page that asks the browser for a new passkey."""
+    user = current_user()
+    if user is None:
+        return _signed_out()
+    form = PasskeyForm()
+
+    def page(error: str | None = None, status: int = 200) -> Response:
+        return make_response(render_template("account/passkey_new.html", form=form, error=error,
+                                             max_length=MAX_PASSWORD_LENGTH), status)
+
+    if not form.current.data:
+        return page()  # the account page's button: ask for the password and a name
+    if not form.validate_on_submit():
+        return page(status=400)
+    refused = _password_checked(user, form, page)
+    if refused is not None:
+        return refused
+    try:
+        options = passkeys.registration_options(user)
+    except passkeys.PasskeyError as exc:
+        return page(error=str(exc), status=409)
+    return make_response(render_template("account/passkey_create.html", options=options,
+                                         form=CredentialForm(name=form.name.data or "Passkey")))
+
+
+@bp.post("/passkeys")
+def add_passkey() -> Response:
+    """Step 2: the browser's new passkey, checked and kept (its public key)."""
+    user = current_user()
+    if user is None:
+        return _signed_out()
+    form = CredentialForm()
+    if not form.validate_on_submit():
+        return redirect(url_for("account.show"), 303)
+    try:
+        passkey = passkeys.register(user, form.credential.data, form.name.data)
+    except passkeys.PasskeyError as exc:
+        db.session.rollback()
+        flash(str(exc), "error")
+        return redirect(url_for("account.show"), 303)
+    codes = second_factor.new_recovery_codes(user) if second_factor.recovery_codes_left(user) == 0 else None
+    db.session.commit()
+    send_later(security_notice(user, f"A passkey (\"{passkey.name}\") was added"))
+    if codes:  # the first second factor: recovery codes for when the device is lost
+        return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=True,
+                                             passkey=passkey.name))
+    flash(f"Passkey \"{passkey.name}\" added: use it to sign in without your password, or after it.")
+    return redirect(url_for("account.show"), 303)
+
+
+@bp.post("/passkeys/<int:passkey_id>/remove")
+def remove_passkey(passkey_id: int) -> Response:
+    user = current_user()
+    if user is None:
+        return _signed_out()
+    if not FlaskForm().validate_on_submit() or not passkeys.remove(user, passkey_id, actor=user):
+        flash("That passkey is not registered for your account.", "error")
+        return redirect(url_for("account.show"), 303)
+    db.session.commit()
+    send_later(security_notice(user, "A passkey was removed"))
+    flash("The passkey is removed: it no longer signs you in.")
+    return redirect(url_for("account.show"), 303)

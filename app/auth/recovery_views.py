@@ -1,0 +1,99 @@
+"""The forgot-password pages: ask for a link, then set a new password through it."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, flash, make_response, redirect, render_template, request, url_for
+from flask_wtf import FlaskForm
+from wtforms import BooleanField, EmailField, HiddenField, PasswordField
+from wtforms.validators import DataRequired, EqualTo, Length
+
+from app.auth import links, throttle
+from app.auth.devices import remember_device
+from app.auth.notices import security_notice
+from app.auth.recovery import complete_reset, request_reset
+from app.auth.views import throttled
+from app.extensions import db
+from app.mail import send_later
+from app.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, MemberError
+from app.models import LinkPurpose
+
+bp = Blueprint("recovery", __name__)
+
+TOO_MANY_REQUESTS = "Too many requests for links from your network. Try again later."
+
+
+class ForgotForm(FlaskForm):
+    email = EmailField("Email", validators=[DataRequired(), Length(max=254)])
+
+
+class ResetForm(FlaskForm):
+    token = HiddenField()
+    new = PasswordField("New password", validators=[
+        DataRequired(), Length(min=MIN_PASSWORD_LENGTH, max=MAX_PASSWORD_LENGTH,
+                               message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.")],
+        description=f"At least {MIN_PASSWORD_LENGTH} characters.")
+    confirm = PasswordField("New password again", validators=[
+        DataRequired(), EqualTo("new", message="The two new passwords differ.")])
+    disconnect_apps = BooleanField("Also disconnect every app", description=(
+        "If someone else may have used your password: every app loses access and must ask you again."))
+
+
+def mail_ip_wait() -> int:
+    """MAIL_IP_LIMIT: 0, or the seconds until this IP may ask for another link (known and unknown
+    emails spend it alike)."""
+    spent = throttle.spend(throttle._parsed(current_app.config["MAIL_IP_LIMIT"]), "mail-ip", throttle.client_ip())
+    return 0 if spent is None or spent.allowed else spent.reset
+
+
+@bp.route("/password/forgot", methods=["GET", "POST"])
+def forgot() -> Response | str:
+    form = ForgotForm()
+    if request.method == "GET":
+        form.email.data = request.args.get("email", "")[:254]
+        return render_template("auth/forgot.html", form=form)
+    if not form.validate_on_submit():
+        return make_response(render_template("auth/forgot.html", form=form, error="Enter your email address."), 400)
+    wait = mail_ip_wait()
+    if wait:
+        return throttled(render_template("auth/forgot.html", form=form, error=TOO_MANY_REQUESTS), wait)
+    mail = request_reset(form.email.data)
+    db.session.commit()
+    if mail is not None:
+        send_later(mail)
+    return render_template("auth/forgot_sent.html", email=form.email.data.strip(),
+                           minutes=links.lifetime(LinkPurpose.RESET) // 60)
+
+
+def _link_invalid() -> Response:
+    return make_response(render_template("auth/link_invalid.html", again=url_for("recovery.forgot"),
+                                         what="password reset"), 400)
+
+
+@bp.route("/password/reset", methods=["GET", "POST"])
+def reset() -> Response | str:
+    form = ResetForm()
+    token = request.values.get("token")
+    link = links.find(token, LinkPurpose.RESET)
+    if link is None:
+        return _link_invalid()
+    if request.method == "GET":
+        form.token.data = token
+        return render_template("auth/reset.html", form=form, email=link.user.email, max_length=MAX_PASSWORD_LENGTH)
+    if not form.validate_on_submit():
+        return make_response(render_template("auth/reset.html", form=form, email=link.user.email,
+                                             max_length=MAX_PASSWORD_LENGTH), 400)
+    try:
+        ended = complete_reset(link, form.new.data, form.disconnect_apps.data)
+    except MemberError as exc:
+        return make_response(render_template("auth/reset.html", form=form, email=link.user.email, error=str(exc),
+                                             max_length=MAX_PASSWORD_LENGTH), 400)
+    except links.LinkAlreadyUsed:
+        db.session.rollback()
+        return _link_invalid()
+    remember_device(link.user)  # this browser proved the mailbox: a known browser for the account
+    db.session.commit()
+    send_later(security_notice(link.user, "Your password was reset with a link sent to this address"))
+    flash("Your password is changed and you are signed out everywhere"
+          + (", and every app is disconnected" if "tokens_revoked" in ended else "")
+          + ". Sign in with your new password.")
+    return redirect(url_for("auth.login"), 303)

@@ -1,0 +1,153 @@
+"""The sign-in's second step: a code from the authenticator app, or a recovery code, after a
+right password. The browser carries (in its signed session cookie) only who typed the right
+password, when, and the pending request; the session starts once the code is right."""
+
+from __future__ import annotations
+
+import time
+
+from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, session, url_for
+from flask_wtf import FlaskForm
+from wtforms import HiddenField, StringField
+from wtforms.validators import DataRequired, Length
+
+from app import metrics
+from app.audit import record
+from app.auth import passkeys, second_factor, throttle
+from app.auth.views import PENDING_SECOND_FACTOR, SUSPENDED, complete_sign_in, throttled, too_many_attempts
+from app.extensions import db
+from app.models import User
+from app.oauth.authorize import UntrustedRequest, find_interaction
+
+bp = Blueprint("two_step_login", __name__)
+
+PENDING_LIFETIME = 300  # seconds between the right password and the code
+WRONG_CODE = "That code is not right. Type the 6 digits your app shows now, or one of your recovery codes."
+
+
+class CodeForm(FlaskForm):
+    code = StringField("Code", validators=[DataRequired(), Length(max=40)])
+
+
+def _pending() -> tuple[User, object, str] | None:
+    """The member awaiting the second step, their pending request and `next`; None if none (or
+    stale, or the member was suspended meanwhile)."""
+    data = session.get(PENDING_SECOND_FACTOR)
+    if not isinstance(data, dict) or time.time() - data.get("t", 0) > PENDING_LIFETIME:
+        return None
+    user = db.session.get(User, str(data.get("u"))[:36])
+    if user is None or user.is_suspended:
+        return None
+    try:
+        interaction = find_interaction(data["i"]) if data.get("i") else None
+    except UntrustedRequest:
+        interaction = None
+    return user, interaction, data.get("n") or ""
+
+
+class CredentialForm(FlaskForm):
+    credential = HiddenField()
+
+
+def _page(user: User, form: CodeForm, error: str | None = None, status: int = 200) -> Response:
+    """The second step: a code field if the member has an authenticator app, a passkey button if
+    they have passkeys (with a fresh challenge)."""
+    options = passkeys.authentication_options(user, "2fa") if passkeys.count(user) else None
+    return make_response(render_template("auth/second_factor.html", form=form, error=error,
+                                         totp=second_factor.has_totp(user), passkey_options=options,
+                                         recovery=second_factor.recovery_codes_left(user) > 0,
+                                         passkey_form=CredentialForm()), status)
+
+
+@bp.route("/login/second-factor", methods=["GET", "POST"])
+def code() -> Response:
+    pending = _pending()
+    if pending is None:
+        session.pop(PENDING_SECOND_FACTOR, None)
+        flash("Sign in again: the sign-in took too long, or was not started.", "error")
+        return redirect(url_for("auth.login"), 303)
+    user, interaction, next_path = pending
+    form = CodeForm()
+    if request.method == "GET":
+        return _page(user, form)
+    if not form.validate_on_submit():
+        return _page(user, form, error="Type the code from your authenticator app.", status=400)
+    # Guessing codes is throttled per member like passwords from an unknown browser.
+    attempt = throttle.Attempt("2fa:" + user.id)
+    wait = attempt.wait()
+    if wait:
+        return throttled(_page(user, form, error=too_many_attempts(wait)), wait)
+    used = second_factor.verify(user, form.code.data)
+    if used is None:
+        attempt.failed()
+        record("2fa.failed", actor=user, subject=user)
+        db.session.commit()
+        metrics.login_failed()
+        return _page(user, form, error=WRONG_CODE, status=throttle.FAILED_LOGIN_STATUS)
+    attempt.succeeded()
+    notice = None
+    if used == "recovery":
+        left = second_factor.recovery_codes_left(user)
+        notice = (f"You signed in with a recovery code; {left} left."
+                  + (" Make new ones on your account page." if left <= 3 else ""), "error" if left <= 3 else "message")
+    return complete_sign_in(user, interaction, next_path, amr=("pwd", "otp"), notice=notice)
+
+
+@bp.post("/login/second-factor/passkey")
+def passkey() -> Response:
+    """The second step with a passkey of the member who typed the right password."""
+    pending = _pending()
+    if pending is None:
+        session.pop(PENDING_SECOND_FACTOR, None)
+        flash("Sign in again: the sign-in took too long, or was not started.", "error")
+        return redirect(url_for("auth.login"), 303)
+    user, interaction, next_path = pending
+    form = CredentialForm()
+    try:
+        if not form.validate_on_submit():
+            raise passkeys.PasskeyError("The passkey form expired. Try again.")
+        passkeys.authenticate(form.credential.data, "2fa", user=user)
+    except passkeys.PasskeyError as exc:
+        db.session.rollback()
+        record("2fa.failed", actor=user, subject=user, kind="passkey")
+        db.session.commit()
+        metrics.login_failed()
+        return _page(user, CodeForm(), error=str(exc), status=throttle.FAILED_LOGIN_STATUS)
+    return complete_sign_in(user, interaction, next_path, amr=("pwd", "hwk"))
+
+
+@bp.post("/login/passkey")
+def passkey_sign_in() -> Response:
+    """A sign-in without password: the page that asks the browser for any passkey of this site
+    (first the options, then, with `credential`, the answer). The pending request rides along."""
+    uid = request.form.get("interaction") or None
+    interaction = find_interaction(uid) if uid else None  # an unknown request is the usual error page
+    form = PasswordlessForm()
+    if not form.validate_on_submit():
+        return redirect(url_for("auth.login", interaction=uid), 303)
+    if not form.credential.data:
+        return _passwordless_page(form)
+    try:
+        found = passkeys.authenticate(form.credential.data, "signin")
+    except passkeys.PasskeyError as exc:
+        db.session.rollback()
+        metrics.login_failed()
+        return _passwordless_page(form, error=str(exc), status=throttle.FAILED_LOGIN_STATUS)
+    user = db.session.get(User, found.user_id)
+    if user.is_suspended:
+        record("signin.failed", actor=user, reason="suspended")
+        db.session.commit()
+        return _passwordless_page(form, error=SUSPENDED, status=403)
+    return complete_sign_in(user, interaction, form.next.data, amr=("hwk",))
+
+
+class PasswordlessForm(FlaskForm):
+    interaction = HiddenField()
+    next = HiddenField()
+    credential = HiddenField()
+
+
+def _passwordless_page(form: PasswordlessForm, error: str | None = None, status: int = 200) -> Response:
+    form.credential.data = ""
+    return make_response(render_template("auth/passkey.html", form=form, error=error,
+                                         options=passkeys.authentication_options(None, "signin")), status)

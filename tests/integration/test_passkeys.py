@@ -1,0 +1,183 @@
+"""Passkeys over real HTTP, answered by a software authenticator (tests/soft_authenticator.py):
+registered on the account page, a sign-in without password, the second step after the password,
+and the refusals (replay, another member's passkey, no user verification, another origin)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from html import unescape
+
+from app.extensions import db
+from app.models import AuditEvent, Passkey, RecoveryCode
+from tests.factories import PASSWORD, make_client, make_member
+from tests.flows import Browser, RelyingParty, csrf_token, hidden, query
+from tests.integration.console_support import alerts, fresh, signed_in
+from tests.soft_authenticator import SoftAuthenticator
+
+MFA = "https://refeds.org/profile/mfa"
+
+
+def claims(id_token: str) -> dict:
+    payload = id_token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+def options_on(html: str) -> dict:
+    return json.loads(unescape(re.search(r'data-options="([^"]+)"', html).group(1)))
+
+
+def add_passkey(live_server, member, name: str = "Laptop", codes: list | None = None) -> tuple[Browser, SoftAuthenticator]:
+    """Add a passkey through the account pages; the first second factor also shows recovery codes
+    (appended to `codes` when given)."""
+    browser = signed_in(live_server.url, member.email, "/account")
+    account = browser.get("/account")
+    # On this issuer (an IP address, which browsers refuse as relying-party id) the page does not
+    # offer passkeys; the ceremony itself is the same (the real-browser test uses localhost).
+    assert "Add a passkey" not in account.text and "not an IP address" in account.text
+    ask = browser.post("/account/two-step/passkeys/new", data={"csrf_token": csrf_token(account.text)})
+    assert ask.status_code == 200 and 'autocomplete="current-password"' in ask.text
+    create = browser.post("/account/two-step/passkeys/new", data={"csrf_token": csrf_token(ask.text), "name": name,
+                                                                 "current": PASSWORD})
+    assert create.status_code == 200 and 'data-webauthn="create"' in create.text, alerts(create.text)
+    options = options_on(create.text)
+    assert options["rp"]["id"] == "127.0.0.1" and options["authenticatorSelection"]["residentKey"] == "required"
+    authenticator = SoftAuthenticator(live_server.url)
+    done = browser.post("/account/two-step/passkeys", data={"csrf_token": csrf_token(create.text), "name": name,
+                                                            "credential": authenticator.create(options)})
+    assert done.status_code == 200 and f'Passkey "{name}" added' in done.text
+    shown = re.findall(r"<li><code>([a-z0-9-]{19})</code></li>", done.text)
+    assert len(shown) == 10  # the first second factor: recovery codes for a lost device
+    if codes is not None:
+        codes.extend(shown)
+    return browser, authenticator
+
+
+def app_and_browser(live_server):
+    client, secret = make_client(trusted=True)
+    rp = RelyingParty(live_server.url, client.client_id, secret)
+    browser = Browser(live_server.url)
+    login = browser.authorize(rp.auth_params(scope="openid offline_access"))
+    assert 'type="password"' in login.text
+    return rp, browser, login
+
+
+def passwordless(browser: Browser, login, authenticator: SoftAuthenticator, **get_kw):
+    page = browser.post("/login/passkey", data={"csrf_token": csrf_token(login.text),
+                                                "interaction": hidden(login.text, "interaction") or ""})
+    assert page.status_code == 200 and 'data-webauthn="get"' in page.text
+    options = options_on(page.text)
+    assert options["userVerification"] == "required" and not options.get("allowCredentials")
+    answer = authenticator.get(options, **get_kw)
+    return browser.follow(browser.post("/login/passkey", data={
+        "csrf_token": csrf_token(page.text), "interaction": hidden(page.text, "interaction") or "",
+        "credential": answer})), answer, page
+
+
+def test_a_member_adds_a_passkey_and_signs_in_with_it_alone(live_server):
+    member = make_member()
+    _, authenticator = add_passkey(live_server, member)
+    fresh()
+    [row] = Passkey.query.filter_by(user_id=member.id).all()
+    assert row.name == "Laptop" and row.public_key and row.sign_count == 0
+    assert AuditEvent.query.filter_by(action="2fa.enrolled").one().detail == {"kind": "passkey", "passkey": "Laptop"}
+
+    rp, browser, login = app_and_browser(live_server)
+    assert "Sign in with a passkey" not in login.text  # an IP-address issuer (see add_passkey)
+    callback, answer, page = passwordless(browser, login, authenticator)
+    assert callback.status_code == 302, alerts(callback.text)
+    token = claims(rp.exchange(query(callback.headers["Location"])["code"]).json()["id_token"])
+    assert token["sub"] == member.sub and token["amr"] == ["hwk"] and token["acr"] == MFA
+    fresh()
+    assert db.session.get(Passkey, row.id).sign_count == 1 and db.session.get(Passkey, row.id).last_used_at
+
+    # The same answer again: its challenge was used up.
+    replay = browser.post("/login/passkey", data={"csrf_token": csrf_token(browser.get("/login").text),
+                                                  "credential": answer})
+    assert replay.status_code == 401 and "expired" in alerts(replay.text)
+
+
+def test_a_passkey_without_user_verification_or_from_another_origin_is_refused(live_server):
+    member = make_member()
+    _, authenticator = add_passkey(live_server, member)
+    _, browser, login = app_and_browser(live_server)
+    refused, _, _ = passwordless(browser, login, authenticator, user_verified=False)
+    assert refused.status_code == 401 and "could not be checked" in alerts(refused.text)
+    elsewhere = SoftAuthenticator("https://evil.example")
+    elsewhere.credentials = authenticator.credentials
+    _, browser, login = app_and_browser(live_server)
+    refused, _, _ = passwordless(browser, login, elsewhere)
+    assert refused.status_code == 401
+
+
+def test_a_passkey_is_the_second_step_after_the_password(live_server):
+    member, other = make_member(), make_member()
+    _, authenticator = add_passkey(live_server, member)
+    _, other_authenticator = add_passkey(live_server, other)
+    rp, browser, login = app_and_browser(live_server)
+    step = browser.login(member.email)
+    assert step.url.endswith("/login/second-factor") and "Use a passkey" in step.text
+    assert "Recovery code" in step.text and "Lost your passkey?" in step.text  # no app: codes only
+    options = options_on(step.text)
+    allowed = [c["id"] for c in options["allowCredentials"]]
+    assert len(allowed) == 1
+    # Another member's passkey does not pass for this one.
+    wrong = browser.post("/login/second-factor/passkey", data={
+        "csrf_token": csrf_token(step.text),
+        "credential": other_authenticator.get({"challenge": options["challenge"]})})
+    assert wrong.status_code == 401 and "not registered for this account" in alerts(wrong.text)
+    options = options_on(wrong.text)  # a fresh challenge
+    done = browser.follow(browser.post("/login/second-factor/passkey", data={
+        "csrf_token": csrf_token(wrong.text), "credential": authenticator.get(options)}))
+    assert done.status_code == 302
+    token = claims(rp.exchange(query(done.headers["Location"])["code"]).json()["id_token"])
+    assert token["amr"] == ["pwd", "hwk"] and token["acr"] == MFA
+
+
+def test_removing_the_passkey(live_server):
+    member = make_member()
+    browser, authenticator = add_passkey(live_server, member)
+    fresh()
+    passkey_id = Passkey.query.filter_by(user_id=member.id).one().id
+    account = browser.get("/account")
+    assert "Laptop" in account.text
+    other = make_member()
+    intruder = signed_in(live_server.url, other.email, "/account")
+    refused = intruder.post(f"/account/two-step/passkeys/{passkey_id}/remove",
+                            data={"csrf_token": csrf_token(intruder.get("/account").text)})
+    assert refused.status_code == 303
+    fresh()
+    assert Passkey.query.filter_by(user_id=member.id).count() == 1
+    removed = browser.post(f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": csrf_token(account.text)})
+    assert removed.status_code == 303
+    fresh()
+    assert Passkey.query.count() == 0
+    _, browser, login = app_and_browser(live_server)
+    refused, _, _ = passwordless(browser, login, authenticator)
+    assert refused.status_code == 401
+    _, browser, _ = app_and_browser(live_server)
+    assert browser.login(member.email).status_code == 302  # the password alone again
+
+
+def test_a_member_whose_only_second_factor_is_a_lost_passkey_uses_a_recovery_code(live_server):
+    member = make_member()
+    codes: list[str] = []
+    browser, _ = add_passkey(live_server, member, codes=codes)
+    assert "Two-step verification: on" in browser.get("/account").text
+    rp, stranger, _ = app_and_browser(live_server)
+    step = stranger.login(member.email)
+    assert "Lost your passkey?" in step.text and 'name="code"' in step.text
+    done = stranger.follow(stranger.post("/login/second-factor", data={"csrf_token": csrf_token(step.text),
+                                                                       "code": codes[0]}))
+    assert done.status_code == 302
+    token = claims(rp.exchange(query(done.headers["Location"])["code"]).json()["id_token"])
+    assert token["amr"] == ["pwd", "otp"]
+    # Removing the last passkey (the only second factor) takes the recovery codes with it.
+    fresh()
+    passkey_id = Passkey.query.filter_by(user_id=member.id).one().id
+    browser.post(f"/account/two-step/passkeys/{passkey_id}/remove",
+                 data={"csrf_token": csrf_token(browser.get("/account").text)})
+    fresh()
+    assert RecoveryCode.query.filter_by(user_id=member.id).count() == 0
+    assert "Two-step verification: off" in browser.get("/account").text

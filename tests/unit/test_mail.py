@@ -1,0 +1,42 @@
+"""app/mail.py: development's outbox, and SMTP's refusal to send in clear to a remote server."""
+
+from __future__ import annotations
+
+import logging
+import smtplib
+from email import message_from_bytes, policy
+
+import pytest
+
+from app import mail
+from app.mail import Mail, deliver
+from tests.issued import separate_app
+
+
+def test_without_smtp_mails_go_to_the_outbox_and_their_links_to_the_log(settings, tmp_path, caplog):
+    web = separate_app(settings, SMTP_URL="", MAIL_OUTBOX_DIR=str(tmp_path / "outbox"))
+    with web.app_context(), caplog.at_level(logging.WARNING, logger="app.mail"):
+        deliver(Mail("ana@example.test", "Reset your password", "Open https://id.test/password/reset?token=abc\n"))
+    [path] = (tmp_path / "outbox").glob("*.eml")
+    message = message_from_bytes(path.read_bytes(), policy=policy.default)
+    assert message["To"] == "ana@example.test" and message["From"] == "Credits ID <no-reply@id.test>"
+    assert "https://id.test/password/reset?token=abc" in message.get_content()
+    assert "https://id.test/password/reset?token=abc" in caplog.text and str(path) in caplog.text
+
+
+def test_smtp_delivers_to_the_server(settings, mailbox):
+    web = separate_app(settings)
+    with web.app_context():
+        deliver(Mail("bo@example.test", "Hello", "Body text\n"))
+    received = mailbox.wait_for("bo@example.test")
+    assert received.subject == "Hello" and received.text == "Body text\n"
+    assert received.message["Auto-Submitted"] == "auto-generated"
+
+
+def test_no_mail_in_clear_to_a_remote_server_without_starttls(settings, mailbox, monkeypatch):
+    """The test server offers no STARTTLS; on loopback that is allowed, anywhere else it is refused."""
+    monkeypatch.setattr(mail, "is_loopback_host", lambda host: False)
+    web = separate_app(settings)
+    with web.app_context(), pytest.raises(smtplib.SMTPNotSupportedError, match="STARTTLS"):
+        deliver(Mail("cy@example.test", "Hello", "Body\n"))
+    mailbox.assert_none_to("cy@example.test", wait=0.2)
