@@ -66,6 +66,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(console_bp)
     app.register_blueprint(account_bp)
 
+    from app.humanize import init_humanize
+
+    init_humanize(app)
+
     from app.health import init_health
     from app.metrics import init_metrics
 

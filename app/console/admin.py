@@ -9,7 +9,7 @@ from flask import abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from app.audit import AuditFilter, audit_page, describe, origin, who
-from app.console.blueprint import bp, console_page, console_user
+from app.console.blueprint import bp, console_page, console_user, page_number
 from app.console.forms import ActionForm, MemberForm
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
@@ -18,11 +18,6 @@ from app.models import Client, Role, Tier, User
 from app.models.base import utcnow
 
 USERS_PAGE_SIZE = 50
-
-
-def _page_number() -> int:
-    raw = request.args.get("page", "1")
-    return int(raw) if raw.isascii() and raw.isdigit() and 0 < int(raw) < 100_000 else 1
 
 
 @bp.get("/audit")
@@ -51,7 +46,7 @@ def audit():
         return render_template("console/audit.html", page=None, error=error, app_filter=app_filter,
                                member_filter=member_filter, describe=describe, who=who, origin=origin), 400
     owner = None if user.role == Role.ADMIN else user
-    page = audit_page(AuditFilter(client=client, member=member, owner=owner), _page_number())
+    page = audit_page(AuditFilter(client=client, member=member, owner=owner), page_number())
     return render_template("console/audit.html", page=page, error=None, app_filter=app_filter,
                            member_filter=member_filter, describe=describe, who=who, origin=origin)
 
@@ -111,7 +106,7 @@ def _retire_refusal(key: dict) -> str | None:
 @console_page(admin=True)
 def users():
     q = (request.args.get("q") or "").strip()[:254]
-    number = _page_number()
+    number = page_number()
     stmt = select(User).order_by(User.email)
     if q:
         stmt = stmt.where(User.email.contains(q.lower(), autoescape=True))

@@ -59,6 +59,12 @@ def console_user() -> User:
     return g.console_user
 
 
+def page_number() -> int:
+    """The `page` query argument (1-based); anything else is page 1."""
+    raw = request.args.get("page", "1")
+    return int(raw) if raw.isascii() and raw.isdigit() and 0 < int(raw) < 100_000 else 1
+
+
 @bp.errorhandler(NotAllowed)
 def not_allowed(error: NotAllowed):
     return error_page("Not allowed", str(error), 403)
@@ -69,6 +75,16 @@ def app_not_found(error: AppNotFound):
     return error_page("Application not found", "There is no registered application with that client id.", 404)
 
 
+# The console's navigation: each section and the path it starts with ("" is the apps section).
+SECTIONS = (("api_keys", "/console/api-keys"), ("fees", "/console/fees"), ("audit", "/console/audit"),
+            ("keys", "/console/keys"), ("users", "/console/users"), ("activity", "/console/activity"))
+
+
+def console_section(path: str) -> str:
+    """Which navigation link names the page at `path`: marked aria-current in the layout."""
+    return next((name for name, prefix in SECTIONS if path == prefix or path.startswith(prefix + "/")), "apps")
+
+
 @bp.app_context_processor
 def console_globals() -> dict:
-    return {"console_user": g.get("console_user")}
+    return {"console_user": g.get("console_user"), "console_section": console_section(request.path)}

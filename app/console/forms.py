@@ -27,6 +27,15 @@ class ActionForm(FlaskForm):
     """A button that changes something: only the CSRF token."""
 
 
+class DeleteForm(FlaskForm):
+    """Deleting an app cannot be undone: the developer types its name, compared on the server."""
+
+    confirm_name = StringField("Type the app's name to confirm", validators=[Length(max=200)])
+
+    def names(self, client) -> bool:
+        return (self.confirm_name.data or "").strip() == client.name
+
+
 class CheckboxesField(SelectMultipleField):
     widget = widgets.ListWidget(prefix_label=False)
     option_widget = widgets.CheckboxInput()

@@ -11,6 +11,7 @@ from app.console import once
 from app.console.apps import (
     NotAllowed,
     app_for,
+    apps_page,
     delete_app,
     disable_app,
     edit_app,
@@ -18,10 +19,9 @@ from app.console.apps import (
     may_enable,
     register_app,
     rotate_app_secret,
-    visible_apps,
 )
-from app.console.blueprint import bp, console_page, console_user
-from app.console.forms import ActionForm, AppForm, RotateSecretForm
+from app.console.blueprint import bp, console_page, console_user, page_number
+from app.console.forms import ActionForm, AppForm, DeleteForm, RotateSecretForm
 from app.extensions import db
 from app.fees import CURRENCY, MONTHLY_FEE, POLICY, FeeError, Month, ledger
 from app.members import MemberError, find_member
@@ -57,8 +57,12 @@ def _already_done(client_id: str, what: str):
 @bp.get("", strict_slashes=False)
 @console_page()
 def apps():
-    return render_template("console/apps.html", apps=visible_apps(console_user()), fee=MONTHLY_FEE,
-                           currency=CURRENCY, action_form=ActionForm())
+    """Every app the user may see, deleted ones marked; search by name, client id (and, for admins,
+    owner email); 25 a page."""
+    q = (request.args.get("q") or "").strip()[:120]
+    page = apps_page(console_user(), q, page_number())
+    return render_template("console/apps.html", page=page, q=q, fee=MONTHLY_FEE, currency=CURRENCY,
+                           action_form=ActionForm())
 
 
 @bp.route("/apps/new", methods=["GET", "POST"])
@@ -96,7 +100,8 @@ def register():
 @bp.get("/apps/<client_id>")
 @console_page()
 def app_detail(client_id: str):
-    client = app_for(console_user(), client_id)
+    """A deleted app's page stays readable (it is in the ledger); its actions are gone."""
+    client = app_for(console_user(), client_id, include_deleted=True)
     now = utcnow()
     live_tokens = db.session.scalar(
         db.select(db.func.count(Token.id)).where(Token.client_id == client.id, live_tokens_filter(now))
@@ -174,9 +179,14 @@ def enable(client_id: str):
 @console_page()
 def delete(client_id: str):
     client = app_for(console_user(), client_id)
-    form = ActionForm()
+    form = DeleteForm()
     if request.method == "GET":
         return render_template("console/delete.html", client=client, form=form)
+    if not form.validate_on_submit():
+        abort(400)
+    if not form.names(client):
+        form.confirm_name.errors.append(f"Type {client.name} exactly to delete it; nothing was deleted.")
+        return render_template("console/delete.html", client=client, form=form), 400
     counts = delete_app(client, console_user())
     flash(f"{client.name} is deleted: {counts['tokens_revoked']} tokens revoked, "
           f"{counts['consents_removed']} consents removed.")

@@ -1,0 +1,93 @@
+"""The console as a new developer or admin meets it (issue 21, item 5), in a real browser: the
+navigation marks where you are, dates read as words with the exact time at hand, the apps list
+names owners and searches, deleting asks for the app's name, and a deleted app stays in sight
+(and in the ledger) marked deleted. Every page passed is screenshotted under artifacts/e2e/."""
+
+from __future__ import annotations
+
+from app.extensions import db
+from app.models import Client
+from tests.e2e.test_account_console_e2e import no_page_problems, sign_in_on_login_page
+from tests.factories import make_client, make_member
+
+
+def open_console(page, live_server, email: str, path: str = "/console") -> None:
+    page.goto(live_server(path))
+    sign_in_on_login_page(page, email)
+    page.wait_for_url(live_server(path))
+
+
+def test_navigation_marks_the_current_page_and_dates_read_as_words(live_server, page, shots):
+    from playwright.sync_api import expect
+
+    admin = make_member(role="admin", email="ada.admin@example.com")
+    dev = make_member(role="developer", email="devi@example.com")
+    make_client(name="Liner Notes", owner_id=dev.id)
+    make_client(name="Setlist", owner_id=admin.id)
+    open_console(page, live_server, admin.email)
+    nav = page.get_by_role("navigation", name="Console")
+    expect(nav.locator('[aria-current="page"]')).to_have_text("Apps")
+    table = page.locator("table.apps")
+    expect(table.get_by_role("columnheader", name="Owner")).to_be_visible()
+    expect(table).to_contain_text("devi@example.com")
+    created = table.locator("time").first
+    expect(created).to_have_text("just now")
+    assert created.get_attribute("title").endswith(" UTC") and created.get_attribute("datetime")
+    shots.take("apps-list")
+
+    page.get_by_label("Search").fill("LINER")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Search").click()
+    expect(table.get_by_role("link", name="Liner Notes")).to_be_visible()
+    expect(table).not_to_contain_text("Setlist")
+    shots.take("apps-search")
+
+    for name in ("Fees", "Audit log", "Signing keys", "Members", "API keys"):
+        nav.get_by_role("link", name=name).click()
+        expect(nav.locator('[aria-current="page"]')).to_have_text(name)
+        # a current link is drawn differently from the others, not only announced
+        assert nav.locator('[aria-current="page"]').evaluate("e => getComputedStyle(e).fontWeight") == "700"
+    shots.take("nav-on-api-keys")
+    no_page_problems(page)
+
+
+def test_delete_asks_for_the_name_and_the_app_stays_listed_as_deleted(live_server, page, shots):
+    from playwright.sync_api import expect
+
+    dev = make_member(role="developer")
+    client, _ = make_client(name="Liner Notes", owner_id=dev.id)
+    open_console(page, live_server, dev.email, f"/console/apps/{client.client_id}")
+    page.get_by_role("link", name="Delete app…").click()
+    expect(page.get_by_role("heading", name="Delete Liner Notes?")).to_be_visible()
+    shots.take("delete-confirm")
+
+    page.get_by_label("Type the app's name to confirm").fill("Liner")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Delete Liner Notes").click()
+    field = page.get_by_label("Type the app's name to confirm")
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("main")).to_contain_text("Type Liner Notes exactly to delete it; nothing was deleted.")
+    shots.take("delete-wrong-name")
+    db.session.remove()
+    assert not db.session.get(Client, client.id).is_deleted
+
+    field.fill("Liner Notes")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Delete Liner Notes").click()
+    assert page.url == live_server("/console")
+    row = page.locator("table.apps tr", has=page.get_by_role("link", name="Liner Notes"))
+    expect(row).to_contain_text("deleted")
+    expect(row).to_contain_text("charged through")
+    shots.take("apps-with-deleted")
+
+    row.get_by_role("link", name="Liner Notes").click()
+    expect(page.locator("#deleted-note")).to_contain_text("This app was deleted just now")
+    expect(page.get_by_role("link", name="Edit", exact=True)).to_have_count(0)
+    expect(page.get_by_role("button", name="Disable app")).to_have_count(0)
+    shots.take("deleted-app")
+
+    page.get_by_role("navigation", name="Console").get_by_role("link", name="Fees").click()
+    ledger = page.locator("table.ledger")
+    expect(ledger.locator("tr.deleted")).to_contain_text("Liner Notes")
+    shots.take("ledger-with-deleted")
+    no_page_problems(page)
