@@ -3,12 +3,12 @@ keys and members (admins only)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from flask import abort, flash, redirect, render_template, request, url_for
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
-from app.audit import AuditFilter, audit_page, describe, origin, who
+from app.audit import ACTIONS, AuditFilter, audit_page, describe, origin, who
 from app.console.blueprint import bp, console_page, console_user, page_number
 from app.console.forms import ActionForm, MemberForm
 from app.extensions import db
@@ -20,35 +20,73 @@ from app.models.base import utcnow
 USERS_PAGE_SIZE = 50
 
 
+MATCH_LIMIT = 500  # a search naming more apps or members than this is too broad to be useful
+
+
+def _day(raw: str, label: str) -> datetime:
+    try:
+        return datetime.strptime(raw, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise ValueError(f"{label} must be a date such as 2026-11-24, got {raw!r}") from None
+
+
+def _matching_apps(user: User, text: str) -> tuple[int, ...]:
+    """Apps `user` may see whose client id is `text`, or whose name or client id contains it."""
+    stmt = select(Client.id).where(or_(Client.client_id == text[:64], Client.name.icontains(text, autoescape=True),
+                                       Client.client_id.icontains(text, autoescape=True)))
+    if user.role != Role.ADMIN:
+        stmt = stmt.where(Client.owner_id == user.id)
+    return tuple(db.session.scalars(stmt.limit(MATCH_LIMIT)))
+
+
+def _matching_members(text: str) -> tuple[str, ...]:
+    email = User.normalize_email(text)[:254]
+    return tuple(db.session.scalars(select(User.id).where(User.email.contains(email, autoescape=True))
+                                    .limit(MATCH_LIMIT)))
+
+
 @bp.get("/audit")
 @console_page()
 def audit():
-    """Newest first, 50 a page; filter by app (client id) and by member (email)."""
+    """Newest first, 50 a page; filter by app (part of its name or client id), by member (part of
+    the email; admins only), by event type, and by a range of days (UTC)."""
     user = console_user()
-    app_filter = (request.args.get("app") or "").strip()
-    member_filter = (request.args.get("member") or "").strip()
+    args = {name: (request.args.get(name) or "").strip()[:254] for name in ("app", "member", "action", "from", "to")}
     error = None
-    client = member = None
-    if app_filter:
-        client = db.session.scalar(select(Client).where(Client.client_id == app_filter[:64]))
-        if client is None or not (user.role == Role.ADMIN or client.owner_id == user.id):
-            error = f"No application of yours has the client id {app_filter!r}."
-    if member_filter and error is None:
+    found: dict = {}
+    if args["app"]:
+        found["client_ids"] = _matching_apps(user, args["app"])
+        if not found["client_ids"]:
+            error = f"No application of yours has the client id {args['app']!r} or a name containing it."
+    if args["member"] and error is None:
         if user.role != Role.ADMIN:
             # Developers see no member's identity in the log, so they may not search by one (an
             # answer would also tell them whether an email has an account).
             error = "Only administrators can filter by member."
         else:
-            member = db.session.scalar(select(User).where(User.email == User.normalize_email(member_filter)[:254]))
-            if member is None:
-                error = f"No member has the email {member_filter!r}."
+            found["member_ids"] = _matching_members(args["member"])
+            if not found["member_ids"]:
+                error = f"No member has the email {args['member']!r} or one containing it."
+    if args["action"] and error is None:
+        if args["action"] not in ACTIONS:
+            error = f"Unknown event type {args['action']!r}."
+        else:
+            found["action"] = args["action"]
+    try:
+        if args["from"]:
+            found["since"] = _day(args["from"], "From")
+        if args["to"]:
+            found["until"] = _day(args["to"], "To") + timedelta(days=1)  # the whole last day
+    except ValueError as exc:
+        error = error or str(exc)
+    if error is None and found.get("since") and found.get("until") and found["since"] >= found["until"]:
+        error = "The range starts after it ends."
+    context = {"filters": args, "actions": ACTIONS, "describe": describe, "who": who, "origin": origin}
     if error:
-        return render_template("console/audit.html", page=None, error=error, app_filter=app_filter,
-                               member_filter=member_filter, describe=describe, who=who, origin=origin), 400
+        return render_template("console/audit.html", page=None, error=error, **context), 400
     owner = None if user.role == Role.ADMIN else user
-    page = audit_page(AuditFilter(client=client, member=member, owner=owner), page_number())
-    return render_template("console/audit.html", page=page, error=None, app_filter=app_filter,
-                           member_filter=member_filter, describe=describe, who=who, origin=origin)
+    page = audit_page(AuditFilter(owner=owner, **found), page_number())
+    return render_template("console/audit.html", page=page, error=None, **context)
 
 
 @bp.get("/keys")

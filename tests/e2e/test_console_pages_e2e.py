@@ -91,3 +91,50 @@ def test_delete_asks_for_the_name_and_the_app_stays_listed_as_deleted(live_serve
     expect(ledger.locator("tr.deleted")).to_contain_text("Liner Notes")
     shots.take("ledger-with-deleted")
     no_page_problems(page)
+
+
+def test_audit_log_filters_by_part_of_a_name_event_type_and_day(live_server, page, shots):
+    from datetime import timedelta
+
+    from playwright.sync_api import expect
+
+    from app.models import AuditEvent
+    from app.models.base import utcnow
+
+    admin = make_member(role="admin")
+    member = make_member(email="billie.basic@example.com")
+    liner, _ = make_client(name="Liner Notes")
+    setlist, _ = make_client(name="Setlist")
+    now = utcnow()
+    db.session.add_all(
+        [AuditEvent(action="consent.granted", actor_id=member.id, actor_email=member.email, client_id=liner.id,
+                    created_at=now - timedelta(days=1, minutes=i)) for i in range(60)]
+        + [AuditEvent(action="signin.ok", actor_id=member.id, actor_email=member.email, client_id=setlist.id,
+                      created_at=now - timedelta(days=9))])
+    db.session.commit()
+    open_console(page, live_server, admin.email, "/console/audit")
+    page.get_by_label("App (name or client id)").fill("liner")
+    page.get_by_label("Member (email, or part of it)").fill("billie")
+    page.get_by_label("Event").select_option(label="Consent granted")
+    yesterday = (now - timedelta(days=1)).date().isoformat()
+    page.get_by_label("From (UTC day)").fill(yesterday)
+    page.get_by_label("To", exact=True).fill(yesterday)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Filter").click()
+    rows = page.locator("table.audit tbody tr")
+    expect(rows).to_have_count(50)
+    expect(page.locator("table.audit")).not_to_contain_text("Setlist")
+    expect(rows.first.locator("time")).to_have_text("yesterday")
+    shots.take("audit-filtered")
+    page.get_by_role("link", name="Older →").click()
+    expect(rows).to_have_count(10)
+    expect(page.get_by_label("Event")).to_have_value("consent.granted")  # the filters stay set on the next page
+    expect(page.get_by_label("App (name or client id)")).to_have_value("liner")
+    shots.take("audit-filtered-page-2")
+
+    page.get_by_label("From (UTC day)").fill((now + timedelta(days=3)).date().isoformat())
+    with page.expect_navigation():
+        page.get_by_role("button", name="Filter").click()
+    expect(page.get_by_role("alert")).to_have_text("The range starts after it ends.")
+    shots.take("audit-bad-range")
+    no_page_problems(page)
