@@ -98,6 +98,26 @@ def keys():
                            publish_delay=keystore.publish_delay)
 
 
+@bp.get("/keys/rotate")
+@console_page(admin=True)
+def confirm_rotate_key():
+    """A step before rotating: what will happen, and a button that does it (no script needed)."""
+    keys = keystore.describe()
+    pending = next((k for k in keys if k["state"] == "next"), None)
+    return render_template("console/key_confirm.html", action="rotate", key=None, pending=pending, form=ActionForm(),
+                           publish_delay=keystore.publish_delay)
+
+
+@bp.get("/keys/<kid>/retire")
+@console_page(admin=True)
+def confirm_retire_key(kid: str):
+    key = next((k for k in keystore.describe() if k["kid"] == kid), None)
+    if key is None:
+        abort(404)
+    return render_template("console/key_confirm.html", action="retire", key=key, refusal=_retire_refusal(key),
+                           form=ActionForm(), publish_delay=keystore.publish_delay)
+
+
 @bp.post("/keys/rotate")
 @console_page(admin=True)
 def rotate_key():

@@ -57,14 +57,15 @@ class OnceForm(FlaskForm):
 
 
 class AppForm(OnceForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=120)])
+    name = StringField("Name", validators=[DataRequired("Name is required (at most 120 characters)"), Length(max=120)])
     homepage_url = StringField("Homepage", validators=[Optional(), Length(max=500)], description=URL_HELP)
     logo_url = StringField("Logo URL", validators=[Optional(), Length(max=500)],
                            description="Shown on the consent page, 48×48. " + URL_HELP)
     policy_url = StringField("Privacy policy URL", validators=[Optional(), Length(max=500)])
     tos_url = StringField("Terms of service URL", validators=[Optional(), Length(max=500)])
     redirect_uris = TextAreaField(
-        "Redirect URIs (one per line)", validators=[DataRequired(), Length(max=8000)],
+        "Redirect URIs (one per line)",
+        validators=[DataRequired("At least one redirect URI is required"), Length(max=8000)],
         description="Absolute, no fragment, no user name or password, no wildcard. https, or http on "
                     "127.0.0.1 / [::1] / localhost, or a private-use scheme in reverse-DNS form "
                     "(com.example.app:/callback) for native apps. A public app's loopback address is "

@@ -28,12 +28,25 @@ from app.members import MemberError, find_member
 from app.models import Consent, Role, Token
 from app.models.base import utcnow
 from app.oauth.tokens import live_tokens_filter
-from app.registration import RegistrationError
+from app.registration import RegistrationError, registration_problems
 
 
 def _form_page(form: AppForm, client=None, error: str | None = None, status: int = 200):
     return render_template("console/app_form.html", form=form, client=client, error=error,
-                           is_admin=console_user().role == Role.ADMIN), status
+                           is_admin=console_user().role == Role.ADMIN, fee=MONTHLY_FEE, currency=CURRENCY), status
+
+
+def _refused(form: AppForm, client=None, problems: dict[str, list[str]] | None = None, other: str | None = None):
+    """Every problem at once, each on its field: WTForms' own checks and the registration rules
+    (a field WTForms already flagged keeps its own message), then a summary linking to each."""
+    if problems is None:
+        problems = registration_problems(_spec_from(form), client.is_public if client else
+                                         form.client_type.data == "public")
+    for name, found in problems.items():
+        field = form[name] if name in form else None
+        if field is not None and not field.errors:
+            field.errors = list(field.errors) + found
+    return _form_page(form, client, error=other or "Check the fields marked below.", status=400)
 
 
 def _spec_from(form: AppForm):
@@ -45,7 +58,8 @@ def _spec_from(form: AppForm):
 
 
 def _secret_page(client, secret: str, created: bool):
-    return render_template("console/secret.html", client=client, secret=secret, created=created)
+    return render_template("console/secret.html", client=client, secret=secret, created=created, fee=MONTHLY_FEE,
+                           currency=CURRENCY)
 
 
 def _already_done(client_id: str, what: str):
@@ -72,7 +86,7 @@ def register():
     if request.method == "GET":
         return _form_page(form)
     if not form.validate_on_submit():
-        return _form_page(form, error="Check the fields marked below.", status=400)
+        return _refused(form)
     if done := once.already_done(form.submission.data):
         return _already_done(done, "This app is already registered: the form was sent twice.")
     spec = _spec_from(form)
@@ -82,17 +96,20 @@ def register():
         try:
             owner = find_member(form.owner_email.data)
         except MemberError as exc:
-            return _form_page(form, error=f"Owner: {exc}.", status=400)
+            form.owner_email.errors = [f"{exc}."]
+            return _refused(form, problems={})
         if owner.role == Role.MEMBER:
-            return _form_page(form, error=f"Owner: {owner.email} is not a developer.", status=400)
+            form.owner_email.errors = [f"{owner.email} is not a developer."]
+            return _refused(form, problems={})
         spec.owner_id = owner.id
     try:
         client, secret = register_app(spec, actor)
     except RegistrationError as exc:
-        return _form_page(form, error=str(exc), status=400)
+        return _refused(form, problems=exc.fields, other=None if exc.fields else str(exc))
     once.remember(form.submission.data, client.client_id)
     if secret is None:
-        flash(f"{client.name} is registered. Its client id is {client.client_id}; a public app has no secret.")
+        flash(f"{client.name} is registered ({MONTHLY_FEE} {CURRENCY} per month from this month on). Its client id "
+              f"is {client.client_id}; a public app has no secret.")
         return redirect(url_for("console.app_detail", client_id=client.client_id))
     return _secret_page(client, secret, created=True)
 
@@ -124,11 +141,11 @@ def edit(client_id: str):
         form.fill_from(client)
         return _form_page(form, client)
     if not form.validate_on_submit():
-        return _form_page(form, client, error="Check the fields marked below.", status=400)
+        return _refused(form, client)
     try:
         changed = edit_app(client, _spec_from(form), console_user())
     except RegistrationError as exc:
-        return _form_page(form, client, error=str(exc), status=400)
+        return _refused(form, client, problems=exc.fields, other=None if exc.fields else str(exc))
     flash(f"Saved: {', '.join(changed)}." if changed else "Nothing changed.")
     return redirect(url_for("console.app_detail", client_id=client.client_id))
 

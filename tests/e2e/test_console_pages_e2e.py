@@ -5,10 +5,13 @@ names owners and searches, deleting asks for the app's name, and a deleted app s
 
 from __future__ import annotations
 
+import pytest
+
 from app.extensions import db
 from app.models import Client
 from tests.e2e.test_account_console_e2e import no_page_problems, sign_in_on_login_page
 from tests.factories import make_client, make_member
+from tests.integration.conftest import restore_keys  # noqa: F401 - the key rows go back as they were
 
 
 def open_console(page, live_server, email: str, path: str = "/console") -> None:
@@ -137,4 +140,66 @@ def test_audit_log_filters_by_part_of_a_name_event_type_and_day(live_server, pag
         page.get_by_role("button", name="Filter").click()
     expect(page.get_by_role("alert")).to_have_text("The range starts after it ends.")
     shots.take("audit-bad-range")
+    no_page_problems(page)
+
+
+def test_register_shows_the_fee_and_every_problem_on_its_field(live_server, callback, page, shots):
+    from playwright.sync_api import expect
+
+    dev = make_member(role="developer")
+    open_console(page, live_server, dev.email, "/console/apps/new")
+    expect(page.locator("#fee-note")).to_contain_text("Fee: 99 USD per month")
+    register = page.get_by_role("button", name="Register (99 USD per month)")
+    expect(register).to_be_visible()
+    page.get_by_label("Redirect URIs (one per line)").fill("http://example.com/cb")
+    page.get_by_label("Logo URL").fill("ftp://logo.example/x.png")
+    with page.expect_navigation():
+        register.click()
+    summary = page.get_by_role("alert")
+    expect(summary.get_by_role("listitem")).to_have_count(3)  # name, redirect URI and logo, in one go
+    for label in ("Name", "Redirect URIs (one per line)", "Logo URL"):
+        expect(page.get_by_label(label, exact=True)).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#logo_url-error-1")).to_contain_text("must be an absolute https:// URL")
+    shots.take("register-errors")
+    summary.get_by_role("link", name="must use https").click()  # the summary leads to the field
+    assert page.evaluate("location.hash") == "#redirect_uris"
+
+    page.get_by_label("Name", exact=True).fill("Session Notes")
+    page.get_by_label("Redirect URIs (one per line)").fill(callback.url)
+    page.get_by_label("Logo URL").fill("")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Register (99 USD per month)").click()
+    expect(page.locator("#registered-note")).to_contain_text("99 USD is charged for")
+    shots.take("registered-with-fee")
+    no_page_problems(page)
+
+
+@pytest.mark.usefixtures("restore_keys")
+def test_rotate_and_retire_keys_ask_for_confirmation(live_server, page, shots):
+    from playwright.sync_api import expect
+
+    from app.jwks import keystore
+
+    admin = make_member(role="admin")
+    old = keystore.snapshot().signing_kid
+    keystore.generate()
+    open_console(page, live_server, admin.email, "/console/keys")
+    page.get_by_role("link", name=f"Retire… key {old}").click()
+    expect(page.get_by_role("heading", name=f"Retire key {old}?")).to_be_visible()
+    shots.take("retire-confirm")
+    page.get_by_role("link", name="Cancel").click()
+    assert page.url == live_server("/console/keys")
+    page.get_by_role("link", name=f"Retire… key {old}").click()
+    with page.expect_navigation():
+        page.get_by_role("button", name=f"Retire {old}").click()
+    expect(page.get_by_role("status")).to_contain_text(f"Key {old} no longer signs")
+
+    page.get_by_role("link", name="Rotate now…").click()
+    expect(page.get_by_role("heading", name="Rotate the signing key?")).to_be_visible()
+    shots.take("rotate-confirm")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Rotate now").click()
+    expect(page.get_by_role("status")).to_contain_text("is published and signs from")
+    expect(page.locator("#pending-note")).to_be_visible()
+    shots.take("keys-after-rotation")
     no_page_problems(page)

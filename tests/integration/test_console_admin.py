@@ -276,3 +276,28 @@ def test_audit_filters_partial_names_event_types_and_days(live_server):
                             ({"app": "no-such-app"}, "No application of yours")):
         refused = browser.get("/console/audit", params=params)
         assert refused.status_code == 400 and message in alerts(refused.text), params
+
+
+def test_rotating_and_retiring_keys_ask_first(live_server, restore_keys):
+    """Issue 21, item 5: the keys page leads to a confirmation page; only its form acts."""
+    admin = make_member(role="admin")
+    old = keystore.snapshot().signing_kid
+    keystore.generate()
+    browser = signed_in(live_server.url, admin.email)
+    page = browser.get("/console/keys").text
+    assert 'href="/console/keys/rotate"' in page and f'href="/console/keys/{old}/retire"' in page
+    before = db_state()
+    confirm = browser.get("/console/keys/rotate")
+    assert confirm.status_code == 200 and "Rotate the signing key?" in confirm.text
+    assert 'action="/console/keys/rotate"' in confirm.text and "Nobody is signed out" in confirm.text
+    retire = browser.get(f"/console/keys/{old}/retire")
+    assert retire.status_code == 200 and f'action="/console/keys/{old}/retire"' in retire.text
+    assert db_state() == before  # looking at a confirmation changes nothing
+    assert browser.get("/console/keys/nope/retire").status_code == 404
+    # the confirmation's own button does it
+    assert post_form(browser, f"/console/keys/{old}/retire", f"/console/keys/{old}/retire").status_code == 302
+    assert f"Key {old} no longer signs" in " ".join(flashes(browser.get("/console/keys").text))
+    refused = browser.get(f"/console/keys/{old}/retire").text
+    assert "cannot be retired: it is already retired" in refused and f'action="/console/keys/{old}/retire"' not in refused
+    dev = make_member(role="developer")
+    assert signed_in(live_server.url, dev.email).get("/console/keys/rotate").status_code == 403

@@ -549,3 +549,32 @@ def test_apps_list_names_owners_searches_and_pages(live_server):
     second = browser.get("/console", params={"page": 2}).text
     assert "Bulk 22" in second and "Bulk 24" in second and 'rel="prev"' in second and 'rel="next"' not in second
     assert browser.get("/console", params={"page": "x"}).status_code == 200
+
+
+def test_every_problem_is_named_at_once_and_on_its_field(live_server):
+    """Issue 21, item 5: no name, a bad redirect URI, a bad logo and a bad post-logout URI are
+    all reported by one submission, each beside its field and in the summary."""
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    form = browser.get("/console/apps/new").text
+    assert "Fee: 99 USD per month" in form and "Register (99 USD per month)" in form
+    before = db_state()
+    response = register(browser, {"name": "", "redirect_uris": "http://a.example/cb",
+                                  "logo_url": "ftp://logo.example/x.png", "post_logout_redirect_uris": "/bye"})
+    assert response.status_code == 400 and db_state() == before
+    summary = alerts(response.text)
+    for field, words in (("name", "Name is required"), ("redirect_uris", "must use https"),
+                         ("logo_url", "must be an absolute https:// URL"),
+                         ("post_logout_redirect_uris", "must be absolute")):
+        assert words in summary, (field, summary)
+        assert re.search(rf'id="{field}"[^>]*aria-invalid="true"|aria-invalid="true"[^>]*id="{field}"',
+                         response.text), field
+        assert re.search(rf'id="{field}-error-1">[^<]*{re.escape(words)}', response.text), field
+        assert f'href="#{field}"' in response.text
+    # The same on edit.
+    client, _ = make_client(name="Editable", owner_id=dev.id)
+    path = f"/console/apps/{client.client_id}/edit"
+    edited = post_form(browser, path, path, {**NEW_APP, "redirect_uris": "http://a.example/cb",
+                                             "homepage_url": "javascript:alert(1)"})
+    assert edited.status_code == 400
+    assert 'id="redirect_uris-error-1"' in edited.text and 'id="homepage_url-error-1"' in edited.text
