@@ -6,15 +6,17 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from flask import abort, flash, redirect, render_template, request, url_for
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 
+from app.activity import DAYS, SIGN_IN, activity
 from app.audit import ACTIONS, AuditFilter, audit_page, describe, origin, who
+from app.charts import bar_chart
 from app.console.blueprint import bp, console_page, console_user, page_number
 from app.console.forms import ActionForm, MemberForm
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
 from app.members import MemberError, set_role, set_tier
-from app.models import Client, Role, Tier, User
+from app.models import AuditEvent, Client, Role, Tier, User
 from app.models.base import utcnow
 
 USERS_PAGE_SIZE = 50
@@ -87,6 +89,19 @@ def audit():
     owner = None if user.role == Role.ADMIN else user
     page = audit_page(AuditFilter(owner=owner, **found), page_number())
     return render_template("console/audit.html", page=page, error=None, **context)
+
+
+@bp.get("/activity")
+@console_page(admin=True)
+def activity_overview():
+    """The provider's sign-ins, consents and active members per day, and the busiest apps."""
+    since = utcnow() - timedelta(days=DAYS)
+    top_apps = db.session.execute(
+        select(Client, func.count(AuditEvent.id).label("n")).join(AuditEvent, AuditEvent.client_id == Client.id)
+        .where(AuditEvent.action == SIGN_IN, AuditEvent.created_at >= since)
+        .group_by(Client.id).order_by(func.count(AuditEvent.id).desc(), Client.id).limit(10)
+    ).all()
+    return render_template("console/activity.html", act=activity(), chart=bar_chart, top_apps=top_apps)
 
 
 @bp.get("/keys")

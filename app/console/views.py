@@ -6,7 +6,9 @@ from datetime import timedelta
 
 from flask import abort, flash, redirect, render_template, request, url_for
 
+from app.activity import activity
 from app.audit import AuditFilter, audit_page, describe, who
+from app.charts import bar_chart
 from app.console import once
 from app.console.apps import (
     NotAllowed,
@@ -127,6 +129,7 @@ def app_detail(client_id: str):
     events = audit_page(AuditFilter(client=client), size=10).items
     return render_template(
         "console/app_detail.html", client=client, live_tokens=live_tokens, consents=consents, events=events,
+        act=activity(client.id, now), chart=bar_chart,
         action_form=ActionForm(), rotate_form=RotateSecretForm(), fee=MONTHLY_FEE, currency=CURRENCY,
         now=now, describe=describe, who=who, may_enable=may_enable(client, console_user()),
     )

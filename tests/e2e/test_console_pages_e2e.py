@@ -15,9 +15,12 @@ from tests.integration.conftest import restore_keys  # noqa: F401 - the key rows
 
 
 def open_console(page, live_server, email: str, path: str = "/console") -> None:
+    page.wait_for_load_state("networkidle")
     page.goto(live_server(path))
+    page.wait_for_load_state("networkidle")  # leaving a page while its icon loads aborts the icon
     sign_in_on_login_page(page, email)
     page.wait_for_url(live_server(path))
+    page.wait_for_load_state("networkidle")
 
 
 def test_navigation_marks_the_current_page_and_dates_read_as_words(live_server, page, shots):
@@ -202,4 +205,58 @@ def test_rotate_and_retire_keys_ask_for_confirmation(live_server, page, shots):
     expect(page.get_by_role("status")).to_contain_text("is published and signs from")
     expect(page.locator("#pending-note")).to_be_visible()
     shots.take("keys-after-rotation")
+    no_page_problems(page)
+
+
+def test_activity_pictures_on_the_app_page_and_for_admins(live_server, page, shots):
+    """Issue 21, item 6: sign-ins, consents and active members per day, as server-drawn SVG that
+    the strict CSP lets through, with the numbers as a table too."""
+    from datetime import timedelta
+
+    from playwright.sync_api import expect
+
+    from app.models import AuditEvent
+    from app.models.base import utcnow
+
+    admin = make_member(role="admin")
+    dev = make_member(role="developer")
+    members = [make_member() for _ in range(3)]
+    client, _ = make_client(name="Liner Notes", owner_id=dev.id)
+    now = utcnow()
+    for day in range(30):
+        for m in members[: 1 + day % 3]:
+            db.session.add(AuditEvent(action="signin.ok", actor_id=m.id, client_id=client.id,
+                                      created_at=now - timedelta(days=day)))
+        if day % 5 == 0:
+            db.session.add(AuditEvent(action="consent.granted", actor_id=members[0].id, client_id=client.id,
+                                      created_at=now - timedelta(days=day)))
+    db.session.commit()
+
+    open_console(page, live_server, dev.email, f"/console/apps/{client.client_id}")
+    panel = page.get_by_role("region", name="Activity, last 30 days")
+    expect(panel.get_by_role("img")).to_have_count(3)
+    signins = panel.get_by_role("img", name="Sign-ins")
+    expect(signins.locator("rect.bar")).to_have_count(30)
+    assert signins.bounding_box()["height"] > 100  # drawn, not collapsed
+    bar_fill = signins.locator("rect.bar").first.evaluate("e => getComputedStyle(e).fill")
+    assert bar_fill not in ("none", "rgb(0, 0, 0)"), bar_fill  # coloured by style.css, not an inline style
+    expect(page.locator("#app-signins figcaption")).to_contain_text("60 in 30 days")
+    expect(page.locator("#app-members figcaption")).to_contain_text("at most 3 a day")
+    expect(page.locator("#app-consents figcaption")).to_contain_text("6 in 30 days")
+    panel.locator("#app-consents summary").click()
+    expect(panel.locator("#app-consents table tbody tr")).to_have_count(30)
+    panel.locator("#app-signins").scroll_into_view_if_needed()
+    shots.take("app-activity")
+    no_page_problems(page)
+    assert page.context.request.get(live_server("/console/activity")).status == 403  # admins only
+
+    page.wait_for_load_state("networkidle")  # leaving while the icon still loads would abort it
+    with page.expect_navigation():
+        page.get_by_role("button", name="Sign out").click()
+    open_console(page, live_server, admin.email, "/console/activity")
+    expect(page.get_by_role("navigation", name="Console").locator('[aria-current="page"]')).to_have_text("Activity")
+    expect(page.get_by_role("heading", name="Activity across the provider")).to_be_visible()
+    expect(page.get_by_role("img", name="Active members")).to_be_visible()
+    expect(page.get_by_role("link", name="Liner Notes")).to_be_visible()
+    shots.take("provider-activity")
     no_page_problems(page)
