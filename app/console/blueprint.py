@@ -41,9 +41,12 @@ def console_page(admin: bool = False) -> Callable:
                 return error_page(
                     "Developer account needed",
                     "The console is where developers register and manage their apps. Your account is a "
-                    "member account: ask an administrator to make it a developer account.",
+                    "member account.",
                     403,
-                    hint="Your own connected apps are on your account page (/account).",
+                    hint="Your own connected apps are on your account page.",
+                    next_step="To register apps, ask an administrator of Credits ID to make your account a "
+                              "developer account. To see or disconnect the apps you use, go to your account page.",
+                    links=[("Your account page", url_for("account.show"))],
                 )
             if admin and user.role != Role.ADMIN:
                 raise AdminOnly("This page is for administrators only.")
@@ -67,12 +70,16 @@ def page_number() -> int:
 
 @bp.errorhandler(NotAllowed)
 def not_allowed(error: NotAllowed):
-    return error_page("Not allowed", str(error), 403)
+    return error_page("Not allowed", str(error), 403,
+                      next_step="Ask an administrator, or the app's owner, if you need to change it.",
+                      links=[("Back to the console", url_for("console.apps"))])
 
 
 @bp.errorhandler(AppNotFound)
 def app_not_found(error: AppNotFound):
-    return error_page("Application not found", "There is no registered application with that client id.", 404)
+    return error_page("Application not found", "There is no registered application with that client id.", 404,
+                      next_step="Check the client id, or find the app in your list of apps.",
+                      links=[("Your apps", url_for("console.apps"))])
 
 
 # The console's navigation: each section and the path it starts with ("" is the apps section).

@@ -61,11 +61,22 @@ ANSWERED_ALREADY = "Your first answer was sent to the application: go back to it
 
 
 class UntrustedRequest(Exception):
-    """The request cannot be answered by redirect: show the member an error page instead."""
+    """The request cannot be answered by redirect: show the member an error page instead. Where
+    they are known, the page names the app and the redirect URI it was refused (shown as text,
+    never as a link), with a hint for the app's developer."""
 
-    def __init__(self, title: str, message: str, status: int = 400, hint: str = NOTHING_SHARED):
+    def __init__(self, title: str, message: str, status: int = 400, hint: str = NOTHING_SHARED,
+                 app_name: str | None = None, redirect_uri: str | None = None, developer_hint: str | None = None):
         super().__init__(message)
         self.title, self.message, self.status, self.hint = title, message, status, hint
+        self.app_name = app_name
+        self.redirect_uri = redirect_uri[:500] if redirect_uri is not None else None
+        self.developer_hint = developer_hint
+
+
+REDIRECT_HINT = ("Redirect URIs are matched exactly (scheme, host, port, path and query). Register this address "
+                 "for the app in the Credits ID console (its page, then Edit), or send one of the addresses "
+                 "registered there.")
 
 
 def trusted_destination(payload) -> tuple[Client, str]:
@@ -78,20 +89,31 @@ def trusted_destination(payload) -> tuple[Client, str]:
         raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
     if not client.is_active:
         raise UntrustedRequest(
-            "Application disabled", "This application has been disabled by its administrator.", 403
+            "Application disabled", f"{client.name} has been disabled by its administrator.", 403,
+            app_name=client.name,
+            developer_hint="A disabled app's sign-ins and tokens are refused until it is enabled again in the console.",
         )
     requested = payload.data.get("redirect_uri")
     if requested is not None:
-        if len(payload.datalist.get("redirect_uri", [])) > 1 or not client.check_redirect_uri(requested):
+        if len(payload.datalist.get("redirect_uri", [])) > 1:
             raise UntrustedRequest(
                 "Unregistered redirect address",
-                "The address the application asked to return you to is not registered for it.",
+                f"{client.name} sent more than one address to return you to.", app_name=client.name,
+                developer_hint="Send redirect_uri once.",
+            )
+        if not client.check_redirect_uri(requested):
+            raise UntrustedRequest(
+                "Unregistered redirect address",
+                f"The address {client.name} asked to return you to is not registered for it.",
+                app_name=client.name, redirect_uri=str(requested), developer_hint=REDIRECT_HINT,
             )
         return client, requested
     default = client.get_default_redirect_uri()
     if default is None:
         raise UntrustedRequest(
-            "Missing redirect address", "The application must say where to return you (redirect_uri)."
+            "Missing redirect address", f"{client.name} must say where to return you (redirect_uri).",
+            app_name=client.name,
+            developer_hint="An app with more than one registered redirect URI must send redirect_uri with each request.",
         )
     return client, default
 
