@@ -109,6 +109,10 @@ def link_problem(url: str, field: str | None = None) -> str | None:
         return "must be an absolute https:// URL"
     if parts.username is not None or parts.password is not None:
         return "must not contain a user name or password"
+    if field == "logo_url" and parts.scheme.lower() != "https":
+        # The consent and account pages load images over https only (img-src in app/security.py's
+        # CSP): a plain-http logo, even on a loopback host, could never be shown.
+        return "must use https: the consent page can load images only over https"
     if parts.scheme.lower() == "http" and not is_loopback_host(parts.hostname):
         return "must use https (plain http is allowed only for 127.0.0.1, [::1] and localhost)"
     return None

@@ -60,7 +60,8 @@ class AppForm(OnceForm):
     name = StringField("Name", validators=[DataRequired("Name is required (at most 120 characters)"), Length(max=120)])
     homepage_url = StringField("Homepage", validators=[Optional(), Length(max=500)], description=URL_HELP)
     logo_url = StringField("Logo URL", validators=[Optional(), Length(max=500)],
-                           description="Shown on the consent page, 48×48. " + URL_HELP)
+                           description="Shown on the consent page, 56×56. An https:// address: the page loads "
+                                       "images over https only.")
     policy_url = StringField("Privacy policy URL", validators=[Optional(), Length(max=500)])
     tos_url = StringField("Terms of service URL", validators=[Optional(), Length(max=500)])
     redirect_uris = TextAreaField(
