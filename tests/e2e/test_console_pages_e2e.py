@@ -5,13 +5,26 @@ names owners and searches, deleting asks for the app's name, and a deleted app s
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 
 from app.extensions import db
 from app.models import Client
 from tests.e2e.test_account_console_e2e import no_page_problems, sign_in_on_login_page
 from tests.factories import make_client, make_member
+from tests.conftest import ROOT
 from tests.integration.conftest import restore_keys  # noqa: F401 - the key rows go back as they were
+
+DOCS_IMG = ROOT / "docs" / "img"
+
+
+def to_docs(shot, name: str) -> None:
+    """UPDATE_DOCS_SCREENSHOTS=1 refreshes the README's console pictures from these tests."""
+    if os.environ.get("UPDATE_DOCS_SCREENSHOTS"):
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, DOCS_IMG / name)
 
 
 def open_console(page, live_server, email: str, path: str = "/console") -> None:
@@ -39,7 +52,7 @@ def test_navigation_marks_the_current_page_and_dates_read_as_words(live_server, 
     created = table.locator("time").first
     expect(created).to_have_text("just now")
     assert created.get_attribute("title").endswith(" UTC") and created.get_attribute("datetime")
-    shots.take("apps-list")
+    to_docs(shots.take("apps-list"), "console.png")
 
     page.get_by_label("Search").fill("LINER")
     with page.expect_navigation():
@@ -258,5 +271,5 @@ def test_activity_pictures_on_the_app_page_and_for_admins(live_server, page, sho
     expect(page.get_by_role("heading", name="Activity across the provider")).to_be_visible()
     expect(page.get_by_role("img", name="Active members")).to_be_visible()
     expect(page.get_by_role("link", name="Liner Notes")).to_be_visible()
-    shots.take("provider-activity")
+    to_docs(shots.take("provider-activity"), "console-activity.png")
     no_page_problems(page)
