@@ -12,9 +12,9 @@ import pytest
 
 from app.extensions import db
 from app.models import Client
+from tests.conftest import ROOT
 from tests.e2e.test_account_console_e2e import no_page_problems, sign_in_on_login_page
 from tests.factories import make_client, make_member
-from tests.conftest import ROOT
 from tests.integration.conftest import restore_keys  # noqa: F401 - the key rows go back as they were
 
 DOCS_IMG = ROOT / "docs" / "img"

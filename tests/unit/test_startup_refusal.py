@@ -38,3 +38,9 @@ def test_every_refusal_names_its_setting():
     assert done.returncode != 0
     assert done.stderr.strip() == ("credits-id: ISSUER_URL must use https unless it is a loopback host "
                                    "(127.0.0.1, localhost, [::1])")
+
+
+def test_the_demo_app_without_its_secret_is_one_line_too():
+    done = refused(sys.executable, "-m", "examples.demo_app", DEMO_CLIENT_SECRET="")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.strip().startswith("liner-notes demo: DEMO_CLIENT_SECRET is not set")
