@@ -51,10 +51,13 @@ def exact(moment: datetime) -> str:
     return _aware(moment).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def time_tag(moment: datetime | None, now: datetime | None = None) -> Markup:
-    """A `<time>` element: the words as text, the exact UTC time as its datetime and title."""
-    if moment is None:
+def time_tag(moment: datetime | str | None, now: datetime | None = None) -> Markup:
+    """A `<time>` element: the words as text, the exact UTC time as its datetime and title.
+    An ISO 8601 string (as the key store describes its keys) is read as that time."""
+    if moment is None or moment == "":
         return Markup('<span class="muted">never</span>')
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
     moment = _aware(moment)
     return Markup('<time datetime="{}" title="{}">{}</time>').format(
         moment.isoformat(), exact(moment), escape(ago(moment, now)))

@@ -200,6 +200,8 @@ def test_rotate_and_retire_keys_ask_for_confirmation(live_server, page, shots):
     old = keystore.snapshot().signing_kid
     keystore.generate()
     open_console(page, live_server, admin.email, "/console/keys")
+    created = page.locator("table.keys time").first  # dates in words, the exact time in the title
+    assert created.get_attribute("title").endswith(" UTC") and created.get_attribute("datetime")
     page.get_by_role("link", name=f"Retire… key {old}").click()
     expect(page.get_by_role("heading", name=f"Retire key {old}?")).to_be_visible()
     shots.take("retire-confirm")

@@ -34,3 +34,9 @@ def test_the_tag_keeps_the_exact_time():
     assert tag == ('<time datetime="2026-11-24T20:57:00+00:00" title="2026-11-24 20:57:00 UTC">'
                    "3 minutes ago</time>")
     assert "never" in str(time_tag(None))
+
+
+def test_an_iso_string_reads_as_that_time():
+    """The key store describes its keys with ISO strings; the keys page shows them in words too."""
+    assert ">3 minutes ago</time>" in str(time_tag("2026-11-24T20:57:00+00:00", NOW))
+    assert "never" in str(time_tag(""))
