@@ -319,18 +319,26 @@ def find_interaction(uid: str | None) -> Interaction:
             "Sign-in request not found",
             "This sign-in request is unknown or was started in another browser. Go back to the application and start again.",
         )
+    app_name = _name_of(interaction.client_id)
     if interaction.consumed_at is not None:
         raise UntrustedRequest(
             "Request already completed",
             "This sign-in request was already answered (the page was sent twice, or reloaded).",
-            hint=ANSWERED_ALREADY,
+            hint=ANSWERED_ALREADY, app_name=app_name,
         )
     if not interaction.is_open():
         raise UntrustedRequest(
             "Sign-in request expired",
-            "This sign-in request has expired. Go back to the application and start again.",
+            f"This sign-in request has expired. Go back to {app_name or 'the application'} and start again.",
+            app_name=app_name,
         )
     return interaction
+
+
+def _name_of(client_pk: int) -> str | None:
+    """The app's name for an error page (None if it is gone)."""
+    client = db.session.get(Client, client_pk)
+    return client.name if client is not None and not client.is_deleted else None
 
 
 def close_interaction(interaction: Interaction) -> bool:

@@ -63,3 +63,21 @@ def test_the_console_403_advises_what_fits_and_links_to_the_account_page(live_se
     page.wait_for_url(live_server("/account"))
     expect(page.get_by_role("heading", level=1)).to_be_visible()
     no_page_problems(page)
+
+
+def test_a_consent_answered_twice_names_the_app(live_server, callback, page, shots):
+    from playwright.sync_api import expect
+
+    member = make_member()
+    client, secret = make_client(name="Liner Notes", redirect_uris=[callback.url])
+    rp = RelyingParty(live_server.url, client.client_id, secret, redirect_uri=callback.url)
+    page.goto(f"{live_server.url}{AUTHORIZE}?{urlencode(rp.auth_params('openid profile'))}")
+    sign_in_on_login_page(page, member.email)
+    page.wait_for_url("**/consent?**")
+    page.get_by_role("button", name="Allow").click()
+    page.wait_for_url(callback.url + "*")
+    page.go_back()  # the consent page again, from the browser's history: already answered
+    expect(page.get_by_role("heading", level=1)).to_have_text("Request already completed")
+    expect(page.locator("#error-app")).to_have_text("Liner Notes")
+    shots.take("consent-answered-twice")
+    assert len(callback.received) == 1
