@@ -38,6 +38,8 @@ def ago(moment: datetime, now: datetime | None = None) -> str:
     delta = abs(delta)
     if delta < 45:
         return "just now" if past else "in a few seconds"
+    if delta >= 60:  # to the nearest minute: a grace period of 24 hours, read a moment later, is still "in 1 day"
+        delta = round(delta / 60) * 60
     if delta >= 7 * 86400:
         return f"on {moment.day} {moment.strftime('%b %Y')}"
     if past and 86400 <= delta < 2 * 86400:

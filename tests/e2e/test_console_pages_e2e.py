@@ -275,3 +275,18 @@ def test_activity_pictures_on_the_app_page_and_for_admins(live_server, page, sho
     expect(page.get_by_role("link", name="Liner Notes")).to_be_visible()
     to_docs(shots.take("provider-activity"), "console-activity.png")
     no_page_problems(page)
+
+
+def test_a_rotated_secret_says_in_words_how_long_the_old_one_works(live_server, page, shots):
+    from playwright.sync_api import expect
+
+    dev = make_member(role="developer")
+    client, _ = make_client(name="Liner Notes", owner_id=dev.id)
+    open_console(page, live_server, dev.email, f"/console/apps/{client.client_id}")
+    page.get_by_label("Keep the old secret working for").select_option(label="24 hours")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Rotate secret").click()
+    expect(page.get_by_role("heading", name="New secret for Liner Notes")).to_be_visible()
+    expect(page.locator("main")).to_contain_text("(in 1 day)")
+    shots.take("rotated-secret")
+    no_page_problems(page)

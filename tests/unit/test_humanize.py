@@ -17,6 +17,7 @@ def test_ago_reads_like_a_person_would_say_it():
     assert ago(datetime(2026, 10, 2, 8, 0, tzinfo=UTC), NOW) == "on 2 Oct 2026"
     assert ago(NOW + timedelta(hours=24), NOW) == "in 1 day"
     assert ago(NOW + timedelta(minutes=90), NOW) == "in 1 hour"
+    assert ago(NOW + timedelta(hours=24, seconds=-2), NOW) == "in 1 day"  # read a moment after it was set
     assert ago(datetime(2026, 11, 24, 20, 0), NOW) == "1 hour ago"  # naive datetimes are UTC
 
 
