@@ -290,3 +290,21 @@ def test_a_rotated_secret_says_in_words_how_long_the_old_one_works(live_server, 
     expect(page.locator("main")).to_contain_text("(in 1 day)")
     shots.take("rotated-secret")
     no_page_problems(page)
+
+
+def test_an_api_key_problem_is_shown_on_its_field(live_server, page, shots):
+    from playwright.sync_api import expect
+
+    dev = make_member(role="developer")
+    open_console(page, live_server, dev.email, "/console/api-keys")
+    page.get_by_label("Name", exact=True).fill("Shop widget")
+    page.get_by_label("Publishable (mpk_)", exact=False).check()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Create key").click()
+    domains = page.get_by_label("Domains (publishable keys; one per line)")
+    expect(domains).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#domains-error-1")).to_have_text("A publishable key needs at least one domain.")
+    page.get_by_role("alert").get_by_role("link").click()
+    assert page.evaluate("location.hash") == "#domains"
+    shots.take("api-key-field-error")
+    no_page_problems(page)
