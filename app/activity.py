@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, literal_column, select
 
 from app.extensions import db
 from app.models import AuditEvent
@@ -42,7 +42,9 @@ class Activity:
 def _day(column):
     """The UTC day of a timestamp as 'YYYY-MM-DD', on SQLite (naive UTC text) and PostgreSQL."""
     if db.engine.dialect.name == "postgresql":
-        return func.to_char(func.timezone("UTC", column), "YYYY-MM-DD")
+        # literals, not bound parameters: the same expression in SELECT and GROUP BY must be
+        # identical for PostgreSQL, and two binds ($1, $3) would make them differ
+        return func.to_char(func.timezone(literal_column("'UTC'"), column), literal_column("'YYYY-MM-DD'"))
     return func.date(column)
 
 
