@@ -46,3 +46,22 @@ def test_the_chart_is_svg_that_names_itself_without_style_or_script(app_context)
     assert 'aria-labelledby="c1-title c1-desc"' in svg and "0 sign-ins in all" in svg
     assert svg.count("<rect") == 30 and "style=" not in svg and "<script" not in svg
     assert "<title>24 Nov: 0 sign-ins</title>" in svg
+
+
+def test_the_activity_reads_use_indexes(app_context):
+    """Bounded and indexed: one app's 30 days by (client_id, created_at), the provider's by
+    (action, created_at) - never a walk through the whole trail."""
+    import pytest
+    from sqlalchemy import text
+
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("query plans are checked on SQLite (PostgreSQL picks plans by table statistics)")
+    since = "'2026-10-26 00:00:00'"
+    for sql, index in (
+        (f"SELECT date(created_at), action, count(id) FROM audit_events WHERE action IN ('signin.ok', "
+         f"'consent.granted') AND created_at >= {since} AND client_id = 1 GROUP BY 1, 2", "ix_audit_events_client_created"),
+        (f"SELECT date(created_at), action, count(id) FROM audit_events WHERE action IN ('signin.ok', "
+         f"'consent.granted') AND created_at >= {since} GROUP BY 1, 2", "ix_audit_events_action_created"),
+    ):
+        plan = " | ".join(str(r[-1]) for r in db.session.execute(text("EXPLAIN QUERY PLAN " + sql)).all())
+        assert plan.startswith("SEARCH") and index in plan, plan
