@@ -139,7 +139,19 @@ def serve_metrics(address: tuple[str, int]) -> None:
     start_http_server(port, addr=host, registry=registry())
 
 
+def check_config() -> None:
+    """Refuse to start, in one line, before any worker is forked: each worker would otherwise
+    fail on its own with a traceback, and granian would keep respawning them."""
+    from app.config import ConfigError, check_settings, load_settings, refusal
+
+    try:
+        check_settings(load_settings())
+    except ConfigError as exc:
+        raise refusal(exc) from None
+
+
 def main() -> None:
+    check_config()
     log = logging.getLogger("credits_id.serve")
     logging.config.dictConfig({"version": 1, "disable_existing_loggers": False, **JSON_LOGGING,
                                "loggers": {"credits_id.serve": {"handlers": ["json"], "level": "INFO"}}})

@@ -3,8 +3,12 @@
 import gc
 
 from app import create_app
+from app.config import ConfigError, refusal
 
-app = create_app()
+try:
+    app = create_app()
+except ConfigError as exc:  # `flask ...` and the server: one clear line, not a traceback
+    raise refusal(exc) from None
 
 # Everything loaded so far (the app, its routes, SQLAlchemy's mappers, Authlib, the libraries:
 # about 130k objects) lives as long as the process. gc.freeze() moves it to a permanent generation

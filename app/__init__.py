@@ -66,6 +66,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(verification_bp)
     app.register_blueprint(consent_bp)
 
+    from app.account import revoke_confirm  # noqa: F401 - its page joins the account blueprint
     from app.account.two_step import bp as two_step_bp
     from app.account.views import bp as account_bp
     from app.console import bp as console_bp
@@ -73,6 +74,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(console_bp)
     app.register_blueprint(account_bp)
     app.register_blueprint(two_step_bp)
+
+    from app.humanize import init_humanize
+
+    init_humanize(app)
 
     from app.health import init_health
     from app.metrics import init_metrics

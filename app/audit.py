@@ -9,6 +9,7 @@ passwords, secrets, tokens or codes; the `detail` dict holds only names such as 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from flask import has_request_context, request
 from sqlalchemy import Select, or_, select
@@ -99,6 +100,12 @@ class AuditFilter:
     client: Client | None = None
     member: User | None = None
     owner: User | None = None
+    # What the search box found: the ids of every app (or member) a partial match named.
+    client_ids: tuple[int, ...] | None = None
+    member_ids: tuple[str, ...] | None = None
+    action: str | None = None  # one of ACTIONS
+    since: datetime | None = None  # inclusive
+    until: datetime | None = None  # exclusive
 
 
 def audit_query(f: AuditFilter) -> Select:
@@ -109,8 +116,18 @@ def audit_query(f: AuditFilter) -> Select:
         stmt = stmt.where(AuditEvent.client_id.in_(own_apps))
     if f.client is not None:
         stmt = stmt.where(AuditEvent.client_id == f.client.id)
+    if f.client_ids is not None:
+        stmt = stmt.where(AuditEvent.client_id.in_(f.client_ids))
     if f.member is not None:
         stmt = stmt.where(or_(AuditEvent.actor_id == f.member.id, AuditEvent.subject_id == f.member.id))
+    if f.member_ids is not None:
+        stmt = stmt.where(or_(AuditEvent.actor_id.in_(f.member_ids), AuditEvent.subject_id.in_(f.member_ids)))
+    if f.action is not None:
+        stmt = stmt.where(AuditEvent.action == f.action)
+    if f.since is not None:
+        stmt = stmt.where(AuditEvent.created_at >= f.since)
+    if f.until is not None:
+        stmt = stmt.where(AuditEvent.created_at < f.until)
     return stmt
 
 

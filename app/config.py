@@ -141,6 +141,12 @@ class ConfigError(RuntimeError):
     """The service refuses to start with this configuration."""
 
 
+def refusal(exc: ConfigError) -> SystemExit:
+    """A start-up refusal as one line on stderr and a non-zero exit, not a traceback: the
+    operator needs the setting to fix, not the stack that found it."""
+    return SystemExit(f"credits-id: {exc}")
+
+
 def is_loopback_host(host: str | None) -> bool:
     if not host:
         return False

@@ -23,10 +23,13 @@ DEMO_MEMBERS = (
 DEMO_DEVELOPER = {"email": "developer@demo.credits.example", "name": "Devi Developer"}
 DEMO_KEY_NAME = "Demo server key"
 DEMO_REDIRECT = "http://127.0.0.1:5001/callback"
+# One name everywhere: the demo relying party (examples/demo_app, APP_NAME) calls itself this, and
+# the login, consent and account pages show the registered name.
+DEMO_APP_NAME = "Liner Notes"
 DEMO_APPS = (
     NewClient(
         client_id="demo-web-app",
-        name="Demo Credits App",
+        name=DEMO_APP_NAME,
         redirect_uris=[DEMO_REDIRECT, "http://localhost:5001/callback"],
         post_logout_redirect_uris=["http://127.0.0.1:5001/"],
         homepage_url="http://127.0.0.1:5001/",
@@ -64,6 +67,7 @@ def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, r
         if client is None:
             client, secret = register_client(spec)
         else:
+            client.name = spec.name  # a database seeded under an older name shows the one name too
             secret = None if client.is_public else rotate_secret(client)
         apps.append({"name": client.name, "client_id": client.client_id, "client_secret": secret,
                      "type": client.client_type, "redirect_uris": client.redirect_uris})

@@ -39,9 +39,24 @@ def is_machine_request() -> bool:
     return request.path.startswith(MACHINE_PREFIXES)
 
 
-def error_page(title: str, message: str, status: int, hint: str | None = None) -> tuple[str, int]:
+def error_page(title: str, message: str, status: int, hint: str | None = None, *, app_name: str | None = None,
+               redirect_uri: str | None = None, developer_hint: str | None = None, next_step: str | None = None,
+               links: list[tuple[str, str]] | None = None) -> tuple[str, int]:
+    """The error page: what went wrong, the app and the refused redirect URI when known, what to
+    do (`next_step` replaces the status's general advice when the page knows better), and
+    `links` (label, path) to where the member can go instead."""
     return render_template("errors/error.html", title=title, message=message, status=status, hint=hint,
-                           request_id=g.get("request_id")), status
+                           app_name=app_name, redirect_uri=redirect_uri, developer_hint=developer_hint,
+                           next_step=next_step, links=links or [], request_id=g.get("request_id")), status
+
+
+def _untrusted_next_step(error) -> str | None:
+    if error.status == 403 and error.app_name:
+        return f"Go back to {error.app_name} later, or ask its team when it will be available again."
+    if error.redirect_uri is not None or error.developer_hint:
+        return (f"Go back to {error.app_name or 'the application'} and tell its team: nothing was shared, and you "
+                "can try again once they have fixed it.")
+    return None
 
 
 def machine_error(status: int, description: str) -> Response:
@@ -54,7 +69,9 @@ def machine_error(status: int, description: str) -> Response:
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(UntrustedRequest)
     def untrusted(error: UntrustedRequest):
-        return error_page(error.title, error.message, error.status, hint=error.hint)
+        return error_page(error.title, error.message, error.status, hint=error.hint, app_name=error.app_name,
+                          redirect_uri=error.redirect_uri, developer_hint=error.developer_hint,
+                          next_step=_untrusted_next_step(error))
 
     @app.errorhandler(CSRFError)
     def csrf_failed(error: CSRFError):

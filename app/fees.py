@@ -92,6 +92,7 @@ class LedgerLine:
     owner_email: str | None
     status: str
     amount: int
+    deleted_on: str | None = None  # YYYY-MM-DD (UTC): a deleted app stays in the ledger, marked
 
     def as_dict(self) -> dict:
         return {**self.__dict__, "currency": CURRENCY}
@@ -175,6 +176,7 @@ def ledger(first: Month, last: Month, owner: User | None = None, now: datetime |
                         owner_email=user.email if user else None,
                         status=client.status,
                         amount=MONTHLY_FEE,
+                        deleted_on=client.deleted_at.astimezone(UTC).date().isoformat() if client.deleted_at else None,
                     )
                 )
     return result

@@ -33,7 +33,12 @@ def new_client_id() -> str:
 
 
 class RegistrationError(ValueError):
-    """What is wrong with a registration, in words an admin can act on."""
+    """What is wrong with a registration, in words an admin can act on. `fields` names every
+    problem by the form field it belongs to, so a page can show them all at once, each on its field."""
+
+    def __init__(self, message: str, fields: dict[str, list[str]] | None = None):
+        super().__init__(message)
+        self.fields = fields or {}
 
 
 def redirect_uri_problem(uri: str, public: bool = False) -> str | None:
@@ -69,13 +74,6 @@ def redirect_uri_problem(uri: str, public: bool = False) -> str | None:
     return "must use https, loopback http, or a private-use scheme in reverse-DNS form (com.example.app:/callback)"
 
 
-def check_redirect_uris(uris: list[str], what: str = "Redirect URI", public: bool = False) -> list[str]:
-    problems = [f"{what} {uri!r} {problem}" for uri in uris if (problem := redirect_uri_problem(uri, public))]
-    if problems:
-        raise RegistrationError("; ".join(problems))
-    return list(dict.fromkeys(uris))
-
-
 @dataclass
 class NewClient:
     name: str
@@ -94,9 +92,10 @@ class NewClient:
     client_id: str | None = None
 
 
-def link_problem(url: str) -> str | None:
+def link_problem(url: str, field: str | None = None) -> str | None:
     """Why `url` cannot be an app's homepage, logo, privacy-policy or terms link (they are shown
-    to members as links and images), or None when it can."""
+    to members as links and images), or None when it can. `field` is the link's attribute
+    (e.g. "logo_url")."""
     if len(url) > 500:
         return "must be at most 500 characters"
     if any(c.isspace() for c in url):
@@ -110,6 +109,10 @@ def link_problem(url: str) -> str | None:
         return "must be an absolute https:// URL"
     if parts.username is not None or parts.password is not None:
         return "must not contain a user name or password"
+    if field == "logo_url" and parts.scheme.lower() != "https":
+        # The consent and account pages load images over https only (img-src in app/security.py's
+        # CSP): a plain-http logo, even on a loopback host, could never be shown.
+        return "must use https: the consent page can load images only over https"
     if parts.scheme.lower() == "http" and not is_loopback_host(parts.hostname):
         return "must use https (plain http is allowed only for 127.0.0.1, [::1] and localhost)"
     return None
@@ -119,26 +122,41 @@ LINK_FIELDS = {"homepage_url": "Homepage", "logo_url": "Logo URL", "policy_url":
                "tos_url": "Terms URL"}
 
 
-def _checked_fields(spec: NewClient, public: bool) -> dict:
-    """The column values of a valid registration, or RegistrationError naming every problem
-    with a redirect URI (which URI and why) or the first problem with anything else."""
+def registration_problems(spec: NewClient, public: bool) -> dict[str, list[str]]:
+    """Every problem of a registration, by field (name, redirect_uris, post_logout_redirect_uris,
+    the links, auth_method, require_pkce); empty when it is valid."""
+    problems: dict[str, list[str]] = {}
     name = (spec.name or "").strip()
     if not name or len(name) > 120:
-        raise RegistrationError("Name is required (at most 120 characters)")
+        problems["name"] = ["Name is required (at most 120 characters)"]
     if not spec.redirect_uris:
-        raise RegistrationError("At least one redirect URI is required")
-    redirect_uris = check_redirect_uris(spec.redirect_uris, public=public)
-    logout_uris = check_redirect_uris(spec.post_logout_redirect_uris, "Post-logout redirect URI")
-    links = {}
+        problems["redirect_uris"] = ["At least one redirect URI is required"]
+    for attr, what, uris, for_public in (("redirect_uris", "Redirect URI", spec.redirect_uris, public),
+                                         ("post_logout_redirect_uris", "Post-logout redirect URI",
+                                          spec.post_logout_redirect_uris, False)):
+        found = [f"{what} {uri!r} {problem}" for uri in uris if (problem := redirect_uri_problem(uri, for_public))]
+        if found:
+            problems.setdefault(attr, []).extend(found)
     for attr, label in LINK_FIELDS.items():
         value = (getattr(spec, attr) or "").strip() or None
-        if value is not None and (problem := link_problem(value)):
-            raise RegistrationError(f"{label} {value!r} {problem}")
-        links[attr] = value
+        if value is not None and (problem := link_problem(value, attr)):
+            problems[attr] = [f"{label} {value!r} {problem}"]
     if spec.auth_method not in SECRET_AUTH_METHODS:
-        raise RegistrationError(f"Authentication method must be {' or '.join(SECRET_AUTH_METHODS)}")
+        problems["auth_method"] = [f"Authentication method must be {' or '.join(SECRET_AUTH_METHODS)}"]
     if public and not spec.require_pkce:
-        raise RegistrationError("PKCE cannot be turned off for a public client")
+        problems["require_pkce"] = ["PKCE cannot be turned off for a public client"]
+    return problems
+
+
+def _checked_fields(spec: NewClient, public: bool) -> dict:
+    """The column values of a valid registration, or RegistrationError naming every problem."""
+    problems = registration_problems(spec, public)
+    if problems:
+        raise RegistrationError("; ".join(p for found in problems.values() for p in found), problems)
+    name = (spec.name or "").strip()
+    redirect_uris = list(dict.fromkeys(spec.redirect_uris))
+    logout_uris = list(dict.fromkeys(spec.post_logout_redirect_uris))
+    links = {attr: (getattr(spec, attr) or "").strip() or None for attr in LINK_FIELDS}
     scopes = known_scopes(spec.scope)
     if "openid" not in scopes:
         scopes.insert(0, "openid")

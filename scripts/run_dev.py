@@ -30,7 +30,7 @@ def read_seed() -> dict:
 
 def banner(seed: dict) -> str:
     lines = ["", "Credits ID is starting:", f"  provider  {PROVIDER}   (discovery: {PROVIDER}/.well-known/openid-configuration)",
-             f"  demo app  {DEMO}   <- open this and click \"Sign in with Credits ID\"", "",
+             f"  demo app  {DEMO}   (Liner Notes) <- open this and click \"Sign in with Credits ID\"", "",
              "Demo members (passwords are new at every run):"]
     lines += [f"  {m['tier']:<5}  {m['email']:<32} password: {m['password']}" for m in seed["members"]]
     lines.append("Demo apps:")

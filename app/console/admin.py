@@ -3,59 +3,107 @@ keys and members (admins only)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from flask import abort, flash, redirect, render_template, request, url_for
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 
-from app.audit import AuditFilter, audit_page, describe, origin, record, who
+from app.activity import DAYS, SIGN_IN, activity
+from app.audit import ACTIONS, AuditFilter, audit_page, describe, origin, record, who
 from app.auth.verification import invite
-from app.console.blueprint import bp, console_page, console_user
+from app.charts import bar_chart
+from app.console.blueprint import bp, console_page, console_user, page_number
 from app.console.forms import ActionForm, InviteForm, MemberForm
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
 from app.mail import send_later
 from app.members import MemberError, create_member, set_role, set_tier, suspend_member, unsuspend_member
-from app.models import Client, Role, Tier, User
+from app.models import AuditEvent, Client, Role, Tier, User
 from app.models.base import utcnow
 
 USERS_PAGE_SIZE = 50
 
 
-def _page_number() -> int:
-    raw = request.args.get("page", "1")
-    return int(raw) if raw.isascii() and raw.isdigit() and 0 < int(raw) < 100_000 else 1
+MATCH_LIMIT = 500  # a search naming more apps or members than this is too broad to be useful
+
+
+def _day(raw: str, label: str) -> datetime:
+    try:
+        return datetime.strptime(raw, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise ValueError(f"{label} must be a date such as 2026-11-24, got {raw!r}") from None
+
+
+def _matching_apps(user: User, text: str) -> tuple[int, ...]:
+    """Apps `user` may see whose client id is `text`, or whose name or client id contains it."""
+    stmt = select(Client.id).where(or_(Client.client_id == text[:64], Client.name.icontains(text, autoescape=True),
+                                       Client.client_id.icontains(text, autoescape=True)))
+    if user.role != Role.ADMIN:
+        stmt = stmt.where(Client.owner_id == user.id)
+    return tuple(db.session.scalars(stmt.limit(MATCH_LIMIT)))
+
+
+def _matching_members(text: str) -> tuple[str, ...]:
+    email = User.normalize_email(text)[:254]
+    return tuple(db.session.scalars(select(User.id).where(User.email.contains(email, autoescape=True))
+                                    .limit(MATCH_LIMIT)))
 
 
 @bp.get("/audit")
 @console_page()
 def audit():
-    """Newest first, 50 a page; filter by app (client id) and by member (email)."""
+    """Newest first, 50 a page; filter by app (part of its name or client id), by member (part of
+    the email; admins only), by event type, and by a range of days (UTC)."""
     user = console_user()
-    app_filter = (request.args.get("app") or "").strip()
-    member_filter = (request.args.get("member") or "").strip()
+    args = {name: (request.args.get(name) or "").strip()[:254] for name in ("app", "member", "action", "from", "to")}
     error = None
-    client = member = None
-    if app_filter:
-        client = db.session.scalar(select(Client).where(Client.client_id == app_filter[:64]))
-        if client is None or not (user.role == Role.ADMIN or client.owner_id == user.id):
-            error = f"No application of yours has the client id {app_filter!r}."
-    if member_filter and error is None:
+    found: dict = {}
+    if args["app"]:
+        found["client_ids"] = _matching_apps(user, args["app"])
+        if not found["client_ids"]:
+            error = f"No application of yours has the client id {args['app']!r} or a name containing it."
+    if args["member"] and error is None:
         if user.role != Role.ADMIN:
             # Developers see no member's identity in the log, so they may not search by one (an
             # answer would also tell them whether an email has an account).
             error = "Only administrators can filter by member."
         else:
-            member = db.session.scalar(select(User).where(User.email == User.normalize_email(member_filter)[:254]))
-            if member is None:
-                error = f"No member has the email {member_filter!r}."
+            found["member_ids"] = _matching_members(args["member"])
+            if not found["member_ids"]:
+                error = f"No member has the email {args['member']!r} or one containing it."
+    if args["action"] and error is None:
+        if args["action"] not in ACTIONS:
+            error = f"Unknown event type {args['action']!r}."
+        else:
+            found["action"] = args["action"]
+    try:
+        if args["from"]:
+            found["since"] = _day(args["from"], "From")
+        if args["to"]:
+            found["until"] = _day(args["to"], "To") + timedelta(days=1)  # the whole last day
+    except ValueError as exc:
+        error = error or str(exc)
+    if error is None and found.get("since") and found.get("until") and found["since"] >= found["until"]:
+        error = "The range starts after it ends."
+    context = {"filters": args, "actions": ACTIONS, "describe": describe, "who": who, "origin": origin}
     if error:
-        return render_template("console/audit.html", page=None, error=error, app_filter=app_filter,
-                               member_filter=member_filter, describe=describe, who=who, origin=origin), 400
+        return render_template("console/audit.html", page=None, error=error, **context), 400
     owner = None if user.role == Role.ADMIN else user
-    page = audit_page(AuditFilter(client=client, member=member, owner=owner), _page_number())
-    return render_template("console/audit.html", page=page, error=None, app_filter=app_filter,
-                           member_filter=member_filter, describe=describe, who=who, origin=origin)
+    page = audit_page(AuditFilter(owner=owner, **found), page_number())
+    return render_template("console/audit.html", page=page, error=None, **context)
+
+
+@bp.get("/activity")
+@console_page(admin=True)
+def activity_overview():
+    """The provider's sign-ins, consents and active members per day, and the busiest apps."""
+    since = utcnow() - timedelta(days=DAYS)
+    top_apps = db.session.execute(
+        select(Client, func.count(AuditEvent.id).label("n")).join(AuditEvent, AuditEvent.client_id == Client.id)
+        .where(AuditEvent.action == SIGN_IN, AuditEvent.created_at >= since)
+        .group_by(Client.id).order_by(func.count(AuditEvent.id).desc(), Client.id).limit(10)
+    ).all()
+    return render_template("console/activity.html", act=activity(), chart=bar_chart, top_apps=top_apps)
 
 
 @bp.get("/keys")
@@ -65,6 +113,26 @@ def keys():
     pending = next((k for k in keys if k["state"] == "next"), None)
     return render_template("console/keys.html", keys=keys, pending=pending, form=ActionForm(),
                            publish_delay=keystore.publish_delay)
+
+
+@bp.get("/keys/rotate")
+@console_page(admin=True)
+def confirm_rotate_key():
+    """A step before rotating: what will happen, and a button that does it (no script needed)."""
+    keys = keystore.describe()
+    pending = next((k for k in keys if k["state"] == "next"), None)
+    return render_template("console/key_confirm.html", action="rotate", key=None, pending=pending, form=ActionForm(),
+                           publish_delay=keystore.publish_delay)
+
+
+@bp.get("/keys/<kid>/retire")
+@console_page(admin=True)
+def confirm_retire_key(kid: str):
+    key = next((k for k in keystore.describe() if k["kid"] == kid), None)
+    if key is None:
+        abort(404)
+    return render_template("console/key_confirm.html", action="retire", key=key, refusal=_retire_refusal(key),
+                           form=ActionForm(), publish_delay=keystore.publish_delay)
 
 
 @bp.post("/keys/rotate")
@@ -113,7 +181,7 @@ def _retire_refusal(key: dict) -> str | None:
 @console_page(admin=True)
 def users():
     q = (request.args.get("q") or "").strip()[:254]
-    number = _page_number()
+    number = page_number()
     stmt = select(User).order_by(User.email)
     if q:
         stmt = stmt.where(User.email.contains(q.lower(), autoescape=True))

@@ -42,6 +42,15 @@ def _value_page(key: ApiKey, value: str, created: bool):
     return render_template("console/api_key_value.html", key=key, value=value, created=created)
 
 
+def _field_of(message: str, form: ApiKeyForm):
+    """The form field an ApiKeyError is about, so it is shown there too."""
+    for word, field in (("domain", form.domains), ("origin", form.domains), ("host", form.domains),
+                        ("name", form.name), ("kind", form.kind), ("plan", form.plan)):
+        if word in message:
+            return field
+    return None
+
+
 @bp.get("/api-keys")
 @console_page()
 def api_keys():
@@ -64,6 +73,9 @@ def create_key():
                                     lines(form.domains.data) if form.kind.data == "publishable" else [], actor=user)
     except ApiKeyError as exc:
         db.session.rollback()
+        field = _field_of(str(exc), form)
+        if field is not None:
+            field.errors = [*field.errors, f"{str(exc)[:1].upper()}{str(exc)[1:]}."]
         return _list_page(form, error=str(exc), status=400)
     db.session.commit()
     once.remember(form.submission.data, key.id)

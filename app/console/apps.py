@@ -6,9 +6,10 @@ ownership, the app's life cycle (disable, enable, delete) and the audit trail.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 
 from app.audit import record
 from app.extensions import db
@@ -35,28 +36,49 @@ def can_manage(user: User, client: Client) -> bool:
     return user.role == Role.ADMIN or (user.role == Role.DEVELOPER and client.owner_id == user.id)
 
 
-def find_app(client_id: str) -> Client:
-    """A registered (not deleted) app by its public client id."""
+def find_app(client_id: str, include_deleted: bool = False) -> Client:
+    """A registered app by its public client id; a deleted one only when `include_deleted` (its
+    page stays readable, since it is still in the ledger, but nothing can be done to it)."""
     client = db.session.scalar(select(Client).where(Client.client_id == (client_id or "")[:64]))
-    if client is None or client.is_deleted:
+    if client is None or (client.is_deleted and not include_deleted):
         raise AppNotFound(f"no application with client id {client_id}")
     return client
 
 
-def app_for(user: User, client_id: str) -> Client:
+def app_for(user: User, client_id: str, include_deleted: bool = False) -> Client:
     """The app, if `user` may manage it: AppNotFound (404) or NotAllowed (403) otherwise."""
-    client = find_app(client_id)
+    client = find_app(client_id, include_deleted)
     if not can_manage(user, client):
         raise NotAllowed("This application belongs to another developer.")
     return client
 
 
-def visible_apps(user: User) -> list[Client]:
-    """Registered apps `user` may see in the console, oldest first; deleted apps are not listed."""
-    stmt = select(Client).where(Client.status != ClientStatus.DELETED).order_by(Client.created_at, Client.id)
+APPS_PAGE_SIZE = 25
+
+
+@dataclass(frozen=True)
+class AppPage:
+    rows: list[tuple[Client, User | None]]  # each app with its owner (None: registered on the command line)
+    number: int
+    has_next: bool
+
+
+def apps_page(user: User, query: str = "", number: int = 1, size: int = APPS_PAGE_SIZE) -> AppPage:
+    """The apps `user` may see, deleted ones included (they are still billed for the months they
+    existed, so they stay in sight, marked deleted), oldest first. `query` matches part of the
+    name or client id, and for admins part of the owner's email, in any case."""
+    number = max(1, number)
+    stmt = select(Client, User).outerjoin(User, Client.owner_id == User.id).order_by(Client.created_at, Client.id)
     if user.role != Role.ADMIN:
         stmt = stmt.where(Client.owner_id == user.id)
-    return list(db.session.scalars(stmt))
+    query = (query or "").strip()[:120]
+    if query:
+        matches = [Client.name.icontains(query, autoescape=True), Client.client_id.icontains(query, autoescape=True)]
+        if user.role == Role.ADMIN:
+            matches.append(User.email.icontains(query, autoescape=True))
+        stmt = stmt.where(or_(*matches))
+    rows = db.session.execute(stmt.offset((number - 1) * size).limit(size + 1)).all()
+    return AppPage(rows=[(c, u) for c, u in rows[:size]], number=number, has_next=len(rows) > size)
 
 
 def register_app(spec: NewClient, actor: User | None) -> tuple[Client, str | None]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 
-from flask import Blueprint, g, redirect, request, url_for
+from flask import Blueprint, g, has_request_context, redirect, request, url_for
 
 from app.auth.sessions import current_user
 from app.console.apps import AppNotFound, NotAllowed, can_use_console
@@ -41,9 +41,12 @@ def console_page(admin: bool = False) -> Callable:
                 return error_page(
                     "Developer account needed",
                     "The console is where developers register and manage their apps. Your account is a "
-                    "member account: ask an administrator to make it a developer account.",
+                    "member account.",
                     403,
-                    hint="Your own connected apps are on your account page (/account).",
+                    hint="Your own connected apps are on your account page.",
+                    next_step="To register apps, ask an administrator of Credits ID to make your account a "
+                              "developer account. To see or disconnect the apps you use, go to your account page.",
+                    links=[("Your account page", url_for("account.show"))],
                 )
             if admin and user.role != Role.ADMIN:
                 raise AdminOnly("This page is for administrators only.")
@@ -59,16 +62,38 @@ def console_user() -> User:
     return g.console_user
 
 
+def page_number() -> int:
+    """The `page` query argument (1-based); anything else is page 1."""
+    raw = request.args.get("page", "1")
+    return int(raw) if raw.isascii() and raw.isdigit() and 0 < int(raw) < 100_000 else 1
+
+
 @bp.errorhandler(NotAllowed)
 def not_allowed(error: NotAllowed):
-    return error_page("Not allowed", str(error), 403)
+    return error_page("Not allowed", str(error), 403,
+                      next_step="Ask an administrator, or the app's owner, if you need to change it.",
+                      links=[("Back to the console", url_for("console.apps"))])
 
 
 @bp.errorhandler(AppNotFound)
 def app_not_found(error: AppNotFound):
-    return error_page("Application not found", "There is no registered application with that client id.", 404)
+    return error_page("Application not found", "There is no registered application with that client id.", 404,
+                      next_step="Check the client id, or find the app in your list of apps.",
+                      links=[("Your apps", url_for("console.apps"))])
+
+
+# The console's navigation: each section and the path it starts with ("" is the apps section).
+SECTIONS = (("api_keys", "/console/api-keys"), ("fees", "/console/fees"), ("audit", "/console/audit"),
+            ("keys", "/console/keys"), ("users", "/console/users"), ("activity", "/console/activity"))
+
+
+def console_section(path: str) -> str:
+    """Which navigation link names the page at `path`: marked aria-current in the layout."""
+    return next((name for name, prefix in SECTIONS if path == prefix or path.startswith(prefix + "/")), "apps")
 
 
 @bp.app_context_processor
 def console_globals() -> dict:
-    return {"console_user": g.get("console_user")}
+    """Every template's view of the console (mails rendered by a CLI command have no request)."""
+    path = request.path if has_request_context() else ""
+    return {"console_user": g.get("console_user"), "console_section": console_section(path)}

@@ -27,6 +27,15 @@ class ActionForm(FlaskForm):
     """A button that changes something: only the CSRF token."""
 
 
+class DeleteForm(FlaskForm):
+    """Deleting an app cannot be undone: the developer types its name, compared on the server."""
+
+    confirm_name = StringField("Type the app's name to confirm", validators=[Length(max=200)])
+
+    def names(self, client) -> bool:
+        return (self.confirm_name.data or "").strip() == client.name
+
+
 class CheckboxesField(SelectMultipleField):
     widget = widgets.ListWidget(prefix_label=False)
     option_widget = widgets.CheckboxInput()
@@ -48,14 +57,16 @@ class OnceForm(FlaskForm):
 
 
 class AppForm(OnceForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=120)])
+    name = StringField("Name", validators=[DataRequired("Name is required (at most 120 characters)"), Length(max=120)])
     homepage_url = StringField("Homepage", validators=[Optional(), Length(max=500)], description=URL_HELP)
     logo_url = StringField("Logo URL", validators=[Optional(), Length(max=500)],
-                           description="Shown on the consent page, 48×48. " + URL_HELP)
+                           description="Shown on the consent page, 56×56. An https:// address: the page loads "
+                                       "images over https only.")
     policy_url = StringField("Privacy policy URL", validators=[Optional(), Length(max=500)])
     tos_url = StringField("Terms of service URL", validators=[Optional(), Length(max=500)])
     redirect_uris = TextAreaField(
-        "Redirect URIs (one per line)", validators=[DataRequired(), Length(max=8000)],
+        "Redirect URIs (one per line)",
+        validators=[DataRequired("At least one redirect URI is required"), Length(max=8000)],
         description="Absolute, no fragment, no user name or password, no wildcard. https, or http on "
                     "127.0.0.1 / [::1] / localhost, or a private-use scheme in reverse-DNS form "
                     "(com.example.app:/callback) for native apps. A public app's loopback address is "

@@ -6,11 +6,14 @@ from datetime import timedelta
 
 from flask import abort, flash, redirect, render_template, request, url_for
 
+from app.activity import activity
 from app.audit import AuditFilter, audit_page, describe, who
+from app.charts import bar_chart
 from app.console import once
 from app.console.apps import (
     NotAllowed,
     app_for,
+    apps_page,
     delete_app,
     disable_app,
     edit_app,
@@ -18,22 +21,34 @@ from app.console.apps import (
     may_enable,
     register_app,
     rotate_app_secret,
-    visible_apps,
 )
-from app.console.blueprint import bp, console_page, console_user
-from app.console.forms import ActionForm, AppForm, RotateSecretForm
+from app.console.blueprint import bp, console_page, console_user, page_number
+from app.console.forms import ActionForm, AppForm, DeleteForm, RotateSecretForm
 from app.extensions import db
 from app.fees import CURRENCY, MONTHLY_FEE, POLICY, FeeError, Month, ledger
 from app.members import MemberError, find_member
 from app.models import Consent, Role, Token
 from app.models.base import utcnow
 from app.oauth.tokens import live_tokens_filter
-from app.registration import RegistrationError
+from app.registration import RegistrationError, registration_problems
 
 
 def _form_page(form: AppForm, client=None, error: str | None = None, status: int = 200):
     return render_template("console/app_form.html", form=form, client=client, error=error,
-                           is_admin=console_user().role == Role.ADMIN), status
+                           is_admin=console_user().role == Role.ADMIN, fee=MONTHLY_FEE, currency=CURRENCY), status
+
+
+def _refused(form: AppForm, client=None, problems: dict[str, list[str]] | None = None, other: str | None = None):
+    """Every problem at once, each on its field: WTForms' own checks and the registration rules
+    (a field WTForms already flagged keeps its own message), then a summary linking to each."""
+    if problems is None:
+        problems = registration_problems(_spec_from(form), client.is_public if client else
+                                         form.client_type.data == "public")
+    for name, found in problems.items():
+        field = form[name] if name in form else None
+        if field is not None and not field.errors:
+            field.errors = list(field.errors) + found
+    return _form_page(form, client, error=other or "Check the fields marked below.", status=400)
 
 
 def _spec_from(form: AppForm):
@@ -45,7 +60,8 @@ def _spec_from(form: AppForm):
 
 
 def _secret_page(client, secret: str, created: bool):
-    return render_template("console/secret.html", client=client, secret=secret, created=created)
+    return render_template("console/secret.html", client=client, secret=secret, created=created, fee=MONTHLY_FEE,
+                           currency=CURRENCY)
 
 
 def _already_done(client_id: str, what: str):
@@ -57,8 +73,12 @@ def _already_done(client_id: str, what: str):
 @bp.get("", strict_slashes=False)
 @console_page()
 def apps():
-    return render_template("console/apps.html", apps=visible_apps(console_user()), fee=MONTHLY_FEE,
-                           currency=CURRENCY, action_form=ActionForm())
+    """Every app the user may see, deleted ones marked; search by name, client id (and, for admins,
+    owner email); 25 a page."""
+    q = (request.args.get("q") or "").strip()[:120]
+    page = apps_page(console_user(), q, page_number())
+    return render_template("console/apps.html", page=page, q=q, fee=MONTHLY_FEE, currency=CURRENCY,
+                           action_form=ActionForm())
 
 
 @bp.route("/apps/new", methods=["GET", "POST"])
@@ -68,7 +88,7 @@ def register():
     if request.method == "GET":
         return _form_page(form)
     if not form.validate_on_submit():
-        return _form_page(form, error="Check the fields marked below.", status=400)
+        return _refused(form)
     if done := once.already_done(form.submission.data):
         return _already_done(done, "This app is already registered: the form was sent twice.")
     spec = _spec_from(form)
@@ -78,17 +98,20 @@ def register():
         try:
             owner = find_member(form.owner_email.data)
         except MemberError as exc:
-            return _form_page(form, error=f"Owner: {exc}.", status=400)
+            form.owner_email.errors = [f"{exc}."]
+            return _refused(form, problems={})
         if owner.role == Role.MEMBER:
-            return _form_page(form, error=f"Owner: {owner.email} is not a developer.", status=400)
+            form.owner_email.errors = [f"{owner.email} is not a developer."]
+            return _refused(form, problems={})
         spec.owner_id = owner.id
     try:
         client, secret = register_app(spec, actor)
     except RegistrationError as exc:
-        return _form_page(form, error=str(exc), status=400)
+        return _refused(form, problems=exc.fields, other=None if exc.fields else str(exc))
     once.remember(form.submission.data, client.client_id)
     if secret is None:
-        flash(f"{client.name} is registered. Its client id is {client.client_id}; a public app has no secret.")
+        flash(f"{client.name} is registered ({MONTHLY_FEE} {CURRENCY} per month from this month on). Its client id "
+              f"is {client.client_id}; a public app has no secret.")
         return redirect(url_for("console.app_detail", client_id=client.client_id))
     return _secret_page(client, secret, created=True)
 
@@ -96,7 +119,8 @@ def register():
 @bp.get("/apps/<client_id>")
 @console_page()
 def app_detail(client_id: str):
-    client = app_for(console_user(), client_id)
+    """A deleted app's page stays readable (it is in the ledger); its actions are gone."""
+    client = app_for(console_user(), client_id, include_deleted=True)
     now = utcnow()
     live_tokens = db.session.scalar(
         db.select(db.func.count(Token.id)).where(Token.client_id == client.id, live_tokens_filter(now))
@@ -105,6 +129,7 @@ def app_detail(client_id: str):
     events = audit_page(AuditFilter(client=client), size=10).items
     return render_template(
         "console/app_detail.html", client=client, live_tokens=live_tokens, consents=consents, events=events,
+        act=activity(client.id, now), chart=bar_chart,
         action_form=ActionForm(), rotate_form=RotateSecretForm(), fee=MONTHLY_FEE, currency=CURRENCY,
         now=now, describe=describe, who=who, may_enable=may_enable(client, console_user()),
     )
@@ -119,11 +144,11 @@ def edit(client_id: str):
         form.fill_from(client)
         return _form_page(form, client)
     if not form.validate_on_submit():
-        return _form_page(form, client, error="Check the fields marked below.", status=400)
+        return _refused(form, client)
     try:
         changed = edit_app(client, _spec_from(form), console_user())
     except RegistrationError as exc:
-        return _form_page(form, client, error=str(exc), status=400)
+        return _refused(form, client, problems=exc.fields, other=None if exc.fields else str(exc))
     flash(f"Saved: {', '.join(changed)}." if changed else "Nothing changed.")
     return redirect(url_for("console.app_detail", client_id=client.client_id))
 
@@ -174,9 +199,14 @@ def enable(client_id: str):
 @console_page()
 def delete(client_id: str):
     client = app_for(console_user(), client_id)
-    form = ActionForm()
+    form = DeleteForm()
     if request.method == "GET":
         return render_template("console/delete.html", client=client, form=form)
+    if not form.validate_on_submit():
+        abort(400)
+    if not form.names(client):
+        form.confirm_name.errors.append(f"Type {client.name} exactly to delete it; nothing was deleted.")
+        return render_template("console/delete.html", client=client, form=form), 400
     counts = delete_app(client, console_user())
     flash(f"{client.name} is deleted: {counts['tokens_revoked']} tokens revoked, "
           f"{counts['consents_removed']} consents removed.")

@@ -21,6 +21,8 @@ class AuditEvent(db.Model):
         Index("ix_audit_events_client_created", "client_id", "created_at"),
         Index("ix_audit_events_actor_created", "actor_id", "created_at"),
         Index("ix_audit_events_subject_created", "subject_id", "created_at"),
+        # the audit log's event-type filter and the activity pictures (migration 0010)
+        Index("ix_audit_events_action_created", "action", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

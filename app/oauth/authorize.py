@@ -13,13 +13,16 @@ Login and consent pages live outside this module; they call `resume` or `complet
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import (
     AccessDeniedError,
     InvalidRequestError,
     InvalidScopeError,
+    OAuth2Request,
 )
 from authlib.oidc.core.errors import (
     ConsentRequiredError,
@@ -27,8 +30,9 @@ from authlib.oidc.core.errors import (
     RequestNotSupportedError,
     RequestURINotSupportedError,
 )
-from flask import Response, current_app, redirect, url_for
-from sqlalchemy import bindparam, select, update
+from flask import current_app, redirect, url_for
+from sqlalchemy import CursorResult, bindparam, select, update
+from werkzeug.wrappers import Response
 
 from app import metrics
 from app.adapters import OnlyCodeResponseType, StoredAuthorizationRequest
@@ -62,14 +66,25 @@ ANSWERED_ALREADY = "Your first answer was sent to the application: go back to it
 
 
 class UntrustedRequest(Exception):
-    """The request cannot be answered by redirect: show the member an error page instead."""
+    """The request cannot be answered by redirect: show the member an error page instead. Where
+    they are known, the page names the app and the redirect URI it was refused (shown as text,
+    never as a link), with a hint for the app's developer."""
 
-    def __init__(self, title: str, message: str, status: int = 400, hint: str = NOTHING_SHARED):
+    def __init__(self, title: str, message: str, status: int = 400, hint: str = NOTHING_SHARED,
+                 app_name: str | None = None, redirect_uri: str | None = None, developer_hint: str | None = None):
         super().__init__(message)
         self.title, self.message, self.status, self.hint = title, message, status, hint
+        self.app_name = app_name
+        self.redirect_uri = redirect_uri[:500] if redirect_uri is not None else None
+        self.developer_hint = developer_hint
 
 
-def trusted_destination(payload) -> tuple[Client, str]:
+REDIRECT_HINT = ("Redirect URIs are matched exactly (scheme, host, port, path and query). Register this address "
+                 "for the app in the Credits ID console (its page, then Edit), or send one of the addresses "
+                 "registered there.")
+
+
+def trusted_destination(payload: Any) -> tuple[Client, str]:
     """The client and the redirect_uri errors may be sent to, or UntrustedRequest."""
     client_id = payload.data.get("client_id")
     if not client_id:
@@ -79,25 +94,36 @@ def trusted_destination(payload) -> tuple[Client, str]:
         raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
     if not client.is_active:
         raise UntrustedRequest(
-            "Application disabled", "This application has been disabled by its administrator.", 403
+            "Application disabled", f"{client.name} has been disabled by its administrator.", 403,
+            app_name=client.name,
+            developer_hint="A disabled app's sign-ins and tokens are refused until it is enabled again in the console.",
         )
     requested = payload.data.get("redirect_uri")
     if requested is not None:
-        if len(payload.datalist.get("redirect_uri", [])) > 1 or not client.check_redirect_uri(requested):
+        if len(payload.datalist.get("redirect_uri", [])) > 1:
             raise UntrustedRequest(
                 "Unregistered redirect address",
-                "The address the application asked to return you to is not registered for it.",
+                f"{client.name} sent more than one address to return you to.", app_name=client.name,
+                developer_hint="Send redirect_uri once.",
+            )
+        if not client.check_redirect_uri(requested):
+            raise UntrustedRequest(
+                "Unregistered redirect address",
+                f"The address {client.name} asked to return you to is not registered for it.",
+                app_name=client.name, redirect_uri=str(requested), developer_hint=REDIRECT_HINT,
             )
         return client, requested
     default = client.get_default_redirect_uri()
     if default is None:
         raise UntrustedRequest(
-            "Missing redirect address", "The application must say where to return you (redirect_uri)."
+            "Missing redirect address", f"{client.name} must say where to return you (redirect_uri).",
+            app_name=client.name,
+            developer_hint="An app with more than one registered redirect URI must send redirect_uri with each request.",
         )
     return client, default
 
 
-def _validate_shape(payload) -> None:
+def _validate_shape(payload: Any) -> None:
     """Checks Authlib leaves to us: request objects, response_type presence, sizes, prompt, max_age,
     response_mode."""
     # OIDC Core 6.1 and 6.2: a provider that does not take request objects says so rather than
@@ -125,7 +151,7 @@ def _validate_shape(payload) -> None:
         raise InvalidRequestError("Only response_mode=query is supported.")
 
 
-def _hinted_subject(params) -> str | None:
+def _hinted_subject(params: Mapping[str, Any]) -> str | None:
     """The `sub` of a valid `id_token_hint` (OIDC Core 3.1.2.1; expired hints are fine), or None.
     A hint we did not issue is `invalid_request`."""
     hint = params.get("id_token_hint")
@@ -140,7 +166,9 @@ def _login_is_fresh(login: LoginSession, max_age: str | None) -> bool:
     return utcnow() - login.auth_time <= timedelta(seconds=int(max_age))
 
 
-def must_sign_in(params, login: LoginSession | None, interaction: Interaction | None, hinted: str | None) -> bool:
+def must_sign_in(
+    params: Mapping[str, Any], login: LoginSession | None, interaction: Interaction | None, hinted: str | None
+) -> bool:
     """Whether the member must sign in (again) before the request goes on: no session, `prompt=login`,
     a login older than `max_age`, `acr_values` asking for two factors from a member who signed in
     with one but has a second, or an `id_token_hint` naming another member (OIDC Core 3.1.2.1),
@@ -168,7 +196,7 @@ def consent_needs_login(interaction: Interaction, login: LoginSession | None) ->
     return must_sign_in(interaction.params, login, interaction, hinted)
 
 
-def run(oauth_request, interaction: Interaction | None = None) -> Response:
+def run(oauth_request: OAuth2Request, interaction: Interaction | None = None) -> Response:
     """Take the request as far as it can go: an error, a hand-off to a page, or a code."""
     payload = oauth_request.payload
     client, redirect_uri = trusted_destination(payload)
@@ -183,16 +211,17 @@ def run(oauth_request, interaction: Interaction | None = None) -> Response:
 
         prompts = set(scope_list(payload.data.get("prompt")))
         hinted = _hinted_subject(payload.data)  # checked even when no login is needed
-        if must_sign_in(payload.data, login, interaction, hinted):
+        if login is None or must_sign_in(payload.data, login, interaction, hinted):
             if "none" in prompts:
                 raise LoginRequiredError()
             return _hand_off("auth.login", oauth_request, client, interaction, login)
+        user = login.user
 
         wanted = grantable(requested, user.tier)
         if client.trusted:
             granted = wanted
         else:
-            missing = missing_scopes(wanted, remembered_scopes(db.session, user, client))
+            missing = missing_scopes(wanted, remembered_scopes(db.session(), user, client))
             if missing or "consent" in prompts:
                 if "none" in prompts:
                     raise ConsentRequiredError()
@@ -218,6 +247,9 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
     oauth_request = StoredAuthorizationRequest(interaction.params)
     client, redirect_uri = trusted_destination(oauth_request.payload)
     login = current_login()
+    if login is None:  # the consent page asks for a sign-in first (consent_needs_login); signed out since
+        raise UntrustedRequest("Signed out", "You were signed out before answering. Go back to the application "
+                               "and start again.")
     if not close_interaction(interaction):
         raise UntrustedRequest("Request already completed", "This sign-in request has already been answered.",
                                hint=ANSWERED_ALREADY)
@@ -228,7 +260,7 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
         grant = server.get_consent_grant(request=oauth_request, end_user=login.user)
         asked = scope_list(grant.request.scope)
         granted = decide_granted(asked, ticked, login.user.tier)
-        record_consent(db.session, login.user, client, asked, granted)
+        record_consent(db.session(), login.user, client, asked, granted)
         record("consent.granted", actor=login.user, client=client, scopes=granted)
         db.session.commit()
         return _issue_code(oauth_request, grant, login, granted)
@@ -236,7 +268,7 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
         return error_redirect(oauth_request, error, redirect_uri)
 
 
-def _issue_code(oauth_request, grant, login: LoginSession, granted: list[str]) -> Response:
+def _issue_code(oauth_request: OAuth2Request, grant: Any, login: LoginSession, granted: list[str]) -> Response:
     oauth_request.granted_scope = join(granted)
     oauth_request.auth_time = login.auth_time
     oauth_request.amr = login.amr
@@ -244,7 +276,7 @@ def _issue_code(oauth_request, grant, login: LoginSession, granted: list[str]) -
     return server.create_authorization_response(request=oauth_request, grant_user=login.user, grant=grant)
 
 
-def error_redirect(oauth_request, error: OAuth2Error, redirect_uri: str) -> Response:
+def error_redirect(oauth_request: OAuth2Request, error: OAuth2Error, redirect_uri: str) -> Response:
     """An OAuth error sent back to the (already validated) redirect_uri, with state and iss."""
     error.redirect_uri = redirect_uri
     error.state = oauth_request.payload.data.get("state")
@@ -257,14 +289,15 @@ def error_redirect(oauth_request, error: OAuth2Error, redirect_uri: str) -> Resp
 
 
 def _hand_off(
-    endpoint: str, oauth_request, client: Client, interaction: Interaction | None, login: LoginSession | None
+    endpoint: str, oauth_request: OAuth2Request, client: Client, interaction: Interaction | None,
+    login: LoginSession | None,
 ) -> Response:
     if interaction is None:
         interaction = park(oauth_request, client, login.user_id if login is not None else None)
     return redirect(url_for(endpoint, interaction=interaction.id))
 
 
-def park(oauth_request, client: Client, user_id: str | None = None) -> Interaction:
+def park(oauth_request: OAuth2Request, client: Client, user_id: str | None = None) -> Interaction:
     """Store the validated request; `user_id` is the member already signed in, if any (the login
     page sets it otherwise), so that disconnecting the app closes the request."""
     data = oauth_request.payload.data
@@ -295,23 +328,31 @@ def find_interaction(uid: str | None) -> Interaction:
             "Sign-in request not found",
             "This sign-in request is unknown or was started in another browser. Go back to the application and start again.",
         )
+    app_name = _name_of(interaction.client_id)
     if interaction.consumed_at is not None:
         raise UntrustedRequest(
             "Request already completed",
             "This sign-in request was already answered (the page was sent twice, or reloaded).",
-            hint=ANSWERED_ALREADY,
+            hint=ANSWERED_ALREADY, app_name=app_name,
         )
     if not interaction.is_open():
         raise UntrustedRequest(
             "Sign-in request expired",
-            "This sign-in request has expired. Go back to the application and start again.",
+            f"This sign-in request has expired. Go back to {app_name or 'the application'} and start again.",
+            app_name=app_name,
         )
     return interaction
 
 
+def _name_of(client_pk: int) -> str | None:
+    """The app's name for an error page (None if it is gone)."""
+    client = db.session.get(Client, client_pk)
+    return client.name if client is not None and not client.is_deleted else None
+
+
 def close_interaction(interaction: Interaction) -> bool:
     """Consume the interaction; True for exactly one caller."""
-    result = db.session.execute(
+    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
         update(Interaction)
         .where(Interaction.id == interaction.id, Interaction.consumed_at.is_(None))
         .values(consumed_at=utcnow())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from authlib.oauth2.rfc6749 import InvalidRequestError
 from flask import Blueprint, Response, current_app, request
+from werkzeug.wrappers import Response as BaseResponse
 
 from app.auth import logout, throttle
 from app.capabilities import (
@@ -49,7 +50,7 @@ def jwks() -> Response:
 
 @bp.route(AUTHORIZE_PATH, methods=["GET", "POST"])
 @csrf.exempt  # relying parties may POST the authorization request (OIDC Core 3.1.2.1)
-def authorize_endpoint() -> Response:
+def authorize_endpoint() -> BaseResponse:
     return authorize.run(server.create_oauth2_request(None))
 
 

@@ -19,8 +19,11 @@ from authlib.integrations.base_client import OAuthError
 from authlib.integrations.flask_client import OAuth
 from flask import Flask, redirect, render_template, request, session, url_for
 
-from examples.demo_app.api import fetch_member_data, names
+from examples.demo_app.api import fetch_member_data, names, roles
 
+# The name this app is registered under at the provider (app/demo.py, DEMO_APP_NAME): the login,
+# consent and account pages show that one, so the demo shows the same.
+APP_NAME = "Liner Notes"
 SCOPE = "openid profile email credits:read analytics:read offline_access"
 CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'"
 
@@ -45,6 +48,8 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
                            "or run `flask demo seed` and export the secret it prints for demo-web-app")
     # The provider also runs on 127.0.0.1, and cookies do not keep ports apart: use our own name.
     app.jinja_env.filters["names"] = names
+    app.jinja_env.filters["roles"] = roles
+    app.jinja_env.globals["app_name"] = APP_NAME
     app.config.update(SESSION_COOKIE_NAME="demo_app_session", SESSION_COOKIE_HTTPONLY=True,
                       SESSION_COOKIE_SAMESITE="Lax")
 
@@ -80,8 +85,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     @app.get("/callback")
     def callback():
         if request.args.get("error"):
-            return render_template("problem.html", title="Sign-in cancelled", error=request.args["error"],
-                                   detail=request.args.get("error_description")), 400
+            # Only the member's own "Deny" is a cancellation; any other error is the sign-in failing.
+            cancelled = request.args["error"] == "access_denied"
+            return render_template("problem.html", title="Sign-in cancelled" if cancelled else "Sign-in failed",
+                                   error=request.args["error"], detail=request.args.get("error_description")), 400
         # RFC 9207: the response must come from the provider we sent the browser to.
         if request.args.get("iss") != oauth.credits_id.load_server_metadata()["issuer"]:
             return render_template("problem.html", title="Unexpected sign-in response",

@@ -67,8 +67,23 @@ def _json(response) -> dict:
 
 
 def names(values) -> str:
-    """A list of roles, artists... as text: their `name` (or `title`), comma-separated."""
+    """A list of artists, albums... as text: their `name` (or `title`), comma-separated."""
     if not isinstance(values, list):
         return "" if values is None else str(values)
     texts = [str(v.get("name") or v.get("title") or v.get("id") or "") if isinstance(v, dict) else str(v) for v in values]
+    return ", ".join(t for t in texts if t)
+
+
+def roles(values) -> str:
+    """A credit's roles as text. The API gives each as `{child, parent}` (the role and its family,
+    e.g. Mixing Engineer in Engineering): the role, with its family when it adds something."""
+    if not isinstance(values, list):
+        return "" if values is None else str(values)
+    texts = []
+    for value in values:
+        if not isinstance(value, dict):
+            texts.append(str(value))
+            continue
+        child, parent = value.get("child") or value.get("name") or "", value.get("parent") or ""
+        texts.append(f"{child} ({parent})" if child and parent and parent != child else (child or parent))
     return ", ".join(t for t in texts if t)

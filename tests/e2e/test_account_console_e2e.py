@@ -76,7 +76,12 @@ def test_account_page_revokes_a_connected_app(live_server, callback, page, shots
         [SCOPES[s].description for s in SCOPE.split()])
 
     with page.expect_navigation():
-        card.get_by_role("button", name="Revoke access for Liner Notes").click()
+        card.get_by_role("button", name="Revoke access for Liner Notes…").click()
+    # Revoking asks first (issue 21, item 4): a page that says what it does, with the button that does it.
+    expect(page.get_by_role("heading", name="Disconnect Liner Notes?")).to_be_visible()
+    shots.take("revoke-confirm")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Revoke access for Liner Notes", exact=True).click()
     assert page.url == live_server("/account")
     shots.take("account-after-revoke")
     expect(page.get_by_role("status")).to_have_text(

@@ -33,7 +33,9 @@ def test_profile_and_membership(live_server):
     member = make_member(tier="basic", name="Billie Holiday", profile_id=profile_id)
     page = signed_in(live_server.url, member.email, "/account").get("/account")
     text = page.text
-    assert "Billie Holiday" in text and member.email in text and profile_id in text and member.id in text
+    assert "Billie Holiday" in text and member.email in text and member.id in text
+    # The credits profile by its name, not its id (issue 21, item 4).
+    assert '<span id="credits-profile-name">Ada Mine</span>' in text and profile_id not in text
     assert "Membership: basic" in text
     basic = re.search(r"<strong>basic</strong>.*?</li>", text, re.S).group(0)
     pro = re.search(r"<strong>pro</strong>.*?</li>", text, re.S).group(0)

@@ -46,7 +46,10 @@ def test_untrusted_requests_show_an_error_page_and_never_redirect(live_server, r
     before = db_state()
     response = Browser(live_server.url).get(AUTHORIZE, params=params)
     assert_error_page(response)
-    assert "evil" not in response.text
+    # The refused address may be named as text (issue 21, item 7), never offered as a link.
+    assert 'href="https://evil' not in response.text and "src=\"https://evil" not in response.text
+    if params.get("redirect_uri") and "client_id" in params and params["client_id"] == rp.client_id:
+        assert f'<code id="error-redirect-uri">{params["redirect_uri"]}</code>' in response.text
     assert db_state() == before
 
 

@@ -233,3 +233,71 @@ def test_fees_page_states_the_policy_and_totals(live_server):
 
     bad = signed_in(live_server.url, dev.email).get("/console/fees?from=2026-13")
     assert bad.status_code == 400 and "YYYY-MM" in bad.text and "last 12 months" in bad.text
+
+
+def test_audit_filters_partial_names_event_types_and_days(live_server):
+    """Issue 21, item 5: part of an app's name or client id, part of an email, one event type and a
+    range of UTC days, kept across pages."""
+    admin = make_member(role="admin")
+    ana = make_member(email="ana.partial@example.test")
+    liner, _ = make_client(name="Liner Notes")
+    other, _ = make_client(name="Setlist")
+    now = utcnow()
+    for i in range(55):
+        db.session.add(AuditEvent(action="consent.granted", actor_id=ana.id, actor_email=ana.email, client_id=liner.id,
+                                  created_at=now - timedelta(days=2, minutes=i)))
+    db.session.add_all([
+        AuditEvent(action="signin.ok", actor_id=ana.id, actor_email=ana.email, client_id=liner.id,
+                   created_at=now - timedelta(days=10)),
+        AuditEvent(action="app.changed", client_id=other.id, created_at=now - timedelta(days=2)),
+    ])
+    db.session.commit()
+    browser = signed_in(live_server.url, admin.email)
+    two_days_ago = (now - timedelta(days=2)).date().isoformat()
+
+    by_name = browser.get("/console/audit", params={"app": "liner", "action": "signin.ok"}).text
+    assert audit_rows(by_name) == ["signin-ok"]
+    by_part_of_id = browser.get("/console/audit", params={"app": other.client_id[2:10]}).text
+    assert audit_rows(by_part_of_id) == ["app-changed"]
+    by_email = browser.get("/console/audit", params={"member": "PARTIAL@", "from": two_days_ago, "to": two_days_ago}).text
+    assert len(audit_rows(by_email)) == 50 and set(audit_rows(by_email)) == {"consent-granted"}
+    # the next page keeps every filter
+    pager = re.search(r"<nav class=\"pager\".*?</nav>", by_email, re.S).group(0)
+    assert f"from={two_days_ago}" in pager and "member=PARTIAL" in pager and 'rel="next"' in pager, pager
+    page2 = browser.get("/console/audit", params={"member": "PARTIAL@", "from": two_days_ago, "to": two_days_ago,
+                                                  "page": 2}).text
+    assert len(audit_rows(page2)) == 5
+    old = browser.get("/console/audit", params={"to": (now - timedelta(days=5)).date().isoformat()}).text
+    assert audit_rows(old) == ["signin-ok"]
+    assert '<option value="consent.granted">Consent granted</option>' in old
+
+    for params, message in (({"action": "nope"}, "Unknown event type"), ({"from": "24/11/2026"}, "From must be a date"),
+                            ({"from": "2026-11-20", "to": "2026-11-01"}, "starts after it ends"),
+                            ({"app": "no-such-app"}, "No application of yours")):
+        refused = browser.get("/console/audit", params=params)
+        assert refused.status_code == 400 and message in alerts(refused.text), params
+
+
+def test_rotating_and_retiring_keys_ask_first(live_server, restore_keys):
+    """Issue 21, item 5: the keys page leads to a confirmation page; only its form acts."""
+    admin = make_member(role="admin")
+    old = keystore.snapshot().signing_kid
+    keystore.generate()
+    browser = signed_in(live_server.url, admin.email)
+    page = browser.get("/console/keys").text
+    assert 'href="/console/keys/rotate"' in page and f'href="/console/keys/{old}/retire"' in page
+    before = db_state()
+    confirm = browser.get("/console/keys/rotate")
+    assert confirm.status_code == 200 and "Rotate the signing key?" in confirm.text
+    assert 'action="/console/keys/rotate"' in confirm.text and "Nobody is signed out" in confirm.text
+    retire = browser.get(f"/console/keys/{old}/retire")
+    assert retire.status_code == 200 and f'action="/console/keys/{old}/retire"' in retire.text
+    assert db_state() == before  # looking at a confirmation changes nothing
+    assert browser.get("/console/keys/nope/retire").status_code == 404
+    # the confirmation's own button does it
+    assert post_form(browser, f"/console/keys/{old}/retire", f"/console/keys/{old}/retire").status_code == 302
+    assert f"Key {old} no longer signs" in " ".join(flashes(browser.get("/console/keys").text))
+    refused = browser.get(f"/console/keys/{old}/retire").text
+    assert "cannot be retired: it is already retired" in refused and f'action="/console/keys/{old}/retire"' not in refused
+    dev = make_member(role="developer")
+    assert signed_in(live_server.url, dev.email).get("/console/keys/rotate").status_code == 403

@@ -94,6 +94,7 @@ def test_publishable_keys_need_domains_and_bad_input_is_a_400_that_writes_nothin
                             ({"plan": "gold"}, "Check the fields"), ({"name": ""}, "Check the fields")):
         response = create(browser, **fields)
         assert response.status_code == 400 and message in alerts(response.text), (fields, alerts(response.text))
+        assert 'aria-invalid="true"' in response.text, fields  # and on its field (issue 21, item 5)
     fresh()
     assert db.session.scalar(db.select(db.func.count(ApiKey.id))) == 0
     ok = create(browser, kind="publishable", domains="shop.example\nhttps://blog.example\n")

@@ -350,7 +350,15 @@ def test_delete_revokes_tokens_and_consents(live_server, dev_app):
     confirm = browser.get(f"{detail}/delete")
     assert confirm.status_code == 200 and "revokes every access and refresh token" in confirm.text
 
-    response = post_form(browser, f"{detail}/delete", f"{detail}/delete")
+    assert "Type the app&#39;s name to confirm" in confirm.text or "Type the app's name to confirm" in confirm.text
+    # The typed name is compared on the server: a wrong or missing name deletes nothing.
+    before = db_state()
+    for typed in ({}, {"confirm_name": "not the name"}, {"confirm_name": client.name.upper()}):
+        refused = post_form(browser, f"{detail}/delete", f"{detail}/delete", typed)
+        assert refused.status_code == 400 and "nothing was deleted" in refused.text, typed
+        assert 'aria-invalid="true"' in refused.text
+    assert db_state() == before
+    response = post_form(browser, f"{detail}/delete", f"{detail}/delete", {"confirm_name": f" {client.name} "})
     assert response.status_code == 302 and response.headers["Location"] == "/console"
     assert "1 tokens revoked, 1 consents removed" in " ".join(flashes(browser.get("/console").text))
     fresh()
@@ -358,10 +366,17 @@ def test_delete_revokes_tokens_and_consents(live_server, dev_app):
     assert all(t.revoked_at for t in db.session.scalars(db.select(Token).where(Token.client_id == client.id)))
     assert userinfo(live_server.url, tokens["access_token"]).status_code == 401
     assert rp.refresh(tokens["refresh_token"]).json()["error"] == "invalid_client"
-    # Gone from the lists and pages, but not from the fee ledger.
-    assert client.client_id not in browser.get("/console").text
-    assert browser.get(detail).status_code == 404
-    assert client.client_id in browser.get("/console/fees").text
+    # Still listed, marked deleted (it is billed for the months it existed); its page reads, its actions are gone.
+    listed = browser.get("/console").text
+    assert client.client_id in listed and "status-deleted" in listed and "charged through" in listed
+    page = browser.get(detail)
+    assert page.status_code == 200 and 'id="deleted-note"' in page.text
+    assert f'action="{detail}/disable"' not in page.text and f"{detail}/edit" not in page.text
+    assert browser.get(f"{detail}/edit").status_code == 404
+    assert post_form(browser, "/console", f"{detail}/disable").status_code == 404
+    assert post_form(browser, "/console", f"{detail}/delete", {"confirm_name": client.name}).status_code == 404
+    fees = browser.get("/console/fees").text
+    assert client.client_id in fees and "status-deleted" in fees
     page = Browser(live_server.url).get(AUTHORIZE, params=rp.auth_params())
     assert page.status_code == 400 and "Unknown application" in page.text
 
@@ -497,3 +512,69 @@ def test_a_forged_submission_id_is_ignored(live_server):
     page = browser.get("/console/apps/new").text
     response = browser.post("/console/apps/new", data={"csrf_token": csrf_token(page), "submission": "x<y", **NEW_APP})
     assert response.status_code == 200 and secret_on_page(response.text)
+
+
+# -- the apps list: owner column, search, paging (issue 21, item 5) -----------------------
+
+
+def test_apps_list_names_owners_searches_and_pages(live_server):
+    from app.console.apps import APPS_PAGE_SIZE
+
+    admin = make_member(role="admin")
+    ada = make_member(role="developer", email="ada.dev@example.com")
+    bo = make_member(role="developer", email="bo.dev@example.com")
+    mine = make_client(name="Ada's Liner Notes", owner_id=ada.id)[0]
+    theirs = make_client(name="Bo's Setlist", owner_id=bo.id)[0]
+    cli_app = make_client(name="Operator app")[0]
+    browser = signed_in(live_server.url, admin.email)
+    page = browser.get("/console").text
+    assert '<th scope="col">Owner</th>' in page
+    assert "ada.dev@example.com" in page and "bo.dev@example.com" in page and "command line" in page
+    # Part of the name, in any case; part of the client id; part of the owner's email (admins).
+    for q, shown, hidden in (("liner", mine, theirs), (theirs.client_id[3:12], theirs, mine),
+                             ("BO.DEV", theirs, cli_app), ("%", None, mine)):
+        found = browser.get("/console", params={"q": q}).text
+        if shown is not None:
+            assert shown.client_id in found, q
+        assert hidden.client_id not in found, q
+    assert "No application matches" in browser.get("/console", params={"q": "zzz-nothing"}).text
+    # A developer sees no owner column and cannot find others' apps by their email.
+    dev_page = signed_in(live_server.url, ada.email).get("/console", params={"q": "bo.dev"}).text
+    assert "Owner</th>" not in dev_page and theirs.client_id not in dev_page
+    # Paging: 25 a page, oldest first.
+    for n in range(APPS_PAGE_SIZE):
+        make_client(name=f"Bulk {n:02d}", owner_id=ada.id)
+    first = browser.get("/console").text
+    assert 'rel="next"' in first and "Bulk 21" in first and "Bulk 22" not in first
+    second = browser.get("/console", params={"page": 2}).text
+    assert "Bulk 22" in second and "Bulk 24" in second and 'rel="prev"' in second and 'rel="next"' not in second
+    assert browser.get("/console", params={"page": "x"}).status_code == 200
+
+
+def test_every_problem_is_named_at_once_and_on_its_field(live_server):
+    """Issue 21, item 5: no name, a bad redirect URI, a bad logo and a bad post-logout URI are
+    all reported by one submission, each beside its field and in the summary."""
+    dev = make_member(role="developer")
+    browser = signed_in(live_server.url, dev.email)
+    form = browser.get("/console/apps/new").text
+    assert "Fee: 99 USD per month" in form and "Register (99 USD per month)" in form
+    before = db_state()
+    response = register(browser, {"name": "", "redirect_uris": "http://a.example/cb",
+                                  "logo_url": "ftp://logo.example/x.png", "post_logout_redirect_uris": "/bye"})
+    assert response.status_code == 400 and db_state() == before
+    summary = alerts(response.text)
+    for field, words in (("name", "Name is required"), ("redirect_uris", "must use https"),
+                         ("logo_url", "must be an absolute https:// URL"),
+                         ("post_logout_redirect_uris", "must be absolute")):
+        assert words in summary, (field, summary)
+        assert re.search(rf'id="{field}"[^>]*aria-invalid="true"|aria-invalid="true"[^>]*id="{field}"',
+                         response.text), field
+        assert re.search(rf'id="{field}-error-1">[^<]*{re.escape(words)}', response.text), field
+        assert f'href="#{field}"' in response.text
+    # The same on edit.
+    client, _ = make_client(name="Editable", owner_id=dev.id)
+    path = f"/console/apps/{client.client_id}/edit"
+    edited = post_form(browser, path, path, {**NEW_APP, "redirect_uris": "http://a.example/cb",
+                                             "homepage_url": "javascript:alert(1)"})
+    assert edited.status_code == 400
+    assert 'id="redirect_uris-error-1"' in edited.text and 'id="homepage_url-error-1"' in edited.text

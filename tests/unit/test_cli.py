@@ -101,3 +101,24 @@ def test_demo_seed_is_repeatable_and_prints_fresh_credentials(app):
     web = [a for a in second["apps"] if a["client_id"] == "demo-web-app"][0]
     assert Client.query.filter_by(client_id="demo-web-app").one().check_client_secret(web["client_secret"])
     assert first["developer"]["api_key"] != second["developer"]["api_key"]
+
+
+def test_demo_seed_names_the_web_app_as_the_demo_app_calls_itself(app):
+    """One name (issue 21, item 2): the demo relying party's own name, also on a database seeded
+    under the old name."""
+    from examples.demo_app import APP_NAME
+
+    first = json.loads(run(app, "demo", "seed", "--json").output)
+    assert [a["name"] for a in first["apps"] if a["client_id"] == "demo-web-app"] == [APP_NAME]
+    Client.query.filter_by(client_id="demo-web-app").one().name = "Demo Credits App"
+    db.session.commit()
+    run(app, "demo", "seed", "--json")
+    assert Client.query.filter_by(client_id="demo-web-app").one().name == APP_NAME
+
+
+def test_the_demo_app_shows_each_credit_role_by_name():
+    from examples.demo_app.api import roles
+
+    assert roles([{"child": "Co-Producer", "parent": "Producer"}, {"child": "Producer", "parent": "Producer"},
+                  {"child": "Mixer", "parent": None}]) == "Co-Producer (Producer), Producer, Mixer"
+    assert roles(None) == "" and roles([]) == ""

@@ -101,3 +101,18 @@ def test_loopback_redirect_uris_of_native_apps_match_any_port_and_nothing_else(r
     web = Client(client_type="confidential", redirect_uris=["http://127.0.0.1/cb"])
     assert native.check_redirect_uri(requested) is matches
     assert web.check_redirect_uri(requested) is (requested == "http://127.0.0.1/cb")
+
+
+def test_a_logo_must_be_one_the_consent_page_can_load():
+    """Issue 21, item 3: the consent page's CSP loads images over https only, so a plain-http logo
+    (even on a loopback host, which other links may use) is refused at registration."""
+    from app.registration import registration_problems
+
+    for logo in ("http://127.0.0.1:8080/logo.png", "http://localhost/logo.png", "http://[::1]/l.png"):
+        spec = NewClient(name="App", redirect_uris=["https://app.example/cb"], logo_url=logo)
+        assert registration_problems(spec, False) == {
+            "logo_url": [f"Logo URL {logo!r} must use https: the consent page can load images only over https"]}
+        spec.homepage_url, spec.logo_url = logo, None  # other links may stay on loopback http
+        assert registration_problems(spec, False) == {}
+    assert registration_problems(NewClient(name="App", redirect_uris=["https://app.example/cb"],
+                                           logo_url="https://cdn.example/logo.png"), False) == {}
