@@ -55,8 +55,11 @@ profile: venv
 layers: venv
 	$(BIN)/python -m bench.layers
 
+## lint: ruff check, ruff format --check, and mypy (strict on the protocol package; see pyproject.toml)
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) instance .pytest_cache artifacts examples/clients/node_modules

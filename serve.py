@@ -153,8 +153,14 @@ def check_config() -> None:
 def main() -> None:
     check_config()
     log = logging.getLogger("credits_id.serve")
-    logging.config.dictConfig({"version": 1, "disable_existing_loggers": False, **JSON_LOGGING,
-                               "loggers": {"credits_id.serve": {"handlers": ["json"], "level": "INFO"}}})
+    logging.config.dictConfig(
+        {
+            "version": 1,
+            "disable_existing_loggers": False,
+            **JSON_LOGGING,
+            "loggers": {"credits_id.serve": {"handlers": ["json"], "level": "INFO"}},
+        }
+    )
     for line in retired_settings():
         log.warning(line)
     metrics_at = metrics_address()

@@ -60,11 +60,13 @@ def activity(client_id: int | None = None, now: datetime | None = None, days: in
         where.append(AuditEvent.client_id == client_id)
     counts = db.session.execute(
         select(day, AuditEvent.action, func.count(AuditEvent.id))
-        .where(AuditEvent.action.in_((SIGN_IN, CONSENT)), *where).group_by(day, AuditEvent.action)
+        .where(AuditEvent.action.in_((SIGN_IN, CONSENT)), *where)
+        .group_by(day, AuditEvent.action)
     ).all()
     members = db.session.execute(
         select(day, func.count(func.distinct(AuditEvent.actor_id)))
-        .where(AuditEvent.action == SIGN_IN, AuditEvent.actor_id.is_not(None), *where).group_by(day)
+        .where(AuditEvent.action == SIGN_IN, AuditEvent.actor_id.is_not(None), *where)
+        .group_by(day)
     ).all()
     calendar = [first + timedelta(days=n) for n in range(days)]
     found: dict[tuple[str, str], int] = {(str(d), a): n for d, a, n in counts}
@@ -73,8 +75,12 @@ def activity(client_id: int | None = None, now: datetime | None = None, days: in
     def series(key: str, label: str, unit: str, read) -> Series:
         return Series(key, label, unit, calendar, [read(d.isoformat()) for d in calendar])
 
-    return Activity(first, today, [
-        series("signins", "Sign-ins", "sign-in", lambda d: found.get((d, SIGN_IN), 0)),
-        series("consents", "Consents granted", "consent", lambda d: found.get((d, CONSENT), 0)),
-        series("members", "Active members", "active member", lambda d: active.get(d, 0)),
-    ])
+    return Activity(
+        first,
+        today,
+        [
+            series("signins", "Sign-ins", "sign-in", lambda d: found.get((d, SIGN_IN), 0)),
+            series("consents", "Consents granted", "consent", lambda d: found.get((d, CONSENT), 0)),
+            series("members", "Active members", "active member", lambda d: active.get(d, 0)),
+        ],
+    )

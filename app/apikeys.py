@@ -88,8 +88,14 @@ def _new_value(kind: KeyKind) -> str:
     return PREFIXES[kind] + new_secret(32)  # 256 random bits
 
 
-def create_key(owner: User, name: str, kind: str, plan: str = KeyPlan.PAYG.value,
-               domains: list[str] | None = None, actor: User | None = None) -> tuple[ApiKey, str]:
+def create_key(
+    owner: User,
+    name: str,
+    kind: str,
+    plan: str = KeyPlan.PAYG.value,
+    domains: list[str] | None = None,
+    actor: User | None = None,
+) -> tuple[ApiKey, str]:
     """A new key and its value (shown once; only the hash is kept)."""
     name = (name or "").strip()
     if not name or len(name) > 120:
@@ -106,8 +112,17 @@ def create_key(owner: User, name: str, kind: str, plan: str = KeyPlan.PAYG.value
     if kind == KeyKind.SECRET and hosts:
         raise ApiKeyError("a secret key is for servers: it takes no domains")
     value = _new_value(KeyKind(kind))
-    key = ApiKey(owner_id=owner.id, owner=owner, name=name, kind=kind, plan=plan, domains=hosts,
-                 prefix=value[: 4 + VISIBLE], secret_hash=sha256_hex(value), created_at=utcnow())
+    key = ApiKey(
+        owner_id=owner.id,
+        owner=owner,
+        name=name,
+        kind=kind,
+        plan=plan,
+        domains=hosts,
+        prefix=value[: 4 + VISIBLE],
+        secret_hash=sha256_hex(value),
+        created_at=utcnow(),
+    )
     db.session.add(key)
     db.session.flush()
     record("apikey.created", actor=actor, key_id=key.id, name=key.name, kind=kind, plan=plan)
@@ -128,8 +143,13 @@ def rotate_key(key: ApiKey, grace: timedelta | None = None, actor: User | None =
         key.previous_secret_hash, key.previous_expires_at = None, None
     key.secret_hash, key.prefix, key.rotated_at = sha256_hex(value), value[: 4 + VISIBLE], now
     db.session.flush()
-    record("apikey.rotated", actor=actor, key_id=key.id, name=key.name,
-           grace_seconds=int(grace.total_seconds()) if grace else 0)
+    record(
+        "apikey.rotated",
+        actor=actor,
+        key_id=key.id,
+        name=key.name,
+        grace_seconds=int(grace.total_seconds()) if grace else 0,
+    )
     return value
 
 
@@ -168,7 +188,8 @@ def live_key(value: str | None) -> ApiKey | None:
         return None
     digest = sha256_hex(value)
     key = db.session.scalar(
-        select(ApiKey).options(joinedload(ApiKey.owner))
+        select(ApiKey)
+        .options(joinedload(ApiKey.owner))
         .where(or_(ApiKey.secret_hash == digest, ApiKey.previous_secret_hash == digest))
     )
     if key is None or key.is_revoked or not can_own_keys(key.owner):
@@ -181,8 +202,14 @@ def live_key(value: str | None) -> ApiKey | None:
 def key_json(key: ApiKey) -> dict:
     """What the console and the CLI show of a key (never its value or hash)."""
     return {
-        "id": key.id, "name": key.name, "kind": key.kind, "plan": key.plan, "prefix": key.prefix,
-        "domains": list(key.domains or []), "status": key.status, "owner": key.owner.email if key.owner else None,
+        "id": key.id,
+        "name": key.name,
+        "kind": key.kind,
+        "plan": key.plan,
+        "prefix": key.prefix,
+        "domains": list(key.domains or []),
+        "status": key.status,
+        "owner": key.owner.email if key.owner else None,
         "created_at": key.created_at.isoformat(),
         "rotated_at": key.rotated_at.isoformat() if key.rotated_at else None,
         "previous_valid_until": key.previous_expires_at.isoformat() if key.previous_expires_at else None,

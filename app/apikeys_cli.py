@@ -61,17 +61,32 @@ def api_keys_list(owner_email, as_json):
         except MemberError as exc:
             fail(str(exc))
     keys = list(db.session.scalars(stmt))
-    data = [{**key_json(u.key), "month_requests": u.month_calls, "month_amount": str(u.amount)}
-            for u in usage_for(keys)]
-    emit(data, as_json, lambda rows: "\n".join(
-        f"{r['id']}  {r['prefix']}...  {r['kind']:<11} {r['plan']:<5} {r['status']:<7} {r['name']}  "
-        f"({r['month_requests']} requests this month, {r['month_amount']} USD)" for r in rows) or "no API keys")
+    data = [
+        {**key_json(u.key), "month_requests": u.month_calls, "month_amount": str(u.amount)} for u in usage_for(keys)
+    ]
+    emit(
+        data,
+        as_json,
+        lambda rows: (
+            "\n".join(
+                f"{r['id']}  {r['prefix']}...  {r['kind']:<11} {r['plan']:<5} {r['status']:<7} {r['name']}  "
+                f"({r['month_requests']} requests this month, {r['month_amount']} USD)"
+                for r in rows
+            )
+            or "no API keys"
+        ),
+    )
 
 
 @api_keys.command("rotate")
 @click.argument("key_id")
-@click.option("--grace", type=click.IntRange(0, int(MAX_GRACE.total_seconds())), default=0, show_default=True,
-              help="Seconds the old value keeps working (0: it stops at once; at most 7 days).")
+@click.option(
+    "--grace",
+    type=click.IntRange(0, int(MAX_GRACE.total_seconds())),
+    default=0,
+    show_default=True,
+    help="Seconds the old value keeps working (0: it stops at once; at most 7 days).",
+)
 @json_option
 def api_keys_rotate(key_id, grace, as_json):
     """Issue a new value for the key (same id, plan and usage); printed once."""
@@ -93,8 +108,11 @@ def api_keys_revoke(key_id, as_json):
     key = _key(key_id)
     changed = revoke_key(key)
     db.session.commit()
-    emit({**key_json(key), "changed": changed}, as_json,
-         lambda d: f"{d['prefix']}... is revoked" + ("" if changed else " (it already was)"))
+    emit(
+        {**key_json(key), "changed": changed},
+        as_json,
+        lambda d: f"{d['prefix']}... is revoked" + ("" if changed else " (it already was)"),
+    )
 
 
 @api_keys.command("usage")
@@ -109,7 +127,19 @@ def api_keys_usage(key_id, month, as_json):
     except ValueError:
         fail(f"month must look like YYYY-MM, got {month!r}")
     usage = usage_for([key], first)[0]
-    data = {"id": key.id, "plan": key.plan, "days": {d.isoformat(): n for d, n in usage.days},
-            "month_requests": usage.month_calls, "month_amount": str(usage.amount), "currency": "USD"}
-    emit(data, as_json, lambda d: "\n".join([f"{day}: {n}" for day, n in d["days"].items()]
-                                            + [f"month: {d['month_requests']} requests, {d['month_amount']} USD"]))
+    data = {
+        "id": key.id,
+        "plan": key.plan,
+        "days": {d.isoformat(): n for d, n in usage.days},
+        "month_requests": usage.month_calls,
+        "month_amount": str(usage.amount),
+        "currency": "USD",
+    }
+    emit(
+        data,
+        as_json,
+        lambda d: "\n".join(
+            [f"{day}: {n}" for day, n in d["days"].items()]
+            + [f"month: {d['month_requests']} requests, {d['month_amount']} USD"]
+        ),
+    )

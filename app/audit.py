@@ -61,8 +61,9 @@ PAGE_SIZE = 50
 # What members do through an app. Its developers see that it happened, not who or from where: the
 # members agreed to share with the app what the consent page named, not their email or IP with
 # the app's team (and a failed sign-in may be someone who never used the app at all).
-MEMBER_ACTIONS = frozenset({"signin.ok", "signin.failed", "signout.everywhere", "consent.granted", "consent.revoked",
-                            "session.signed_out"})
+MEMBER_ACTIONS = frozenset(
+    {"signin.ok", "signin.failed", "signout.everywhere", "consent.granted", "consent.revoked", "session.signed_out"}
+)
 
 
 def record(

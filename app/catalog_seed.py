@@ -47,37 +47,241 @@ ROLE_TAXONOMY: dict[str, tuple[str, ...]] = {
     "Songwriter": ("Songwriter", "Composer", "Lyricist"),
     "Producer": ("Producer", "Co-Producer", "Executive Producer", "Additional Production", "Vocal Producer"),
     "Engineer": ("Recording Engineer", "Mixing Engineer", "Mastering Engineer", "Assistant Engineer"),
-    "Performer": ("Vocals", "Background Vocals", "Guitar", "Bass", "Drums", "Keyboards", "Piano", "Strings",
-                  "Saxophone", "Trumpet", "Synthesizer", "Percussion", "Programming"),
+    "Performer": (
+        "Vocals",
+        "Background Vocals",
+        "Guitar",
+        "Bass",
+        "Drums",
+        "Keyboards",
+        "Piano",
+        "Strings",
+        "Saxophone",
+        "Trumpet",
+        "Synthesizer",
+        "Percussion",
+        "Programming",
+    ),
 }
 # The chart each family ranks on (a profile appears on the charts of the families it is credited in).
-CHARTS = {"Artist": "Top Artists", "Songwriter": "Top Songwriters", "Producer": "Top Producers",
-          "Engineer": "Top Engineers", "Performer": "Top Session Musicians"}
+CHARTS = {
+    "Artist": "Top Artists",
+    "Songwriter": "Top Songwriters",
+    "Producer": "Top Producers",
+    "Engineer": "Top Engineers",
+    "Performer": "Top Session Musicians",
+}
 
-FIRST = ("Ava", "Ben", "Cleo", "Dante", "Elif", "Femi", "Greta", "Hugo", "Ines", "Jonah", "Kai", "Lena", "Milo",
-         "Nora", "Omar", "Priya", "Quinn", "Rosa", "Sami", "Tess", "Uma", "Viktor", "Wren", "Xavi", "Yara", "Zane",
-         "Amara", "Bruno", "Chiara", "Dev", "Esme", "Felix", "Hana", "Ivo", "Juno", "Leon", "Maya", "Nico", "Otto",
-         "Pia", "Rafa", "Sol", "Theo", "Vera", "Yusuf", "Zoe")
-LAST = ("Adeyemi", "Berg", "Castillo", "Dahl", "Eriksen", "Fontaine", "Garcia", "Haddad", "Ito", "Jansen", "Kowalski",
-        "Lindqvist", "Moreau", "Nakamura", "Okafor", "Petrov", "Quint", "Rossi", "Silva", "Takahashi", "Underwood",
-        "Varga", "Walsh", "Xu", "Yilmaz", "Zimmer", "Alvarez", "Brooks", "Costa", "Duarte", "Evans", "Fischer",
-        "Hughes", "Kim", "Larsen", "Mendes", "Novak", "Park", "Reyes", "Stone", "Vance", "Weber")
-ACT_WORDS = ("Velvet", "Neon", "Paper", "Golden", "Quiet", "Electric", "Midnight", "Static", "Lunar", "Wild",
-             "Glass", "Hollow", "Crimson", "Silver", "Northern", "Tidal", "Echo", "Analog", "Saint", "Ivory")
-ACT_NOUNS = ("Harbors", "Engines", "Foxes", "Tides", "Satellites", "Gardens", "Ghosts", "Rivers", "Lanterns",
-             "Parade", "Season", "Assembly", "Machines", "Choir", "Club", "Society")
-CITIES = (("Los Angeles", "United States"), ("Nashville", "United States"), ("New York", "United States"),
-          ("Atlanta", "United States"), ("London", "United Kingdom"), ("Manchester", "United Kingdom"),
-          ("Stockholm", "Sweden"), ("Berlin", "Germany"), ("Paris", "France"), ("Lagos", "Nigeria"),
-          ("Toronto", "Canada"), ("Seoul", "South Korea"), ("Tokyo", "Japan"), ("Sao Paulo", "Brazil"),
-          ("Mexico City", "Mexico"), ("Melbourne", "Australia"), ("Amsterdam", "Netherlands"),
-          ("Kingston", "Jamaica"), ("Reykjavik", "Iceland"), ("Madrid", "Spain"))
-TITLE_A = ("Love", "Night", "Summer", "Fire", "Gravity", "Paper", "Heart", "Ocean", "Silence", "Highway", "Neon",
-           "Winter", "Golden", "Broken", "Electric", "Slow", "Satellite", "Honey", "Midnight", "Wildflower")
-TITLE_B = ("Lights", "Drive", "Again", "Hours", "Letters", "Dreams", "Sky", "Motion", "Lines", "Rain", "Talk",
-           "Forever", "Streets", "Echoes", "Signals", "Roses", "Waves", "Crown", "Home", "Fever")
-LABELS = ("Northbound Records", "Blue Lantern Music", "Harbor Sound", "Meridian Recordings", "Paper Moon Label",
-          "Static Bloom", "Eastgate Music Group", "Little Orbit", "Sunday Tapes", "Crescent Audio")
+FIRST = (
+    "Ava",
+    "Ben",
+    "Cleo",
+    "Dante",
+    "Elif",
+    "Femi",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonah",
+    "Kai",
+    "Lena",
+    "Milo",
+    "Nora",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tess",
+    "Uma",
+    "Viktor",
+    "Wren",
+    "Xavi",
+    "Yara",
+    "Zane",
+    "Amara",
+    "Bruno",
+    "Chiara",
+    "Dev",
+    "Esme",
+    "Felix",
+    "Hana",
+    "Ivo",
+    "Juno",
+    "Leon",
+    "Maya",
+    "Nico",
+    "Otto",
+    "Pia",
+    "Rafa",
+    "Sol",
+    "Theo",
+    "Vera",
+    "Yusuf",
+    "Zoe",
+)
+LAST = (
+    "Adeyemi",
+    "Berg",
+    "Castillo",
+    "Dahl",
+    "Eriksen",
+    "Fontaine",
+    "Garcia",
+    "Haddad",
+    "Ito",
+    "Jansen",
+    "Kowalski",
+    "Lindqvist",
+    "Moreau",
+    "Nakamura",
+    "Okafor",
+    "Petrov",
+    "Quint",
+    "Rossi",
+    "Silva",
+    "Takahashi",
+    "Underwood",
+    "Varga",
+    "Walsh",
+    "Xu",
+    "Yilmaz",
+    "Zimmer",
+    "Alvarez",
+    "Brooks",
+    "Costa",
+    "Duarte",
+    "Evans",
+    "Fischer",
+    "Hughes",
+    "Kim",
+    "Larsen",
+    "Mendes",
+    "Novak",
+    "Park",
+    "Reyes",
+    "Stone",
+    "Vance",
+    "Weber",
+)
+ACT_WORDS = (
+    "Velvet",
+    "Neon",
+    "Paper",
+    "Golden",
+    "Quiet",
+    "Electric",
+    "Midnight",
+    "Static",
+    "Lunar",
+    "Wild",
+    "Glass",
+    "Hollow",
+    "Crimson",
+    "Silver",
+    "Northern",
+    "Tidal",
+    "Echo",
+    "Analog",
+    "Saint",
+    "Ivory",
+)
+ACT_NOUNS = (
+    "Harbors",
+    "Engines",
+    "Foxes",
+    "Tides",
+    "Satellites",
+    "Gardens",
+    "Ghosts",
+    "Rivers",
+    "Lanterns",
+    "Parade",
+    "Season",
+    "Assembly",
+    "Machines",
+    "Choir",
+    "Club",
+    "Society",
+)
+CITIES = (
+    ("Los Angeles", "United States"),
+    ("Nashville", "United States"),
+    ("New York", "United States"),
+    ("Atlanta", "United States"),
+    ("London", "United Kingdom"),
+    ("Manchester", "United Kingdom"),
+    ("Stockholm", "Sweden"),
+    ("Berlin", "Germany"),
+    ("Paris", "France"),
+    ("Lagos", "Nigeria"),
+    ("Toronto", "Canada"),
+    ("Seoul", "South Korea"),
+    ("Tokyo", "Japan"),
+    ("Sao Paulo", "Brazil"),
+    ("Mexico City", "Mexico"),
+    ("Melbourne", "Australia"),
+    ("Amsterdam", "Netherlands"),
+    ("Kingston", "Jamaica"),
+    ("Reykjavik", "Iceland"),
+    ("Madrid", "Spain"),
+)
+TITLE_A = (
+    "Love",
+    "Night",
+    "Summer",
+    "Fire",
+    "Gravity",
+    "Paper",
+    "Heart",
+    "Ocean",
+    "Silence",
+    "Highway",
+    "Neon",
+    "Winter",
+    "Golden",
+    "Broken",
+    "Electric",
+    "Slow",
+    "Satellite",
+    "Honey",
+    "Midnight",
+    "Wildflower",
+)
+TITLE_B = (
+    "Lights",
+    "Drive",
+    "Again",
+    "Hours",
+    "Letters",
+    "Dreams",
+    "Sky",
+    "Motion",
+    "Lines",
+    "Rain",
+    "Talk",
+    "Forever",
+    "Streets",
+    "Echoes",
+    "Signals",
+    "Roses",
+    "Waves",
+    "Crown",
+    "Home",
+    "Fever",
+)
+LABELS = (
+    "Northbound Records",
+    "Blue Lantern Music",
+    "Harbor Sound",
+    "Meridian Recordings",
+    "Paper Moon Label",
+    "Static Bloom",
+    "Eastgate Music Group",
+    "Little Orbit",
+    "Sunday Tapes",
+    "Crescent Audio",
+)
 ISRC_COUNTRIES = ("US", "GB", "SE", "DE", "FR", "NG", "CA", "KR", "JP", "BR")
 BASE62 = string.digits + string.ascii_letters
 IMAGES = "https://images.credits.example"
@@ -96,8 +300,10 @@ class CatalogSummary:
     built: bool = True
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("seed", "built", "profiles", "albums", "tracks", "credits",
-                                               "chart_rows", "roles")}
+        return {
+            k: getattr(self, k)
+            for k in ("seed", "built", "profiles", "albums", "tracks", "credits", "chart_rows", "roles")
+        }
 
 
 class _Ids:
@@ -163,17 +369,26 @@ def _profile_rows(rng: random.Random, new_id: _Ids, count: int) -> list[dict]:
         city, country = rng.choice(CITIES) if rng.random() < 0.85 else (None, None)
         handle = _handle(name)
         social = rng.random()
-        rows.append({
-            "id": pid, "name": name, "city": city, "country": country,
-            "bio": (f"{name} is a {rng.choice(('songwriter', 'producer', 'engineer', 'multi-instrumentalist', 'artist'))}"
-                    f"{f' based in {city}' if city else ''}.") if rng.random() < 0.7 else None,
-            "website": f"https://{handle}.example" if social < 0.5 else None,
-            "facebook": f"https://facebook.com/{handle}" if social < 0.4 else None,
-            "twitter": f"https://twitter.com/{handle}" if social < 0.6 else None,
-            "instagram": f"https://instagram.com/{handle}" if social < 0.75 else None,
-            "spotify_id": _spotify_id(rng) if rng.random() < 0.8 else None,
-            "avatar_url": f"{IMAGES}/profiles/{pid}.jpg" if rng.random() < 0.9 else None,
-        })
+        rows.append(
+            {
+                "id": pid,
+                "name": name,
+                "city": city,
+                "country": country,
+                "bio": (
+                    f"{name} is a {rng.choice(('songwriter', 'producer', 'engineer', 'multi-instrumentalist', 'artist'))}"
+                    f"{f' based in {city}' if city else ''}."
+                )
+                if rng.random() < 0.7
+                else None,
+                "website": f"https://{handle}.example" if social < 0.5 else None,
+                "facebook": f"https://facebook.com/{handle}" if social < 0.4 else None,
+                "twitter": f"https://twitter.com/{handle}" if social < 0.6 else None,
+                "instagram": f"https://instagram.com/{handle}" if social < 0.75 else None,
+                "spotify_id": _spotify_id(rng) if rng.random() < 0.8 else None,
+                "avatar_url": f"{IMAGES}/profiles/{pid}.jpg" if rng.random() < 0.9 else None,
+            }
+        )
     return rows
 
 
@@ -183,11 +398,16 @@ def _album_rows(rng: random.Random, new_id: _Ids, count: int) -> list[dict]:
     rows = []
     for _ in range(count):
         aid = new_id()
-        rows.append({
-            "id": aid, "title": f"{rng.choice(TITLE_A)} {rng.choice(TITLE_B)}",
-            "album_art": f"{IMAGES}/albums/{aid}.jpg", "upc": _upc(rng), "label": rng.choice(LABELS),
-            "release_date": start + timedelta(days=rng.randrange(span)),
-        })
+        rows.append(
+            {
+                "id": aid,
+                "title": f"{rng.choice(TITLE_A)} {rng.choice(TITLE_B)}",
+                "album_art": f"{IMAGES}/albums/{aid}.jpg",
+                "upc": _upc(rng),
+                "label": rng.choice(LABELS),
+                "release_date": start + timedelta(days=rng.randrange(span)),
+            }
+        )
     return rows
 
 
@@ -232,11 +452,17 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
         album = rng.choice(albums)
         year = album["release_date"].year
         isrcs = [_isrc(rng, year)] + ([_isrc(rng, year)] if rng.random() < 0.1 else [])
-        tracks.append({
-            "id": tid, "title": f"{rng.choice(TITLE_A)} {rng.choice(TITLE_B)}",
-            "popularity": int(rng.triangular(0, 100, 35)), "isrcs": isrcs, "spotify_id": _spotify_id(rng),
-            "spotify_preview_url": f"{AUDIO}/previews/{tid}.mp3", "label": album["label"],
-        })
+        tracks.append(
+            {
+                "id": tid,
+                "title": f"{rng.choice(TITLE_A)} {rng.choice(TITLE_B)}",
+                "popularity": int(rng.triangular(0, 100, 35)),
+                "isrcs": isrcs,
+                "spotify_id": _spotify_id(rng),
+                "spotify_preview_url": f"{AUDIO}/previews/{tid}.mp3",
+                "label": album["label"],
+            }
+        )
         on_albums = [album] + ([rng.choice(albums)] if rng.random() < 0.15 else [])
         track_albums.append([a for i, a in enumerate(on_albums) if a not in on_albums[:i]])
         for position, artist in enumerate(pick_profiles(1 if rng.random() < 0.8 else 2)):
@@ -254,16 +480,25 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
     while len(credit_rows) < credits:
         track, album = rng.choice(appearances)
         crew = [(p, "Artist") for p in artists_of[track["id"]]]
-        crew += [(p, rng.choice(("Songwriter", "Producer", "Engineer", "Performer", "Songwriter", "Producer")))
-                 for p in pick_profiles(rng.randint(1, 4))]
+        crew += [
+            (p, rng.choice(("Songwriter", "Producer", "Engineer", "Performer", "Songwriter", "Producer")))
+            for p in pick_profiles(rng.randint(1, 4))
+        ]
         for profile_id, family in crew:
             key = (profile_id, track["id"], album["id"])
             if key in seen or len(credit_rows) >= credits:
                 continue
             seen.add(key)
             credit_id += 1
-            credit_rows.append({"id": credit_id, "profile_id": profile_id, "track_id": track["id"],
-                                "album_id": album["id"], "release_date": album["release_date"]})
+            credit_rows.append(
+                {
+                    "id": credit_id,
+                    "profile_id": profile_id,
+                    "track_id": track["id"],
+                    "album_id": album["id"],
+                    "release_date": album["release_date"],
+                }
+            )
             held = {rng.choice(roles_by_family[family])}
             if family != "Artist" and rng.random() < 0.35:
                 held.add(rng.choice(specific_roles))  # e.g. a producer who also played keys
@@ -277,12 +512,19 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
         ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
         for position, (profile_id, count) in enumerate(ranked, start=1):
             score = count * 100 + rng.randrange(100)
-            chart_rows.append({
-                "id": len(chart_rows) + 1, "profile_id": profile_id, "chart_name": CHARTS[family],
-                "position": position, "position_change": rng.randint(-10, 10), "score": score,
-                "score_change": rng.randint(-500, 500) if rng.random() < 0.8 else None,
-                "credits_count": count, "percentage": round(100.0 * count / total, 3),
-            })
+            chart_rows.append(
+                {
+                    "id": len(chart_rows) + 1,
+                    "profile_id": profile_id,
+                    "chart_name": CHARTS[family],
+                    "position": position,
+                    "position_change": rng.randint(-10, 10),
+                    "score": score,
+                    "score_change": rng.randint(-500, 500) if rng.random() < 0.8 else None,
+                    "credits_count": count,
+                    "percentage": round(100.0 * count / total, 3),
+                }
+            )
 
     # The catalog API's lookups: each track's ISRCs indexed, each album's Spotify id and popularity
     # (its most popular credited track's).
@@ -295,12 +537,20 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
         album["spotify_id"] = _derived_spotify_id(album["id"])
         album["popularity"] = album_popularity.get(album["id"], 0)
 
-    for model_or_table, rows in ((CreditRole, role_rows), (Profile, profiles), (Album, albums), (Track, tracks),
-                                 (TrackIsrc, isrc_rows), (TrackArtist, track_artists), (Credit, credit_rows),
-                                 (credit_role_links, link_rows), (ChartRow, chart_rows)):
+    for model_or_table, rows in (
+        (CreditRole, role_rows),
+        (Profile, profiles),
+        (Album, albums),
+        (Track, tracks),
+        (TrackIsrc, isrc_rows),
+        (TrackArtist, track_artists),
+        (Credit, credit_rows),
+        (credit_role_links, link_rows),
+        (ChartRow, chart_rows),
+    ):
         table = getattr(model_or_table, "__table__", model_or_table)
         for start in range(0, len(rows), BATCH):
-            db.session.execute(insert(table), rows[start:start + BATCH])
+            db.session.execute(insert(table), rows[start : start + BATCH])
     _sync_sequences()
     db.session.commit()
 
@@ -315,9 +565,11 @@ def _sync_sequences() -> None:
     if db.session.get_bind().dialect.name != "postgresql":
         return
     for table in ("credits", "credit_roles", "chart_rows"):
-        db.session.execute(text(
-            f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"  # noqa: S608 - fixed names
-        ))
+        db.session.execute(
+            text(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"  # noqa: S608 - fixed names
+            )
+        )
 
 
 class CatalogExists(RuntimeError):
@@ -339,8 +591,16 @@ def existing_summary() -> CatalogSummary:
     def count(model) -> int:
         return db.session.scalar(select(func.count()).select_from(model))
 
-    return CatalogSummary(seed=None, built=False, profiles=count(Profile), albums=count(Album), tracks=count(Track),
-                          credits=count(Credit), chart_rows=count(ChartRow), roles=count(CreditRole))
+    return CatalogSummary(
+        seed=None,
+        built=False,
+        profiles=count(Profile),
+        albums=count(Album),
+        tracks=count(Track),
+        credits=count(Credit),
+        chart_rows=count(ChartRow),
+        roles=count(CreditRole),
+    )
 
 
 def catalog_is_empty() -> bool:
@@ -350,9 +610,16 @@ def catalog_is_empty() -> bool:
 def clear_catalog() -> None:
     """Remove every catalog row; members keep their accounts but lose their profile link."""
     db.session.execute(update(User).where(User.profile_id.is_not(None)).values(profile_id=None))
-    for table in (credit_role_links, Credit.__table__, ChartRow.__table__, TrackArtist.__table__,
-                  TrackIsrc.__table__, Track.__table__,
-                  Album.__table__, Profile.__table__):
+    for table in (
+        credit_role_links,
+        Credit.__table__,
+        ChartRow.__table__,
+        TrackArtist.__table__,
+        TrackIsrc.__table__,
+        Track.__table__,
+        Album.__table__,
+        Profile.__table__,
+    ):
         db.session.execute(delete(table))
     db.session.execute(update(CreditRole).values(parent_id=None))
     db.session.execute(delete(CreditRole.__table__))
@@ -363,7 +630,9 @@ def profiles_by_credit_count(limit: int) -> list[str]:
     """The most-credited profiles (ties by id): the demo members are linked to these."""
     count = func.count(Credit.id)
     rows = db.session.execute(
-        select(Credit.profile_id, count).group_by(Credit.profile_id).order_by(count.desc(), Credit.profile_id)
+        select(Credit.profile_id, count)
+        .group_by(Credit.profile_id)
+        .order_by(count.desc(), Credit.profile_id)
         .limit(limit)
     ).all()
     return [row[0] for row in rows]

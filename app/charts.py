@@ -36,8 +36,10 @@ def bar_chart(series: Series, chart_id: str) -> Markup:
             f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{max(h, 0):.1f}">'
             f"<title>{escape(_day(day))}: {escape(_plural(value, series.unit))}</title></rect>"
         )
-    summary = (f"{series.label}, last {len(series.values)} days, {_day(series.days[0])} to {_day(series.days[-1])}: "
-               f"{_plural(series.total, series.unit)} in all, at most {max(series.values, default=0):,} a day.")
+    summary = (
+        f"{series.label}, last {len(series.values)} days, {_day(series.days[0])} to {_day(series.days[-1])}: "
+        f"{_plural(series.total, series.unit)} in all, at most {max(series.values, default=0):,} a day."
+    )
     base = TOP + inner_h
     svg = (
         f'<svg class="chart" id="{escape(chart_id)}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '

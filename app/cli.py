@@ -53,16 +53,30 @@ def users_create(email, name, tier, admin, role, password_stdin, profile_id, as_
     the address counts as verified only once the member opened the link."""
     password = sys.stdin.readline().rstrip("\r\n") if password_stdin else None
     try:
-        user = create_member(email, name, password, tier=tier, role=role or (Role.ADMIN if admin else Role.MEMBER),
-                             profile_id=profile_id, commit=False)
+        user = create_member(
+            email,
+            name,
+            password,
+            tier=tier,
+            role=role or (Role.ADMIN if admin else Role.MEMBER),
+            profile_id=profile_id,
+            commit=False,
+        )
     except MemberError as exc:
         fail(str(exc))
     record("user.created", subject=user, role=user.role, tier=user.tier)
     mail = send_verification(user) if password_stdin else invite(user)
     db.session.commit()
-    data = {"id": user.id, "sub": user.sub, "email": user.email, "tier": user.tier, "role": user.role,
-            "profile_id": user.profile_id, "email_verified": False,
-            ("verification_sent_to" if password_stdin else "invitation_sent_to"): user.email}
+    data = {
+        "id": user.id,
+        "sub": user.sub,
+        "email": user.email,
+        "tier": user.tier,
+        "role": user.role,
+        "profile_id": user.profile_id,
+        "email_verified": False,
+        ("verification_sent_to" if password_stdin else "invitation_sent_to"): user.email,
+    }
     _deliver(mail, user.email)
     emit(data, as_json, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
 
@@ -79,8 +93,11 @@ def users_invite(email, as_json):
     mail = invite(user)
     db.session.commit()
     _deliver(mail, user.email)
-    emit({"id": user.id, "email": user.email, "invitation_sent_to": user.email}, as_json,
-         lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
+    emit(
+        {"id": user.id, "email": user.email, "invitation_sent_to": user.email},
+        as_json,
+        lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()),
+    )
 
 
 def _deliver(mail, email: str) -> None:
@@ -92,8 +109,10 @@ def _deliver(mail, email: str) -> None:
     try:
         deliver(mail, current_app)
     except Exception as exc:
-        fail(f"the mail to {email} was not sent ({type(exc).__name__}: {exc}); "
-             f"send another with: flask users invite {email}")
+        fail(
+            f"the mail to {email} was not sent ({type(exc).__name__}: {exc}); "
+            f"send another with: flask users invite {email}"
+        )
 
 
 @clients.command("create")
@@ -101,19 +120,26 @@ def _deliver(mail, email: str) -> None:
 @click.option("--redirect-uri", "redirect_uris", multiple=True, required=True, help="Repeat for several.")
 @click.option("--post-logout-redirect-uri", "logout_uris", multiple=True)
 @click.option("--public", is_flag=True, help="A public client (native or browser app): no secret, PKCE.")
-@click.option("--auth-method", type=click.Choice(SECRET_AUTH_METHODS), default=DEFAULT_SECRET_AUTH_METHOD,
-              show_default=True)
+@click.option(
+    "--auth-method", type=click.Choice(SECRET_AUTH_METHODS), default=DEFAULT_SECRET_AUTH_METHOD, show_default=True
+)
 @click.option("--scope", default=None, help="Allowed scopes (space-separated); default: all.")
 @click.option("--trusted", is_flag=True, help="First-party app: consent is skipped.")
 @click.option("--no-pkce", is_flag=True, help="Do not require PKCE (confidential legacy apps only).")
 @click.option("--client-id", default=None, help="Choose the client id (default: random).")
 @json_option
-def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope, trusted, no_pkce, client_id,
-                   as_json):
+def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope, trusted, no_pkce, client_id, as_json):
     """Register an application. Its secret is printed once; only a hash is stored."""
-    spec = NewClient(name=name, redirect_uris=list(redirect_uris), post_logout_redirect_uris=list(logout_uris),
-                     public=public, auth_method=auth_method, trusted=trusted, require_pkce=not no_pkce,
-                     client_id=client_id)
+    spec = NewClient(
+        name=name,
+        redirect_uris=list(redirect_uris),
+        post_logout_redirect_uris=list(logout_uris),
+        public=public,
+        auth_method=auth_method,
+        trusted=trusted,
+        require_pkce=not no_pkce,
+        client_id=client_id,
+    )
     if scope is not None:
         spec.scope = scope
     if client_id and db.session.scalar(db.select(Client.id).where(Client.client_id == client_id)):
@@ -122,11 +148,23 @@ def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope,
         client, secret = register_app(spec, actor=None)  # same rules as register_client, plus the audit trail
     except RegistrationError as exc:
         fail(str(exc))
-    data = {"client_id": client.client_id, "client_secret": secret, "name": client.name,
-            "type": client.client_type, "token_endpoint_auth_method": client.token_endpoint_auth_method,
-            "redirect_uris": client.redirect_uris, "scope": client.allowed_scopes}
-    emit(data, as_json, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items() if v is not None)
-         + ("\n(the secret is shown only now)" if secret else ""))
+    data = {
+        "client_id": client.client_id,
+        "client_secret": secret,
+        "name": client.name,
+        "type": client.client_type,
+        "token_endpoint_auth_method": client.token_endpoint_auth_method,
+        "redirect_uris": client.redirect_uris,
+        "scope": client.allowed_scopes,
+    }
+    emit(
+        data,
+        as_json,
+        lambda d: (
+            "\n".join(f"{k}: {v}" for k, v in d.items() if v is not None)
+            + ("\n(the secret is shown only now)" if secret else "")
+        ),
+    )
 
 
 @clients.command("list")
@@ -136,11 +174,28 @@ def clients_list(as_json):
     rows = db.session.scalars(
         db.select(Client).where(Client.status != ClientStatus.DELETED).order_by(Client.created_at)
     ).all()
-    data = [{"client_id": c.client_id, "name": c.name, "type": c.client_type, "status": c.status,
-             "redirect_uris": c.redirect_uris, "created_at": c.created_at.isoformat()} for c in rows]
-    emit(data, as_json, lambda d: "\n".join(
-        f"{c['client_id']}  {c['type']:<12} {c['status']:<8} {c['name']}  {' '.join(c['redirect_uris'])}" for c in d
-    ) or "no applications")
+    data = [
+        {
+            "client_id": c.client_id,
+            "name": c.name,
+            "type": c.client_type,
+            "status": c.status,
+            "redirect_uris": c.redirect_uris,
+            "created_at": c.created_at.isoformat(),
+        }
+        for c in rows
+    ]
+    emit(
+        data,
+        as_json,
+        lambda d: (
+            "\n".join(
+                f"{c['client_id']}  {c['type']:<12} {c['status']:<8} {c['name']}  {' '.join(c['redirect_uris'])}"
+                for c in d
+            )
+            or "no applications"
+        ),
+    )
 
 
 @keys.command("generate")
@@ -171,8 +226,11 @@ def keys_rotate(immediate, as_json):
         row = keystore.rotate(immediate=immediate)
     except KeyStoreError as exc:
         fail(str(exc))
-    emit({"kid": row.kid, "activates_at": row.activates_at.isoformat()}, as_json,
-         lambda d: f"new key {d['kid']} signs from {d['activates_at']}")
+    emit(
+        {"kid": row.kid, "activates_at": row.activates_at.isoformat()},
+        as_json,
+        lambda d: f"new key {d['kid']} signs from {d['activates_at']}",
+    )
 
 
 @keys.command("retire")
@@ -184,8 +242,11 @@ def keys_retire(kid, as_json):
         row = keystore.retire(kid)
     except KeyStoreError as exc:
         fail(str(exc))
-    emit({"kid": row.kid, "expires_at": row.expires_at.isoformat()}, as_json,
-         lambda d: f"retired {d['kid']}; published until {d['expires_at']}")
+    emit(
+        {"kid": row.kid, "expires_at": row.expires_at.isoformat()},
+        as_json,
+        lambda d: f"retired {d['kid']}; published until {d['expires_at']}",
+    )
 
 
 @keys.command("revoke")
@@ -201,8 +262,11 @@ def keys_revoke(kid, yes, as_json):
         row = keystore.revoke(kid)
     except KeyStoreError as exc:
         fail(str(exc))
-    emit({"kid": row.kid, "expires_at": row.expires_at.isoformat()}, as_json,
-         lambda d: f"revoked {d['kid']}: no longer published")
+    emit(
+        {"kid": row.kid, "expires_at": row.expires_at.isoformat()},
+        as_json,
+        lambda d: f"revoked {d['kid']}: no longer published",
+    )
 
 
 @keys.command("list")
@@ -210,14 +274,24 @@ def keys_revoke(kid, yes, as_json):
 def keys_list(as_json):
     """Every key with its state (next, active, retired)."""
     data = keystore.describe()
-    emit(data, as_json, lambda d: "\n".join(
-        f"{k['kid']}  {k['alg']}  {k['state']:<8} created {k['created_at']}" for k in d) or "no keys")
+    emit(
+        data,
+        as_json,
+        lambda d: (
+            "\n".join(f"{k['kid']}  {k['alg']}  {k['state']:<8} created {k['created_at']}" for k in d) or "no keys"
+        ),
+    )
 
 
 @demo.command("seed")
 @click.option("--seed", "catalog_seed", type=int, default=None, help="Seed of the demo catalog (same seed, same data).")
-@click.option("--credits", "credit_count", type=click.IntRange(min=100), default=None,
-              help="Credit rows in the demo catalog (e.g. 100000 for benchmarks).")
+@click.option(
+    "--credits",
+    "credit_count",
+    type=click.IntRange(min=100),
+    default=None,
+    help="Credit rows in the demo catalog (e.g. 100000 for benchmarks).",
+)
 @click.option("--rebuild", is_flag=True, help="Replace an existing catalog (members keep their accounts).")
 @json_option
 def demo_seed(catalog_seed, credit_count, rebuild, as_json):
@@ -233,11 +307,15 @@ def demo_seed(catalog_seed, credit_count, rebuild, as_json):
     def human(d):
         c = d["catalog"]
         origin = f"seed {c['seed']}" if c["built"] else "kept"
-        lines = [f"Demo catalog ({origin}): {c['profiles']} profiles, "
-                 f"{c['albums']} albums, {c['tracks']} tracks, {c['credits']} credits, {c['chart_rows']} chart rows"]
+        lines = [
+            f"Demo catalog ({origin}): {c['profiles']} profiles, "
+            f"{c['albums']} albums, {c['tracks']} tracks, {c['credits']} credits, {c['chart_rows']} chart rows"
+        ]
         lines.append("Demo members (passwords shown once):")
-        lines += [f"  {m['tier']:<5} {m['email']}  password: {m['password']}  profile: {m['profile_id']}"
-                  for m in d["members"]]
+        lines += [
+            f"  {m['tier']:<5} {m['email']}  password: {m['password']}  profile: {m['profile_id']}"
+            for m in d["members"]
+        ]
         lines.append("Demo apps:")
         for a in d["apps"]:
             secret = f"  secret: {a['client_secret']}" if a["client_secret"] else "  (public: no secret)"
@@ -252,8 +330,9 @@ def demo_seed(catalog_seed, credit_count, rebuild, as_json):
 
 
 @click.command("purge-expired")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None,
-              help="Rows per transaction (default: PURGE_BATCH_SIZE).")
+@click.option(
+    "--batch-size", type=click.IntRange(min=1), default=None, help="Rows per transaction (default: PURGE_BATCH_SIZE)."
+)
 @click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
 @json_option
 def purge_expired_command(batch_size, dry_run, as_json):

@@ -48,60 +48,88 @@ DEFAULTS: dict[str, Setting] = {
         300, "Seconds a rotated-in key is published before it signs (relying parties refresh their cache)."
     ),
     "KEY_REFRESH_INTERVAL": Setting(10, "Seconds between checks for keys rotated by another process."),
-    "TRUSTED_PROXY_HOPS": Setting(0, "Reverse proxies in front of the service whose X-Forwarded-* headers are trusted."),
+    "TRUSTED_PROXY_HOPS": Setting(
+        0, "Reverse proxies in front of the service whose X-Forwarded-* headers are trusted."
+    ),
     "REFRESH_GRACE_SECONDS": Setting(
         0, "Refresh-rotation grace window (0-60 s): a retried refresh within it gets the same response. 0 = off."
     ),
-    "REDIS_URL": Setting("", "Redis for rate-limit counters shared by all processes (`redis://host:6379/0`); empty = in memory."),
+    "REDIS_URL": Setting(
+        "", "Redis for rate-limit counters shared by all processes (`redis://host:6379/0`); empty = in memory."
+    ),
     # Sign-in throttling (app/auth/throttle.py): a correct password from a browser that signed in to
     # the account before (its device cookie) is never refused; unknown browsers get a progressive delay.
     "LOGIN_ACCOUNT_FREE_FAILURES": Setting(
         5, "Failed sign-ins per account from unknown browsers before each further attempt must wait (1, 2, 4 ... s)."
     ),
-    "LOGIN_ACCOUNT_MAX_DELAY": Setting(300, "The longest wait, in seconds, between sign-in attempts at one account from unknown browsers."),
+    "LOGIN_ACCOUNT_MAX_DELAY": Setting(
+        300, "The longest wait, in seconds, between sign-in attempts at one account from unknown browsers."
+    ),
     "LOGIN_DEVICE_LIMIT": Setting(
         "10 per 15 minutes", "Failed sign-ins a known browser (device cookie) may make before it counts as unknown."
     ),
     "LOGIN_IP_LIMIT": Setting(
-        "300 per 15 minutes", "Failed sign-ins per client IP (unknown browsers) before 429; high enough for a shared proxy."
+        "300 per 15 minutes",
+        "Failed sign-ins per client IP (unknown browsers) before 429; high enough for a shared proxy.",
     ),
-    "DEVICE_COOKIE_LIFETIME": Setting(365 * 24 * 3600, "Seconds a browser stays known to an account after its last sign-in."),
-    "TOKEN_CLIENT_LIMIT": Setting("300 per minute", "Token-endpoint requests allowed per client id from one IP before 429."),
+    "DEVICE_COOKIE_LIFETIME": Setting(
+        365 * 24 * 3600, "Seconds a browser stays known to an account after its last sign-in."
+    ),
+    "TOKEN_CLIENT_LIMIT": Setting(
+        "300 per minute", "Token-endpoint requests allowed per client id from one IP before 429."
+    ),
     # Mail (app/mail.py): password-reset, verification and invitation links.
     "SMTP_URL": Setting(
-        "", "SMTP server: `smtp://user:pass@host:587` (STARTTLS, required off loopback) or `smtps://host:465`; "
-        "empty = write mails to MAIL_OUTBOX_DIR (development only)."
+        "",
+        "SMTP server: `smtp://user:pass@host:587` (STARTTLS, required off loopback) or `smtps://host:465`; "
+        "empty = write mails to MAIL_OUTBOX_DIR (development only).",
     ),
     "MAIL_FROM": Setting("Credits ID <no-reply@localhost>", "The From address of the mails the service sends."),
-    "MAIL_OUTBOX_DIR": Setting(str(PROJECT_ROOT / "instance" / "outbox"), "Where mails go without SMTP_URL (development)."),
+    "MAIL_OUTBOX_DIR": Setting(
+        str(PROJECT_ROOT / "instance" / "outbox"), "Where mails go without SMTP_URL (development)."
+    ),
     "MAIL_ACCOUNT_LIMIT": Setting(
         "3 per hour", "Reset and verification mails per account; beyond it none is sent (the page answers the same)."
     ),
     "MAIL_IP_LIMIT": Setting("20 per hour", "Requests for a reset or verification mail per client IP before 429."),
-    "PASSWORD_RESET_LIFETIME": Setting(30 * 60, "Seconds a password-reset link works (single use; a newer one replaces it)."),
+    "PASSWORD_RESET_LIFETIME": Setting(
+        30 * 60, "Seconds a password-reset link works (single use; a newer one replaces it)."
+    ),
     "EMAIL_VERIFICATION_LIFETIME": Setting(24 * 3600, "Seconds an email-verification link works."),
     "INVITATION_LIFETIME": Setting(7 * 24 * 3600, "Seconds an invitation link (set your first password) works."),
     "ARGON2_TIME_COST": Setting(2, "argon2id iterations (OWASP minimum: 2 with 19 MiB)."),
     "ARGON2_MEMORY_COST": Setting(19456, "argon2id memory in KiB (19 MiB)."),
     "ARGON2_PARALLELISM": Setting(1, "argon2id lanes."),
-    "DATABASE_POOL_SIZE": Setting(5, "Connections each process keeps open to PostgreSQL (match the threads per worker)."),
+    "DATABASE_POOL_SIZE": Setting(
+        5, "Connections each process keeps open to PostgreSQL (match the threads per worker)."
+    ),
     "DATABASE_MAX_OVERFLOW": Setting(5, "Extra PostgreSQL connections a process may open under a burst."),
     "DATABASE_POOL_RECYCLE": Setting(
         1800, "Seconds after which a pooled PostgreSQL connection is replaced (keep it below any proxy's idle timeout)."
     ),
     "DATABASE_POOL_TIMEOUT": Setting(10, "Seconds a request waits for a free connection before answering 503."),
-    "DATABASE_CONNECT_TIMEOUT": Setting(5, "Seconds to wait for PostgreSQL to accept a connection before answering 503."),
+    "DATABASE_CONNECT_TIMEOUT": Setting(
+        5, "Seconds to wait for PostgreSQL to accept a connection before answering 503."
+    ),
     "LOG_LEVEL": Setting("INFO", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."),
     "METRICS_ENABLED": Setting(True, "Collect Prometheus metrics (served as METRICS_TOKEN and METRICS_BIND say)."),
-    "METRICS_TOKEN": Setting("", "/metrics on the main port answers only `Authorization: Bearer <token>`; "
-                                 "empty: not served there (404)."),
-    "METRICS_BIND": Setting("", "host:port where serve.py serves /metrics on a port of its own, for a scraper "
-                                "on a private network; empty: no such port."),
+    "METRICS_TOKEN": Setting(
+        "", "/metrics on the main port answers only `Authorization: Bearer <token>`; empty: not served there (404)."
+    ),
+    "METRICS_BIND": Setting(
+        "",
+        "host:port where serve.py serves /metrics on a port of its own, for a scraper "
+        "on a private network; empty: no such port.",
+    ),
     "PURGE_BATCH_SIZE": Setting(1000, "Rows `flask purge-expired` deletes per transaction."),
     "AUDIT_RETENTION_DAYS": Setting(
-        365, "Days the audit trail (with the IPs it records) is kept; `flask purge-expired` deletes older events. 0 = forever."
+        365,
+        "Days the audit trail (with the IPs it records) is kept; `flask purge-expired` deletes older events. 0 = forever.",
     ),
-    "API_RATE_LIMIT_PER_MINUTE": Setting(300, "Requests per minute to the `/v1` data API per sign-in (a grant: its access token and those refreshed from it)."),
+    "API_RATE_LIMIT_PER_MINUTE": Setting(
+        300,
+        "Requests per minute to the `/v1` data API per sign-in (a grant: its access token and those refreshed from it).",
+    ),
 }
 
 

@@ -31,11 +31,20 @@ from app.capabilities import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
 BEARER_METHODS = "GET, POST"
 BEARER_HEADERS = "Authorization, Content-Type, x-api-key"
 # Response headers a cross-origin page may read beyond the always-readable few (Fetch standard).
-EXPOSED = ", ".join([
-    "WWW-Authenticate", "Retry-After", "X-Request-Id", "X-Gateway-Request-Id", "RateLimit-Limit",
-    "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Limit-Minute", "X-RateLimit-Remaining-Minute",
-    "x-service-version",
-])
+EXPOSED = ", ".join(
+    [
+        "WWW-Authenticate",
+        "Retry-After",
+        "X-Request-Id",
+        "X-Gateway-Request-Id",
+        "RateLimit-Limit",
+        "RateLimit-Remaining",
+        "RateLimit-Reset",
+        "X-RateLimit-Limit-Minute",
+        "X-RateLimit-Remaining-Minute",
+        "x-service-version",
+    ]
+)
 PREFLIGHT_MAX_AGE = "600"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 

@@ -54,13 +54,22 @@ def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, r
         user = db.session.scalar(db.select(User).where(User.email == spec["email"]))
         if user is None:
             # Demo addresses receive no mail: they are created verified, so `make run` works at once.
-            user = create_member(spec["email"], spec["name"], password, tier=spec["tier"], profile_id=profile_id,
-                                 email_verified=True)
+            user = create_member(
+                spec["email"], spec["name"], password, tier=spec["tier"], profile_id=profile_id, email_verified=True
+            )
         else:
             user.profile_id, user.tier, user.email_verified = profile_id, spec["tier"], True
             set_password(user, password)
-        members.append({"email": user.email, "password": password, "tier": user.tier,
-                        "profile_id": user.profile_id, "id": user.id, "sub": user.sub})
+        members.append(
+            {
+                "email": user.email,
+                "password": password,
+                "tier": user.tier,
+                "profile_id": user.profile_id,
+                "id": user.id,
+                "sub": user.sub,
+            }
+        )
     apps = []
     for spec in DEMO_APPS:
         client = db.session.scalar(db.select(Client).where(Client.client_id == spec.client_id))
@@ -69,8 +78,15 @@ def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, r
         else:
             client.name = spec.name  # a database seeded under an older name shows the one name too
             secret = None if client.is_public else rotate_secret(client)
-        apps.append({"name": client.name, "client_id": client.client_id, "client_secret": secret,
-                     "type": client.client_type, "redirect_uris": client.redirect_uris})
+        apps.append(
+            {
+                "name": client.name,
+                "client_id": client.client_id,
+                "client_secret": secret,
+                "type": client.client_type,
+                "redirect_uris": client.redirect_uris,
+            }
+        )
     return {"members": members, "apps": apps, "catalog": catalog.as_dict(), "developer": _demo_developer()}
 
 
@@ -79,13 +95,15 @@ def _demo_developer() -> dict:
     password = new_secret(12)
     user = db.session.scalar(db.select(User).where(User.email == DEMO_DEVELOPER["email"]))
     if user is None:
-        user = create_member(DEMO_DEVELOPER["email"], DEMO_DEVELOPER["name"], password, role=Role.DEVELOPER,
-                             email_verified=True)  # a demo address receives no mail
+        user = create_member(
+            DEMO_DEVELOPER["email"], DEMO_DEVELOPER["name"], password, role=Role.DEVELOPER, email_verified=True
+        )  # a demo address receives no mail
     else:
         user.role, user.email_verified = Role.DEVELOPER, True
         set_password(user, password)
-    key = db.session.scalar(db.select(ApiKey).where(ApiKey.owner_id == user.id, ApiKey.name == DEMO_KEY_NAME,
-                                                    ApiKey.revoked_at.is_(None)))
+    key = db.session.scalar(
+        db.select(ApiKey).where(ApiKey.owner_id == user.id, ApiKey.name == DEMO_KEY_NAME, ApiKey.revoked_at.is_(None))
+    )
     if key is None:
         key, value = create_key(user, DEMO_KEY_NAME, "secret", "payg")
     else:

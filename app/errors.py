@@ -19,8 +19,14 @@ from app.oauth.authorize import UntrustedRequest
 
 log = logging.getLogger(__name__)
 
-MACHINE_PREFIXES = ("/api/auth/oauth2/token", "/api/auth/oauth2/userinfo", "/api/auth/oauth2/revoke",
-                    "/api/auth/oauth2/introspect", "/api/auth/jwks", "/.well-known/")
+MACHINE_PREFIXES = (
+    "/api/auth/oauth2/token",
+    "/api/auth/oauth2/userinfo",
+    "/api/auth/oauth2/revoke",
+    "/api/auth/oauth2/introspect",
+    "/api/auth/jwks",
+    "/.well-known/",
+)
 FRIENDLY = {
     400: ("Bad request", "The request could not be understood."),
     403: ("Not allowed", "You do not have access to this page."),
@@ -31,31 +37,59 @@ FRIENDLY = {
     500: ("Something went wrong", "An unexpected error happened on our side. Please try again."),
     503: ("Temporarily unavailable", "The sign-in service is temporarily unavailable. Please try again shortly."),
 }
-OAUTH_CODES = {400: "invalid_request", 404: "invalid_request", 405: "invalid_request", 413: "invalid_request",
-               429: "slow_down", 500: "server_error", 503: "temporarily_unavailable"}
+OAUTH_CODES = {
+    400: "invalid_request",
+    404: "invalid_request",
+    405: "invalid_request",
+    413: "invalid_request",
+    429: "slow_down",
+    500: "server_error",
+    503: "temporarily_unavailable",
+}
 
 
 def is_machine_request() -> bool:
     return request.path.startswith(MACHINE_PREFIXES)
 
 
-def error_page(title: str, message: str, status: int, hint: str | None = None, *, app_name: str | None = None,
-               redirect_uri: str | None = None, developer_hint: str | None = None, next_step: str | None = None,
-               links: list[tuple[str, str]] | None = None) -> tuple[str, int]:
+def error_page(
+    title: str,
+    message: str,
+    status: int,
+    hint: str | None = None,
+    *,
+    app_name: str | None = None,
+    redirect_uri: str | None = None,
+    developer_hint: str | None = None,
+    next_step: str | None = None,
+    links: list[tuple[str, str]] | None = None,
+) -> tuple[str, int]:
     """The error page: what went wrong, the app and the refused redirect URI when known, what to
     do (`next_step` replaces the status's general advice when the page knows better), and
     `links` (label, path) to where the member can go instead."""
-    return render_template("errors/error.html", title=title, message=message, status=status, hint=hint,
-                           app_name=app_name, redirect_uri=redirect_uri, developer_hint=developer_hint,
-                           next_step=next_step, links=links or [], request_id=g.get("request_id")), status
+    return render_template(
+        "errors/error.html",
+        title=title,
+        message=message,
+        status=status,
+        hint=hint,
+        app_name=app_name,
+        redirect_uri=redirect_uri,
+        developer_hint=developer_hint,
+        next_step=next_step,
+        links=links or [],
+        request_id=g.get("request_id"),
+    ), status
 
 
 def _untrusted_next_step(error) -> str | None:
     if error.status == 403 and error.app_name:
         return f"Go back to {error.app_name} later, or ask its team when it will be available again."
     if error.redirect_uri is not None or error.developer_hint:
-        return (f"Go back to {error.app_name or 'the application'} and tell its team: nothing was shared, and you "
-                "can try again once they have fixed it.")
+        return (
+            f"Go back to {error.app_name or 'the application'} and tell its team: nothing was shared, and you "
+            "can try again once they have fixed it."
+        )
     return None
 
 
@@ -69,13 +103,24 @@ def machine_error(status: int, description: str) -> Response:
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(UntrustedRequest)
     def untrusted(error: UntrustedRequest):
-        return error_page(error.title, error.message, error.status, hint=error.hint, app_name=error.app_name,
-                          redirect_uri=error.redirect_uri, developer_hint=error.developer_hint,
-                          next_step=_untrusted_next_step(error))
+        return error_page(
+            error.title,
+            error.message,
+            error.status,
+            hint=error.hint,
+            app_name=error.app_name,
+            redirect_uri=error.redirect_uri,
+            developer_hint=error.developer_hint,
+            next_step=_untrusted_next_step(error),
+        )
 
     @app.errorhandler(CSRFError)
     def csrf_failed(error: CSRFError):
-        return error_page("Form expired", "This form has expired or was not sent by this site. Go back, reload the page and try again.", 400)
+        return error_page(
+            "Form expired",
+            "This form has expired or was not sent by this site. Go back, reload the page and try again.",
+            400,
+        )
 
     @app.errorhandler(OAuth2Error)
     def oauth_error(error: OAuth2Error):

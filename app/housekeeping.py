@@ -38,8 +38,9 @@ RULES: dict[str, Rule] = {
     "authorization_codes": Rule(AuthorizationCode, lambda now: AuthorizationCode.expires_at <= now),
     "tokens": Rule(
         Token,
-        lambda now: (Token.access_expires_at <= now)
-        & or_(Token.refresh_expires_at.is_(None), Token.refresh_expires_at <= now),
+        lambda now: (
+            (Token.access_expires_at <= now) & or_(Token.refresh_expires_at.is_(None), Token.refresh_expires_at <= now)
+        ),
     ),
     "login_sessions": Rule(
         LoginSession, lambda now: or_(LoginSession.expires_at <= now, LoginSession.ended_at.is_not(None))
@@ -70,7 +71,9 @@ def purge_table(rule: Rule, now: datetime, batch_size: int) -> int:
     deleted = 0
     while True:
         batch = select(pk).where(rule.expired(now)).limit(batch_size).scalar_subquery()
-        result = db.session.execute(delete(rule.model).where(pk.in_(batch)).execution_options(synchronize_session=False))
+        result = db.session.execute(
+            delete(rule.model).where(pk.in_(batch)).execution_options(synchronize_session=False)
+        )
         db.session.commit()
         deleted += result.rowcount
         if result.rowcount < batch_size:

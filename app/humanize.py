@@ -62,7 +62,8 @@ def time_tag(moment: datetime | str | None, now: datetime | None = None) -> Mark
         moment = datetime.fromisoformat(moment)
     moment = _aware(moment)
     return Markup('<time datetime="{}" title="{}">{}</time>').format(
-        moment.isoformat(), exact(moment), escape(ago(moment, now)))
+        moment.isoformat(), exact(moment), escape(ago(moment, now))
+    )
 
 
 def init_humanize(app: Flask) -> None:

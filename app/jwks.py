@@ -123,10 +123,7 @@ class KeyStore:
         body = json.dumps({"keys": published}, separators=(",", ":")).encode()
         # Recompute when the next key activates, a key retires, or a retired key expires.
         boundaries = [
-            t
-            for r in rows
-            for t in (r.activates_at, r.retired_at, r.expires_at)
-            if t is not None and t > now
+            t for r in rows for t in (r.activates_at, r.retired_at, r.expires_at) if t is not None and t > now
         ]
         until = time.monotonic() + (min(boundaries) - now).total_seconds() if boundaries else float("inf")
         snap = KeySnapshot(
@@ -198,8 +195,10 @@ class KeyStore:
         now = utcnow()
         pending = [r for r in self.snapshot().rows if r.activates_at > now and r.retired_at is None]
         if pending and not immediate:
-            raise KeyStoreError(f"a rotation is already under way: key {pending[0].kid} signs from "
-                                f"{pending[0].activates_at.isoformat()}")
+            raise KeyStoreError(
+                f"a rotation is already under way: key {pending[0].kid} signs from "
+                f"{pending[0].activates_at.isoformat()}"
+            )
         for waiting in pending:
             row = db.session.get(SigningKey, waiting.kid)
             row.retired_at = row.expires_at = now

@@ -98,13 +98,33 @@ def request_id_for(incoming: str | None) -> str:
     return incoming if incoming and REQUEST_ID_PATTERN.fullmatch(incoming) else uuid.uuid4().hex
 
 
-def write_access_line(*, method: str, path: str, endpoint: str | None, status: int, latency_ms: float | None,
-                      client_id: str | None, member: str | None, remote_addr: str | None, request_id: str) -> None:
+def write_access_line(
+    *,
+    method: str,
+    path: str,
+    endpoint: str | None,
+    status: int,
+    latency_ms: float | None,
+    client_id: str | None,
+    member: str | None,
+    remote_addr: str | None,
+    request_id: str,
+) -> None:
     """The one access line per request (from Flask's hook, or the published-documents front)."""
-    access_log.info("request", extra={
-        "method": method, "path": path, "endpoint": endpoint, "status": status, "latency_ms": latency_ms,
-        "client_id": client_id, "member": member, "remote_addr": remote_addr, "request_id": request_id,
-    })
+    access_log.info(
+        "request",
+        extra={
+            "method": method,
+            "path": path,
+            "endpoint": endpoint,
+            "status": status,
+            "latency_ms": latency_ms,
+            "client_id": client_id,
+            "member": member,
+            "remote_addr": remote_addr,
+            "request_id": request_id,
+        },
+    )
 
 
 def _start_request() -> None:

@@ -107,5 +107,10 @@ def _to_outbox(message: EmailMessage, outbox: Path) -> None:
     path = outbox / f"{utcnow().strftime('%Y%m%dT%H%M%S')}-{new_secret(4)}.eml"
     path.write_bytes(bytes(message))
     links = LINK.findall(message.get_content())
-    log.warning("mail written to %s (no SMTP_URL): %s to %s; links: %s", path, message["Subject"], message["To"],
-                " ".join(links) or "none")
+    log.warning(
+        "mail written to %s (no SMTP_URL): %s to %s; links: %s",
+        path,
+        message["Subject"],
+        message["To"],
+        " ".join(links) or "none",
+    )

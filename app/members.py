@@ -51,9 +51,15 @@ def create_member(
     if db.session.scalar(db.select(User.id).where(User.email == email)):
         raise MemberError(f"a member with email {email} already exists")
     profile_id = linkable_profile_id(profile_id)
-    user = User(email=email, name=name.strip(), tier=tier, role=role, email_verified=email_verified,
-                password_hash=passwords.hash(password if password is not None else new_secret(32)),
-                profile_id=profile_id)
+    user = User(
+        email=email,
+        name=name.strip(),
+        tier=tier,
+        role=role,
+        email_verified=email_verified,
+        password_hash=passwords.hash(password if password is not None else new_secret(32)),
+        profile_id=profile_id,
+    )
     db.session.add(user)
     if commit:
         db.session.commit()
@@ -75,8 +81,13 @@ def set_password(user: User, password: str) -> None:
     db.session.commit()
 
 
-def change_password(user: User, password: str, actor: User | None = None, disconnect_apps: bool = False,
-                    action: str = "password.changed") -> dict:
+def change_password(
+    user: User,
+    password: str,
+    actor: User | None = None,
+    disconnect_apps: bool = False,
+    action: str = "password.changed",
+) -> dict:
     """A new password for `user` (the member on the account page, or support with the CLI). Every
     session of theirs ends: whoever signed in with the old password is signed out. After a
     compromise, `disconnect_apps` also revokes every app's consent and tokens (a grant obtained

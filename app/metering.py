@@ -121,7 +121,8 @@ def last_used(keys: list[ApiKey]) -> dict[str, date]:
     if not keys:
         return {}
     rows = db.session.execute(
-        select(ApiUsage.key_id, func.max(ApiUsage.day)).where(ApiUsage.key_id.in_([k.id for k in keys]))
+        select(ApiUsage.key_id, func.max(ApiUsage.day))
+        .where(ApiUsage.key_id.in_([k.id for k in keys]))
         .group_by(ApiUsage.key_id)
     )
     return dict(rows.all())

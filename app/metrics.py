@@ -31,18 +31,32 @@ from app import logs
 
 NAMESPACE = "credits_id"
 
-REQUESTS = Counter("http_requests", "HTTP requests answered, by endpoint, method and status.",
-                   ["endpoint", "method", "status"], namespace=NAMESPACE)
-LATENCY = Histogram("http_request_duration_seconds", "Time to answer an HTTP request, by endpoint.",
-                    ["endpoint"], namespace=NAMESPACE,
-                    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+REQUESTS = Counter(
+    "http_requests",
+    "HTTP requests answered, by endpoint, method and status.",
+    ["endpoint", "method", "status"],
+    namespace=NAMESPACE,
+)
+LATENCY = Histogram(
+    "http_request_duration_seconds",
+    "Time to answer an HTTP request, by endpoint.",
+    ["endpoint"],
+    namespace=NAMESPACE,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
 LOGINS = Counter("logins", "Password sign-ins, by result (ok, failed).", ["result"], namespace=NAMESPACE)
-CONSENTS = Counter("consents", "Answers on the consent page, by decision (granted, denied).", ["decision"],
-                   namespace=NAMESPACE)
-TOKENS = Counter("tokens", "Tokens issued (code redeemed), refreshed (rotation) and revoked.", ["event"],
-                 namespace=NAMESPACE)
-REUSE = Counter("reuse_detected", "A used authorization code or rotated refresh token presented again.",
-                ["kind"], namespace=NAMESPACE)
+CONSENTS = Counter(
+    "consents", "Answers on the consent page, by decision (granted, denied).", ["decision"], namespace=NAMESPACE
+)
+TOKENS = Counter(
+    "tokens", "Tokens issued (code redeemed), refreshed (rotation) and revoked.", ["event"], namespace=NAMESPACE
+)
+REUSE = Counter(
+    "reuse_detected",
+    "A used authorization code or rotated refresh token presented again.",
+    ["kind"],
+    namespace=NAMESPACE,
+)
 
 bp = Blueprint("metrics", __name__)
 
@@ -64,8 +78,9 @@ def login_failed() -> None:
 def consent_answered(allow: bool, user, client) -> None:
     CONSENTS.labels("granted" if allow else "denied").inc()
     logs.note(client_id=client.client_id, user_id=user.id)
-    logs.event("consent " + ("granted" if allow else "denied"), client_id=client.client_id,
-               member=logs.member_hash(user.id))
+    logs.event(
+        "consent " + ("granted" if allow else "denied"), client_id=client.client_id, member=logs.member_hash(user.id)
+    )
 
 
 def tokens_issued(grant_type: str, client_id: str, user_id: str) -> None:
@@ -102,8 +117,12 @@ def observe_request(endpoint: str, method: str, status: int, seconds: float | No
 
 def _observe(response: Response) -> Response:
     started = g.get("request_started")
-    observe_request(request.url_rule.endpoint if request.url_rule else "unmatched", request.method,
-                    response.status_code, time.perf_counter() - started if started is not None else None)
+    observe_request(
+        request.url_rule.endpoint if request.url_rule else "unmatched",
+        request.method,
+        response.status_code,
+        time.perf_counter() - started if started is not None else None,
+    )
     return response
 
 
@@ -125,8 +144,7 @@ def metrics() -> Response:
     given = request.headers.get("Authorization", "")
     if not token or not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
         abort(404)
-    return Response(generate_latest(registry()), mimetype=CONTENT_TYPE_LATEST,
-                    headers={"Cache-Control": "no-store"})
+    return Response(generate_latest(registry()), mimetype=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})
 
 
 def init_metrics(app: Flask) -> None:

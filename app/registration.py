@@ -118,8 +118,12 @@ def link_problem(url: str, field: str | None = None) -> str | None:
     return None
 
 
-LINK_FIELDS = {"homepage_url": "Homepage", "logo_url": "Logo URL", "policy_url": "Privacy policy URL",
-               "tos_url": "Terms URL"}
+LINK_FIELDS = {
+    "homepage_url": "Homepage",
+    "logo_url": "Logo URL",
+    "policy_url": "Privacy policy URL",
+    "tos_url": "Terms URL",
+}
 
 
 def registration_problems(spec: NewClient, public: bool) -> dict[str, list[str]]:
@@ -131,9 +135,10 @@ def registration_problems(spec: NewClient, public: bool) -> dict[str, list[str]]
         problems["name"] = ["Name is required (at most 120 characters)"]
     if not spec.redirect_uris:
         problems["redirect_uris"] = ["At least one redirect URI is required"]
-    for attr, what, uris, for_public in (("redirect_uris", "Redirect URI", spec.redirect_uris, public),
-                                         ("post_logout_redirect_uris", "Post-logout redirect URI",
-                                          spec.post_logout_redirect_uris, False)):
+    for attr, what, uris, for_public in (
+        ("redirect_uris", "Redirect URI", spec.redirect_uris, public),
+        ("post_logout_redirect_uris", "Post-logout redirect URI", spec.post_logout_redirect_uris, False),
+    ):
         found = [f"{what} {uri!r} {problem}" for uri in uris if (problem := redirect_uri_problem(uri, for_public))]
         if found:
             problems.setdefault(attr, []).extend(found)

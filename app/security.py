@@ -21,8 +21,18 @@ CSP_DIRECTIVES = (
 # added per page by `allow_form_redirect`.
 FORM_ACTION = "form-action 'self' http: https:"
 CSP = f"{CSP_DIRECTIVES}; {FORM_ACTION}"
-NO_STORE_PREFIXES = ("/login", "/consent", "/logout", "/account", "/console", "/signed-in", "/api/auth/oauth2/",
-                     "/password/", "/email/", "/invitation")
+NO_STORE_PREFIXES = (
+    "/login",
+    "/consent",
+    "/logout",
+    "/account",
+    "/console",
+    "/signed-in",
+    "/api/auth/oauth2/",
+    "/password/",
+    "/email/",
+    "/invitation",
+)
 HSTS = "max-age=31536000; includeSubDomains"
 # Authlib logs every issued token (access, refresh, ID token) at DEBUG ("Issue token %r").
 QUIET_LOGGERS = ("authlib",)
@@ -63,8 +73,9 @@ def refuse_nul_bytes() -> None:
     """No parameter of this service may hold a NUL byte: refuse it before any route reads it
     (PostgreSQL cannot store NUL in text, and no identifier, code or token contains one)."""
     values = request.values
-    if "\x00" in request.path or any("\x00" in key or "\x00" in value
-                                      for key in values for value in values.getlist(key)):
+    if "\x00" in request.path or any(
+        "\x00" in key or "\x00" in value for key in values for value in values.getlist(key)
+    ):
         abort(400)
 
 

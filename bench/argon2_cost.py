@@ -51,8 +51,12 @@ def measure(t: int, m: int, p: int, n: int) -> dict:
         hasher.hash(password)
         hash_walls.append(time.perf_counter() - w0)
     ms = lambda xs: round(statistics.median(xs) * 1000, 1)  # noqa: E731
-    return {"verify_wall_ms": ms(walls), "verify_cpu_ms": ms(cpus), "verify_min_ms": round(min(walls) * 1000, 1),
-            "hash_wall_ms": ms(hash_walls)}
+    return {
+        "verify_wall_ms": ms(walls),
+        "verify_cpu_ms": ms(cpus),
+        "verify_min_ms": round(min(walls) * 1000, 1),
+        "hash_wall_ms": ms(hash_walls),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -60,14 +64,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n", type=int, default=30, help="verifications per row")
     a = ap.parse_args(argv)
     s = load_settings()
-    rows = [(f"configured: m={s['ARGON2_MEMORY_COST']}, t={s['ARGON2_TIME_COST']}, p={s['ARGON2_PARALLELISM']}",
-             int(s["ARGON2_TIME_COST"]), int(s["ARGON2_MEMORY_COST"]), int(s["ARGON2_PARALLELISM"]))] + CANDIDATES
+    rows = [
+        (
+            f"configured: m={s['ARGON2_MEMORY_COST']}, t={s['ARGON2_TIME_COST']}, p={s['ARGON2_PARALLELISM']}",
+            int(s["ARGON2_TIME_COST"]),
+            int(s["ARGON2_MEMORY_COST"]),
+            int(s["ARGON2_PARALLELISM"]),
+        )
+    ] + CANDIDATES
     print("| argon2id parameters | verify ms (median wall) | verify ms (fastest) | verify CPU ms | hash ms |")
     print("|---|---:|---:|---:|---:|")
     for label, t, m, p in rows:
         r = measure(t, m, p, a.n)
-        print(f"| {label} | {r['verify_wall_ms']} | {r['verify_min_ms']} | {r['verify_cpu_ms']} | {r['hash_wall_ms']} |",
-              flush=True)
+        print(
+            f"| {label} | {r['verify_wall_ms']} | {r['verify_min_ms']} | {r['verify_cpu_ms']} | {r['hash_wall_ms']} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,11 @@ BENCH_PASSWORD = "correct horse battery staple"  # noqa: S105 - a benchmark acco
 
 # The benchmark fires thousands of token requests from one client, logins from one address and
 # /v1 reads with one token: the throttles and the /v1 budget would answer them with 429.
-BENCH_LIMITS = {"TOKEN_CLIENT_LIMIT": "1000000 per minute", "LOGIN_IP_LIMIT": "1000000 per minute",
-                "API_RATE_LIMIT_PER_MINUTE": 100_000_000}
+BENCH_LIMITS = {
+    "TOKEN_CLIENT_LIMIT": "1000000 per minute",
+    "LOGIN_IP_LIMIT": "1000000 per minute",
+    "API_RATE_LIMIT_PER_MINUTE": 100_000_000,
+}
 # A bench-only hasher: argon2id at its minimum cost, to take the password hash off the round trip
 # (the peer hashes no password). The real cost is measured beside it.
 CHEAP_ARGON2 = {"ARGON2_TIME_COST": 1, "ARGON2_MEMORY_COST": 8, "ARGON2_PARALLELISM": 1}
@@ -93,18 +96,37 @@ def add_filler(scale: int, password_hash: str, client_pk: int) -> dict:
     rnd = secrets.token_hex
 
     users = [
-        {"id": new_uuid(), "sub": new_uuid(), "email": f"filler-{i}@example.test", "email_verified": True,
-         "name": f"Filler Member {i}", "password_hash": password_hash, "tier": "pro" if i % 5 == 0 else "basic",
-         "role": "member", "created_at": now, "updated_at": now}
+        {
+            "id": new_uuid(),
+            "sub": new_uuid(),
+            "email": f"filler-{i}@example.test",
+            "email_verified": True,
+            "name": f"Filler Member {i}",
+            "password_hash": password_hash,
+            "tier": "pro" if i % 5 == 0 else "basic",
+            "role": "member",
+            "created_at": now,
+            "updated_at": now,
+        }
         for i in range(counts["members"])
     ]
     db.session.execute(insert(User), users)
     apps = [
-        {"client_id": rnd(16), "client_secret_hash": sha256_hex(rnd(32)), "name": f"Filler App {i}",
-         "client_type": "confidential", "token_endpoint_auth_method": "client_secret_basic",
-         "redirect_uris": [f"https://app{i}.example.com/cb"], "post_logout_redirect_uris": [],
-         "allowed_scopes": "openid profile email offline_access credits:read", "require_pkce": True,
-         "trusted": False, "status": "active", "created_at": now, "updated_at": now}
+        {
+            "client_id": rnd(16),
+            "client_secret_hash": sha256_hex(rnd(32)),
+            "name": f"Filler App {i}",
+            "client_type": "confidential",
+            "token_endpoint_auth_method": "client_secret_basic",
+            "redirect_uris": [f"https://app{i}.example.com/cb"],
+            "post_logout_redirect_uris": [],
+            "allowed_scopes": "openid profile email offline_access credits:read",
+            "require_pkce": True,
+            "trusted": False,
+            "status": "active",
+            "created_at": now,
+            "updated_at": now,
+        }
         for i in range(counts["apps"])
     ]
     db.session.execute(insert(Client), apps)
@@ -117,33 +139,70 @@ def add_filler(scale: int, password_hash: str, client_pk: int) -> dict:
     tokens = []
     for i in range(counts["tokens"]):
         issued = now - timedelta(minutes=i % 600)
-        tokens.append({
-            "client_id": pick(app_pks, i), "user_id": pick(user_ids, i * 7), "grant_id": new_uuid(),
-            "scope": "openid profile email offline_access", "access_token_hash": sha256_hex(rnd(32)),
-            "refresh_token_hash": sha256_hex(rnd(32)) if i % 2 == 0 else None, "issued_at": issued,
-            "access_expires_at": issued + timedelta(hours=1),
-            "refresh_expires_at": issued + timedelta(days=30) if i % 2 == 0 else None,
-            "revoked_at": now if i % 10 == 0 else None, "auth_time": issued,
-        })
+        tokens.append(
+            {
+                "client_id": pick(app_pks, i),
+                "user_id": pick(user_ids, i * 7),
+                "grant_id": new_uuid(),
+                "scope": "openid profile email offline_access",
+                "access_token_hash": sha256_hex(rnd(32)),
+                "refresh_token_hash": sha256_hex(rnd(32)) if i % 2 == 0 else None,
+                "issued_at": issued,
+                "access_expires_at": issued + timedelta(hours=1),
+                "refresh_expires_at": issued + timedelta(days=30) if i % 2 == 0 else None,
+                "revoked_at": now if i % 10 == 0 else None,
+                "auth_time": issued,
+            }
+        )
     for start in range(0, len(tokens), 5_000):
-        db.session.execute(insert(Token), tokens[start:start + 5_000])
-    db.session.execute(insert(AuthorizationCode), [
-        {"code_hash": sha256_hex(rnd(32)), "client_id": pick(app_pks, i), "user_id": pick(user_ids, i * 3),
-         "grant_id": new_uuid(), "redirect_uri": "https://example.com/cb", "scope": "openid",
-         "code_challenge": rnd(22), "code_challenge_method": "S256", "auth_time": now, "issued_at": now,
-         "expires_at": now + timedelta(seconds=60), "used_at": now}
-        for i in range(counts["codes"])
-    ])
-    db.session.execute(insert(LoginSession), [
-        {"session_hash": sha256_hex(rnd(32)), "user_id": pick(user_ids, i), "auth_time": now,
-         "expires_at": now + timedelta(days=14), "ip": "127.0.0.1", "user_agent": "filler"}
-        for i in range(counts["sessions"])
-    ])
-    db.session.execute(insert(Consent), [
-        {"user_id": pick(user_ids, i), "client_id": pick(app_pks, i // len(user_ids)),
-         "scope": "openid profile email", "granted_at": now, "updated_at": now}
-        for i in range(min(counts["consents"], len(user_ids) * len(app_pks)))
-    ])
+        db.session.execute(insert(Token), tokens[start : start + 5_000])
+    db.session.execute(
+        insert(AuthorizationCode),
+        [
+            {
+                "code_hash": sha256_hex(rnd(32)),
+                "client_id": pick(app_pks, i),
+                "user_id": pick(user_ids, i * 3),
+                "grant_id": new_uuid(),
+                "redirect_uri": "https://example.com/cb",
+                "scope": "openid",
+                "code_challenge": rnd(22),
+                "code_challenge_method": "S256",
+                "auth_time": now,
+                "issued_at": now,
+                "expires_at": now + timedelta(seconds=60),
+                "used_at": now,
+            }
+            for i in range(counts["codes"])
+        ],
+    )
+    db.session.execute(
+        insert(LoginSession),
+        [
+            {
+                "session_hash": sha256_hex(rnd(32)),
+                "user_id": pick(user_ids, i),
+                "auth_time": now,
+                "expires_at": now + timedelta(days=14),
+                "ip": "127.0.0.1",
+                "user_agent": "filler",
+            }
+            for i in range(counts["sessions"])
+        ],
+    )
+    db.session.execute(
+        insert(Consent),
+        [
+            {
+                "user_id": pick(user_ids, i),
+                "client_id": pick(app_pks, i // len(user_ids)),
+                "scope": "openid profile email",
+                "granted_at": now,
+                "updated_at": now,
+            }
+            for i in range(min(counts["consents"], len(user_ids) * len(app_pks)))
+        ],
+    )
     db.session.commit()
     return counts
 
@@ -151,8 +210,9 @@ def add_filler(scale: int, password_hash: str, client_pk: int) -> dict:
 CATALOG_CREDITS = 120_000
 
 
-def prepare(database_url: str, keys_dir: str, scale: int = 1, argon2: dict | None = None,
-            catalog_credits: int = CATALOG_CREDITS) -> dict:
+def prepare(
+    database_url: str, keys_dir: str, scale: int = 1, argon2: dict | None = None, catalog_credits: int = CATALOG_CREDITS
+) -> dict:
     """Build the dataset; returns what the load generator and the server need."""
     from flask_migrate import upgrade
 
@@ -171,16 +231,21 @@ def prepare(database_url: str, keys_dir: str, scale: int = 1, argon2: dict | Non
         reset_schema(db.engine)
         upgrade()
         keystore.ensure_key()
-        client, secret = register_client(NewClient(
-            name="Benchmark App", client_id=BENCH_CLIENT_ID, redirect_uris=[REDIRECT_URI],
-            scope="openid profile email offline_access credits:read",
-        ))
+        client, secret = register_client(
+            NewClient(
+                name="Benchmark App",
+                client_id=BENCH_CLIENT_ID,
+                redirect_uris=[REDIRECT_URI],
+                scope="openid profile email offline_access credits:read",
+            )
+        )
         profile_id, member_credits = None, 0
         if catalog_credits > 0:
             build_catalog(credits=catalog_credits)
             profile_id = profiles_by_credit_count(1)[0]
             member_credits = db.session.scalar(
-                select(func.count()).select_from(Credit).where(Credit.profile_id == profile_id))
+                select(func.count()).select_from(Credit).where(Credit.profile_id == profile_id)
+            )
         member = create_member(BENCH_EMAIL, "Bench Member", BENCH_PASSWORD, tier="pro", profile_id=profile_id)
         counts = add_filler(scale, member.password_hash, client.id) if scale > 0 else {}
         return {

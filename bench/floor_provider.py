@@ -38,7 +38,6 @@ USERNAME, PASSWORD = "alice", "correct horse battery staple"
 SCOPES = ("openid", "profile", "email", "offline_access")
 
 
-
 @cache
 def signing_key() -> RSAKey:
     """One RSA key per process, made at first use (the bench imports this module for its
@@ -246,8 +245,15 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
 
     def save_authorization_code(self, code: str, request) -> Code:
         data = request.payload.data
-        item = Code(code, request.payload.redirect_uri, request.payload.scope, data.get("nonce"),
-                    data["code_challenge"], data["code_challenge_method"], session["auth_time"])
+        item = Code(
+            code,
+            request.payload.redirect_uri,
+            request.payload.scope,
+            data.get("nonce"),
+            data["code_challenge"],
+            data["code_challenge_method"],
+            session["auth_time"],
+        )
         with STORE.lock:
             STORE.codes[code] = item
             if len(STORE.codes) > STORE.purge_above:
@@ -323,13 +329,20 @@ def create_app() -> Flask:
     @app.get("/.well-known/openid-configuration")
     def discovery():
         issuer = request.host_url.rstrip("/")
-        return jsonify(issuer=issuer, authorization_endpoint=issuer + "/authorize", token_endpoint=issuer + "/token",
-                       userinfo_endpoint=issuer + "/userinfo", jwks_uri=issuer + "/jwks",
-                       response_types_supported=["code"], subject_types_supported=["public"],
-                       id_token_signing_alg_values_supported=["RS256"], scopes_supported=list(SCOPES),
-                       code_challenge_methods_supported=["S256"],
-                       token_endpoint_auth_methods_supported=["client_secret_basic"],
-                       grant_types_supported=["authorization_code", "refresh_token"])
+        return jsonify(
+            issuer=issuer,
+            authorization_endpoint=issuer + "/authorize",
+            token_endpoint=issuer + "/token",
+            userinfo_endpoint=issuer + "/userinfo",
+            jwks_uri=issuer + "/jwks",
+            response_types_supported=["code"],
+            subject_types_supported=["public"],
+            id_token_signing_alg_values_supported=["RS256"],
+            scopes_supported=list(SCOPES),
+            code_challenge_methods_supported=["S256"],
+            token_endpoint_auth_methods_supported=["client_secret_basic"],
+            grant_types_supported=["authorization_code", "refresh_token"],
+        )
 
     key_set = KeySet([signing_key()]).as_dict(private=False)
 
@@ -350,9 +363,11 @@ def create_app() -> Flask:
             return server.handle_error_response(None, error)
         wants_consent = request.values.get("prompt") == "consent" or CLIENT_ID not in STORE.consented
         if request.method == "GET" and wants_consent:
-            return (f'<!doctype html><title>Consent</title><p>{escape(grant.client.client_id)} wants '
-                    f'{escape(grant.request.payload.scope)}</p><form method="post" action="{escape(request.full_path)}">'
-                    '<button type="submit" name="decision" value="allow">Allow</button></form>')
+            return (
+                f"<!doctype html><title>Consent</title><p>{escape(grant.client.client_id)} wants "
+                f'{escape(grant.request.payload.scope)}</p><form method="post" action="{escape(request.full_path)}">'
+                '<button type="submit" name="decision" value="allow">Allow</button></form>'
+            )
         if request.method == "POST":
             STORE.consented.add(CLIENT_ID)
         # The request was validated above: answer from the grant, instead of
@@ -365,11 +380,14 @@ def create_app() -> Flask:
     @app.route("/login", methods=["GET", "POST"])
     def login():
         if request.method == "GET":
-            return ('<!doctype html><title>Sign in</title><form method="post" action="/login">'
-                    '<input type="text" name="username"><input type="password" name="password">'
-                    '<button type="submit">Sign in</button></form>')
+            return (
+                '<!doctype html><title>Sign in</title><form method="post" action="/login">'
+                '<input type="text" name="username"><input type="password" name="password">'
+                '<button type="submit">Sign in</button></form>'
+            )
         if request.form.get("username") != USERNAME or not secrets.compare_digest(
-                request.form.get("password", ""), PASSWORD):
+            request.form.get("password", ""), PASSWORD
+        ):
             return "bad credentials", 401
         session["uid"], session["auth_time"] = MEMBER.id, int(time.time())
         return redirect(session.pop("resume", "/"))

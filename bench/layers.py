@@ -47,15 +47,19 @@ def cpu_us(fn: Callable[[], object], number: int, repeat: int) -> float:
 class WSGICall:
     """One request to a WSGI app, environ built once, body replayed: the app's own cost."""
 
-    def __init__(self, app, path: str, *, method: str = "GET", headers: dict | None = None,
-                 form: dict | None = None):
+    def __init__(self, app, path: str, *, method: str = "GET", headers: dict | None = None, form: dict | None = None):
         from werkzeug.test import EnvironBuilder
 
         self.app = app
         self.body = urlencode(form).encode() if form else b""
-        builder = EnvironBuilder(path=path, method=method, headers=headers or {}, data=self.body or None,
-                                 content_type="application/x-www-form-urlencoded" if form else None,
-                                 base_url="http://127.0.0.1:9")
+        builder = EnvironBuilder(
+            path=path,
+            method=method,
+            headers=headers or {},
+            data=self.body or None,
+            content_type="application/x-www-form-urlencoded" if form else None,
+            base_url="http://127.0.0.1:9",
+        )
         self.environ = builder.get_environ()
         self.status = ""
 
@@ -83,14 +87,26 @@ def crypto_rows(number: int, repeat: int) -> list[tuple[str, float]]:
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     key = RSAKey.import_key(private)
     now = int(time.time())
-    claims = {"iss": "http://127.0.0.1:9", "sub": "x" * 22, "aud": "app", "iat": now, "exp": now + 300,
-              "auth_time": now, "nonce": "n", "at_hash": "a" * 22}
+    claims = {
+        "iss": "http://127.0.0.1:9",
+        "sub": "x" * 22,
+        "aud": "app",
+        "iat": now,
+        "exp": now + 300,
+        "auth_time": now,
+        "nonce": "n",
+        "at_hash": "a" * 22,
+    }
     payload = b"x" * 400
     return [
-        ("RS256 signature, 2048-bit key (cryptography)",
-         cpu_us(lambda: private.sign(payload, padding.PKCS1v15(), hashes.SHA256()), number, repeat)),
-        ("ID token: header, claims, RS256 (joserfc, as the provider signs)",
-         cpu_us(lambda: jwt.encode({"alg": "RS256", "kid": "k", "typ": "JWT"}, claims, key), number, repeat)),
+        (
+            "RS256 signature, 2048-bit key (cryptography)",
+            cpu_us(lambda: private.sign(payload, padding.PKCS1v15(), hashes.SHA256()), number, repeat),
+        ),
+        (
+            "ID token: header, claims, RS256 (joserfc, as the provider signs)",
+            cpu_us(lambda: jwt.encode({"alg": "RS256", "kid": "k", "typ": "JWT"}, claims, key), number, repeat),
+        ),
         ("SHA-256 of a 43-character token", cpu_us(lambda: hashlib.sha256(b"t" * 43).hexdigest(), number * 20, repeat)),
     ]
 
@@ -130,20 +146,31 @@ def database_rows(app, access_token: str, client_id: str, number: int, repeat: i
             def run():
                 with Session(engine) as session:
                     session.scalar(statement, params)
+
             return run
 
         rows = [
             ("sqlite3 driver: the token row by its indexed hash", cpu_us(driver, number, repeat)),
-            ("SQLAlchemy Core: the same row, on an open connection",
-             cpu_us(lambda: connection.execute(core, {"hash": digest}).first(), number, repeat)),
-            ("SQLAlchemy Session: begin, take a connection, close (once per request)",
-             cpu_us(session_cycle, number, repeat)),
-            ("ORM in a fresh session: the token with its app and member (introspection, revocation)",
-             cpu_us(orm(_ACCESS_TOKEN, {"hash": digest}), number, repeat)),
-            ("Core in a fresh session: the same, as plain values (find_bearer: userinfo, /v1)",
-             cpu_us(bearer, number, repeat)),
-            ("ORM in a fresh session: the app by its client_id (token, authorize)",
-             cpu_us(orm(_CLIENT_BY_ID, {"client_id": client_id}), number, repeat)),
+            (
+                "SQLAlchemy Core: the same row, on an open connection",
+                cpu_us(lambda: connection.execute(core, {"hash": digest}).first(), number, repeat),
+            ),
+            (
+                "SQLAlchemy Session: begin, take a connection, close (once per request)",
+                cpu_us(session_cycle, number, repeat),
+            ),
+            (
+                "ORM in a fresh session: the token with its app and member (introspection, revocation)",
+                cpu_us(orm(_ACCESS_TOKEN, {"hash": digest}), number, repeat),
+            ),
+            (
+                "Core in a fresh session: the same, as plain values (find_bearer: userinfo, /v1)",
+                cpu_us(bearer, number, repeat),
+            ),
+            (
+                "ORM in a fresh session: the app by its client_id (token, authorize)",
+                cpu_us(orm(_CLIENT_BY_ID, {"client_id": client_id}), number, repeat),
+            ),
         ]
         connection.close()
         raw.close()
@@ -174,9 +201,21 @@ def request_rows(app, driver: Driver, data: dict, number: int, repeat: int) -> l
     batch = max(number // 10, 20)
     best = float("inf")
     for _ in range(repeat):
-        exchanges = [WSGICall(app, TOKEN, method="POST", headers={"Authorization": "Basic " + creds}, form={
-            "grant_type": "authorization_code", "code": code, "redirect_uri": data["redirect_uri"],
-            "code_verifier": verifier}) for code, verifier in (driver.sso() for _ in range(batch))]
+        exchanges = [
+            WSGICall(
+                app,
+                TOKEN,
+                method="POST",
+                headers={"Authorization": "Basic " + creds},
+                form={
+                    "grant_type": "authorization_code",
+                    "code": code,
+                    "redirect_uri": data["redirect_uri"],
+                    "code_verifier": verifier,
+                },
+            )
+            for code, verifier in (driver.sso() for _ in range(batch))
+        ]
         started = time.process_time()
         for call in exchanges:
             call()

@@ -55,9 +55,16 @@ class Driver:
     def _authorize_url(self, scope: str, prompt: str | None) -> tuple[str, str]:
         verifier = secrets.token_urlsafe(48)
         challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-        params = {"response_type": "code", "client_id": self.data["client_id"], "redirect_uri": self.data["redirect_uri"],
-                  "scope": scope, "state": "s", "nonce": "n", "code_challenge": challenge,
-                  "code_challenge_method": "S256"}
+        params = {
+            "response_type": "code",
+            "client_id": self.data["client_id"],
+            "redirect_uri": self.data["redirect_uri"],
+            "scope": scope,
+            "state": "s",
+            "nonce": "n",
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+        }
         if prompt:
             params["prompt"] = prompt
         return AUTHORIZE + "?" + "&".join(f"{k}={v.replace(' ', '%20')}" for k, v in params.items()), verifier
@@ -76,13 +83,29 @@ class Driver:
         url, verifier = self._authorize_url(scope, "consent")
         page = self._follow(self.browser.get(url))
         html = page.get_data(as_text=True)
-        page = self._follow(self.browser.post("/login", data={
-            "csrf_token": _hidden(html, "csrf_token"), "interaction": _hidden(html, "interaction"),
-            "email": self.data["username"], "password": self.data["password"]}))
+        page = self._follow(
+            self.browser.post(
+                "/login",
+                data={
+                    "csrf_token": _hidden(html, "csrf_token"),
+                    "interaction": _hidden(html, "interaction"),
+                    "email": self.data["username"],
+                    "password": self.data["password"],
+                },
+            )
+        )
         html = page.get_data(as_text=True)
-        location = self._follow(self.browser.post("/consent", data={
-            "csrf_token": _hidden(html, "csrf_token"), "interaction": _hidden(html, "interaction"),
-            "decision": "allow", "scope": re.findall(r'name="scope" value="([^"]+)" checked', html)}))
+        location = self._follow(
+            self.browser.post(
+                "/consent",
+                data={
+                    "csrf_token": _hidden(html, "csrf_token"),
+                    "interaction": _hidden(html, "interaction"),
+                    "decision": "allow",
+                    "scope": re.findall(r'name="scope" value="([^"]+)" checked', html),
+                },
+            )
+        )
         return parse_qs(urlsplit(location).query)["code"][0], verifier
 
     def sso(self, scope="openid profile email offline_access") -> tuple[str, str]:
@@ -91,14 +114,23 @@ class Driver:
         return parse_qs(urlsplit(location).query)["code"][0], verifier
 
     def exchange(self, code: str, verifier: str) -> dict:
-        r = self.rp.post(TOKEN, headers=self.basic, data={
-            "grant_type": "authorization_code", "code": code, "redirect_uri": self.data["redirect_uri"],
-            "code_verifier": verifier})
+        r = self.rp.post(
+            TOKEN,
+            headers=self.basic,
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": self.data["redirect_uri"],
+                "code_verifier": verifier,
+            },
+        )
         assert r.status_code == 200, r.get_data(as_text=True)
         return r.get_json()
 
     def refresh(self, refresh_token: str) -> dict:
-        r = self.rp.post(TOKEN, headers=self.basic, data={"grant_type": "refresh_token", "refresh_token": refresh_token})
+        r = self.rp.post(
+            TOKEN, headers=self.basic, data={"grant_type": "refresh_token", "refresh_token": refresh_token}
+        )
         assert r.status_code == 200, r.get_data(as_text=True)
         return r.get_json()
 
@@ -141,6 +173,7 @@ def operation(d: Driver, op: str, n: int):
         def rotate():
             for _ in range(n):
                 state["rt"] = d.refresh(state["rt"])["refresh_token"]
+
         return rotate
     if op == "userinfo":
         return lambda: [d.get("/api/auth/oauth2/userinfo", tokens["access_token"]) for _ in range(n)]
@@ -185,8 +218,11 @@ def main(argv: list[str] | None = None) -> None:
                 Path(a.html).write_text(profiler.output_html())
             else:
                 print(profiler.output_text(unicode=True, color=False, show_all=False))
-        print(f"{op:10s} n={a.n}: {wall * 1000 / a.n:.3f} ms wall/op, {cpu * 1000 / a.n:.3f} ms CPU/op, "
-              f"{queries[0] / a.n:.1f} SQL queries/op (test client, in-process)", flush=True)
+        print(
+            f"{op:10s} n={a.n}: {wall * 1000 / a.n:.3f} ms wall/op, {cpu * 1000 / a.n:.3f} ms CPU/op, "
+            f"{queries[0] / a.n:.1f} SQL queries/op (test client, in-process)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

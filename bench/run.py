@@ -51,8 +51,13 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_HARNESS = ROOT.parent / "shared" / "bench"
 
 # The peer's fixed test client and member (see the harness's peer/server.js).
-PEER = {"client_id": "perf-conf", "client_secret": "perf-conf-secret-0123456789abcdef0123456789abcdef",
-        "username": "alice", "password": "correct horse battery staple", "driver": "peer"}
+PEER = {
+    "client_id": "perf-conf",
+    "client_secret": "perf-conf-secret-0123456789abcdef0123456789abcdef",
+    "username": "alice",
+    "password": "correct horse battery staple",
+    "driver": "peer",
+}
 SCOPE = "openid profile email offline_access"  # what the harness requests (the peer's scopes)
 SSO_SCOPE = "openid profile email"  # already consented: no page is shown
 
@@ -75,34 +80,74 @@ class Endpoint:
 V1_SCOPE = "openid credits:read"
 EXTRA_ENDPOINTS: list[Endpoint] = [
     Endpoint("v1-credits-first-page", "/v1/me/credits?limit=50", scope=V1_SCOPE, concurrency=(1,), p99_target_ms=30),
-    Endpoint("v1-credits-last-page", "/v1/me/credits?limit=50&offset={last_page_offset}", scope=V1_SCOPE,
-             concurrency=(1,), p99_target_ms=30),
+    Endpoint(
+        "v1-credits-last-page",
+        "/v1/me/credits?limit=50&offset={last_page_offset}",
+        scope=V1_SCOPE,
+        concurrency=(1,),
+        p99_target_ms=30,
+    ),
     Endpoint("v1-me", "/v1/me", scope=V1_SCOPE, concurrency=(1,)),
 ]
 
 P99_TARGETS = {ep.name: ep.p99_target_ms for ep in EXTRA_ENDPOINTS if ep.p99_target_ms is not None}
 
 PROFILES = {
-    "quick": {"repeat": 1, "get_duration": 3, "get_concurrency": "1", "rt_duration": 5, "rt_concurrency": "1",
-              "codes": 300, "token_concurrency": "1", "refresh_duration": 4, "refresh_concurrency": "1,8",
-              "userinfo_concurrency": "1"},
-    "standard": {"repeat": 3, "get_duration": 5, "get_concurrency": "1,16", "rt_duration": 8,
-                 "rt_concurrency": "1,8", "codes": 600, "token_concurrency": "1,8", "refresh_duration": 6,
-                 "refresh_concurrency": "1,8", "userinfo_concurrency": "1,16"},
+    "quick": {
+        "repeat": 1,
+        "get_duration": 3,
+        "get_concurrency": "1",
+        "rt_duration": 5,
+        "rt_concurrency": "1",
+        "codes": 300,
+        "token_concurrency": "1",
+        "refresh_duration": 4,
+        "refresh_concurrency": "1,8",
+        "userinfo_concurrency": "1",
+    },
+    "standard": {
+        "repeat": 3,
+        "get_duration": 5,
+        "get_concurrency": "1,16",
+        "rt_duration": 8,
+        "rt_concurrency": "1,8",
+        "codes": 600,
+        "token_concurrency": "1,8",
+        "refresh_duration": 6,
+        "refresh_concurrency": "1,8",
+        "userinfo_concurrency": "1,16",
+    },
 }
 TARGETS = {  # ours / the in-memory peer, server CPU per operation (issue 7)
-    "token": 1.0, "refresh": 1.0, "roundtrip": 1.0, "sso": 1.0, "userinfo": 2.0,
+    "token": 1.0,
+    "refresh": 1.0,
+    "roundtrip": 1.0,
+    "sso": 1.0,
+    "userinfo": 2.0,
 }
 # Ours / the database-backed peer on the same kind of store (issue 20), server and store CPU per
 # operation: ours on SQLite against the peer on Redis, ours on PostgreSQL against the peer on PostgreSQL.
 PERSISTENT_TARGETS = {
-    "token(code+PKCE) c=1": 1.0, "refresh(rotate) c=1": 1.0, "userinfo c=1": 1.3, "roundtrip c=1": 1.5,
+    "token(code+PKCE) c=1": 1.0,
+    "refresh(rotate) c=1": 1.0,
+    "userinfo c=1": 1.3,
+    "roundtrip c=1": 1.5,
     "refresh(rotate) c=8": 1.5,
 }
-PERSISTENT_PAIRS = (("ours", "peer-redis", "SQLite", "Redis"), ("ours-postgresql", "peer-pg", "PostgreSQL", "PostgreSQL"))
+PERSISTENT_PAIRS = (
+    ("ours", "peer-redis", "SQLite", "Redis"),
+    ("ours-postgresql", "peer-pg", "PostgreSQL", "PostgreSQL"),
+)
 FLOOR_TARGET = 1.2
 FLOOR_TESTS = ("discovery", "jwks", "hello")  # ours: measured in turn by Bench.floor
-HARNESS_TESTS = ("discovery", "jwks", "roundtrip", "token", "refresh", "userinfo")  # oidcperf's own  # discovery and JWKS: within 1.2x of the Flask hello endpoint
+HARNESS_TESTS = (
+    "discovery",
+    "jwks",
+    "roundtrip",
+    "token",
+    "refresh",
+    "userinfo",
+)  # oidcperf's own  # discovery and JWKS: within 1.2x of the Flask hello endpoint
 
 
 def load_harness(path: Path):
@@ -160,9 +205,24 @@ class Bench:
         keys = self.tmp / keys_name
         env = {**os.environ, **{k: str(v) for k, v in argon2.items()}, "PYTHONPATH": str(ROOT)}
         out = subprocess.run(  # noqa: S603 - our own fixed argv
-            [sys.executable, "-m", "bench.dataset", "--database-url", database_url, "--keys-dir", str(keys),
-             "--scale", str(self.a.scale), "--catalog-credits", str(self.a.catalog_credits if catalog else 0), "--json"],
-            cwd=ROOT, env=env, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "bench.dataset",
+                "--database-url",
+                database_url,
+                "--keys-dir",
+                str(keys),
+                "--scale",
+                str(self.a.scale),
+                "--catalog-credits",
+                str(self.a.catalog_credits if catalog else 0),
+                "--json",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
         )
         if out.returncode != 0:
             raise SystemExit(f"bench: preparing the dataset failed:\n{out.stderr[-3000:]}")
@@ -171,17 +231,32 @@ class Bench:
     def provider(self, data: dict, argon2: dict, label: str) -> Target:
         port = free_port()
         issuer = f"http://127.0.0.1:{port}"
-        env = {"APP_ENV": "development", "ISSUER_URL": issuer, "DATABASE_URL": data["database_url"],
-               "KEYS_DIR": data["keys_dir"], "SECRET_KEY": "bench-" + secrets.token_hex(24), **argon2,
-               **BENCH_LIMITS}
+        env = {
+            "APP_ENV": "development",
+            "ISSUER_URL": issuer,
+            "DATABASE_URL": data["database_url"],
+            "KEYS_DIR": data["keys_dir"],
+            "SECRET_KEY": "bench-" + secrets.token_hex(24),
+            **argon2,
+            **BENCH_LIMITS,
+        }
         # Metrics in multiprocess mode, as serve.py runs the provider in production (a file per worker).
         env["PROMETHEUS_MULTIPROC_DIR"] = str(Path(tempfile.mkdtemp(prefix=f"metrics-{label}-", dir=self.tmp)))
-        proc = start_server("wsgi:app", port, env, self.tmp / f"{label}.log", self.server,
-                            "/.well-known/openid-configuration")
+        proc = start_server(
+            "wsgi:app", port, env, self.tmp / f"{label}.log", self.server, "/.well-known/openid-configuration"
+        )
         self.procs.append(proc)
         credits = int(data.get("member_credits") or 0)
-        return Target(label, issuer, proc.pid, data["client_id"], data["client_secret"], data["username"],
-                      data["password"], facts={"member_credits": credits, "last_page_offset": max(0, credits - 50)})
+        return Target(
+            label,
+            issuer,
+            proc.pid,
+            data["client_id"],
+            data["client_secret"],
+            data["username"],
+            data["password"],
+            facts={"member_credits": credits, "last_page_offset": max(0, credits - 50)},
+        )
 
     def provider_on_postgres(self, argon2: dict, label: str) -> Target:
         """Ours on a private PostgreSQL cluster started inside its process tree (bench/stores.py): the
@@ -191,20 +266,44 @@ class Bench:
         store = private_postgres(free_port(), self.tmp / f"{label}-store", "credits_id_bench")
         database_url = store.url.replace("postgresql://", "postgresql+psycopg://")
         keys, facts = self.tmp / f"keys-{label}", self.tmp / f"{label}-dataset.json"
-        prepare = shlex.join([sys.executable, "-m", "bench.dataset", "--database-url", database_url, "--keys-dir",
-                              str(keys), "--scale", str(self.a.scale), "--catalog-credits", "0", "--json"])
-        env = {**os.environ, **{k: str(v) for k, v in argon2.items()}, "PYTHONPATH": str(ROOT),
-               "APP_ENV": "development", "ISSUER_URL": issuer, "DATABASE_URL": database_url, "KEYS_DIR": str(keys),
-               "SECRET_KEY": "bench-" + secrets.token_hex(24), **{k: str(v) for k, v in BENCH_LIMITS.items()},
-               "PROMETHEUS_MULTIPROC_DIR": str(Path(tempfile.mkdtemp(prefix=f"metrics-{label}-", dir=self.tmp)))}
+        prepare = shlex.join(
+            [
+                sys.executable,
+                "-m",
+                "bench.dataset",
+                "--database-url",
+                database_url,
+                "--keys-dir",
+                str(keys),
+                "--scale",
+                str(self.a.scale),
+                "--catalog-credits",
+                "0",
+                "--json",
+            ]
+        )
+        env = {
+            **os.environ,
+            **{k: str(v) for k, v in argon2.items()},
+            "PYTHONPATH": str(ROOT),
+            "APP_ENV": "development",
+            "ISSUER_URL": issuer,
+            "DATABASE_URL": database_url,
+            "KEYS_DIR": str(keys),
+            "SECRET_KEY": "bench-" + secrets.token_hex(24),
+            **{k: str(v) for k, v in BENCH_LIMITS.items()},
+            "PROMETHEUS_MULTIPROC_DIR": str(Path(tempfile.mkdtemp(prefix=f"metrics-{label}-", dir=self.tmp))),
+        }
         log_path = self.tmp / f"{label}.log"
-        proc = start_with_store(store, f"{prepare} > {shlex.quote(str(facts))}", self.server.argv(port, "wsgi:app"),
-                                env, ROOT, log_path)
+        proc = start_with_store(
+            store, f"{prepare} > {shlex.quote(str(facts))}", self.server.argv(port, "wsgi:app"), env, ROOT, log_path
+        )
         self.groups.append(proc)
         wait_for(f"{issuer}/.well-known/openid-configuration", proc, log_path, timeout=600)
         data = json.loads(facts.read_text().strip().splitlines()[-1])
-        return Target(label, issuer, proc.pid, data["client_id"], data["client_secret"], data["username"],
-                      data["password"])
+        return Target(
+            label, issuer, proc.pid, data["client_id"], data["client_secret"], data["username"], data["password"]
+        )
 
     def persistent_peer(self, adapter: str) -> Target:
         """node oidc-provider with its Redis or PostgreSQL adapter (shared/bench/peer-persistent), its
@@ -221,16 +320,34 @@ class Bench:
         if not (work / "node_modules" / "oidc-provider").is_dir():
             subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=work, check=True)  # noqa: S603 S607
         port = free_port()
-        store: Store = (private_redis(free_port(), self.tmp / f"{label}-store") if adapter == "redis"
-                        else private_postgres(free_port(), self.tmp / f"{label}-store", "perf_peer"))
-        env = {**os.environ, "PEER_ADAPTER": adapter, "PORT": str(port), "NODE_ENV": "production",
-               "PEER_STATE_DIR": str(work), "REDIS_URL": store.url, "PG_URL": store.url}
+        store: Store = (
+            private_redis(free_port(), self.tmp / f"{label}-store")
+            if adapter == "redis"
+            else private_postgres(free_port(), self.tmp / f"{label}-store", "perf_peer")
+        )
+        env = {
+            **os.environ,
+            "PEER_ADAPTER": adapter,
+            "PORT": str(port),
+            "NODE_ENV": "production",
+            "PEER_STATE_DIR": str(work),
+            "REDIS_URL": store.url,
+            "PG_URL": store.url,
+        }
         log_path = self.tmp / f"{label}.log"
         proc = start_with_store(store, "", ["node", "server.js"], env, work, log_path)
         self.groups.append(proc)
         wait_for(f"http://127.0.0.1:{port}/.well-known/openid-configuration", proc, log_path, timeout=600)
-        return Target(label, f"http://127.0.0.1:{port}", proc.pid, PEER["client_id"], PEER["client_secret"],
-                      PEER["username"], PEER["password"], PEER["driver"])
+        return Target(
+            label,
+            f"http://127.0.0.1:{port}",
+            proc.pid,
+            PEER["client_id"],
+            PEER["client_secret"],
+            PEER["username"],
+            PEER["password"],
+            PEER["driver"],
+        )
 
     def hello(self) -> tuple[subprocess.Popen, str]:
         port = free_port()
@@ -243,19 +360,33 @@ class Bench:
         process's memory (the peer, too, is one process)."""
         port = free_port()
         settings = ServerSettings(1, self.server.threads, self.server.server)
-        proc = start_server("bench.floor_provider:app", port, {}, self.tmp / "stack-floor.log", settings,
-                            "/.well-known/openid-configuration")
+        proc = start_server(
+            "bench.floor_provider:app",
+            port,
+            {},
+            self.tmp / "stack-floor.log",
+            settings,
+            "/.well-known/openid-configuration",
+        )
         self.procs.append(proc)
         f = floor_provider
-        return Target("stack-floor", f"http://127.0.0.1:{port}", proc.pid, f.CLIENT_ID, f.CLIENT_SECRET,
-                      f.USERNAME, f.PASSWORD)
+        return Target(
+            "stack-floor", f"http://127.0.0.1:{port}", proc.pid, f.CLIENT_ID, f.CLIENT_SECRET, f.USERNAME, f.PASSWORD
+        )
 
     def peer(self) -> Target:
-        proc = start_peer(Path(self.a.harness) / "run-peer.sh", self.tmp / "peer.log",
-                          Path(self.a.peer_work))
+        proc = start_peer(Path(self.a.harness) / "run-peer.sh", self.tmp / "peer.log", Path(self.a.peer_work))
         self.procs.append(proc)
-        return Target("peer", f"http://127.0.0.1:{PEER_PORT}", proc.pid, PEER["client_id"],
-                      PEER["client_secret"], PEER["username"], PEER["password"], PEER["driver"])
+        return Target(
+            "peer",
+            f"http://127.0.0.1:{PEER_PORT}",
+            proc.pid,
+            PEER["client_id"],
+            PEER["client_secret"],
+            PEER["username"],
+            PEER["password"],
+            PEER["driver"],
+        )
 
     # -- measuring ------------------------------------------------------------------------
 
@@ -267,15 +398,46 @@ class Bench:
         out = self.out / f"{name}.json"
         p = self.p
         # `--name=value`: a generated secret may start with "-", which argparse would take for an option.
-        argv = [sys.executable, str(Path(self.a.harness) / "oidcperf.py"), "--issuer", t.issuer,
-                f"--client-id={t.client_id}", f"--client-secret={t.client_secret}", "--auth", "basic",
-                "--driver", t.driver, f"--username={t.username}", f"--password={t.password}",
-                "--server-pid", str(t.pid), "--tests", ",".join(tests), "--repeat", str(p["repeat"]),
-                "--get-duration", str(p["get_duration"]), "--get-concurrency", p["get_concurrency"],
-                "--rt-duration", str(p["rt_duration"]), "--rt-concurrency", p["rt_concurrency"],
-                "--codes", str(p["codes"]), "--token-concurrency", p["token_concurrency"],
-                "--refresh-duration", str(p["refresh_duration"]), "--refresh-concurrency", p["refresh_concurrency"],
-                "--userinfo-concurrency", p["userinfo_concurrency"], "--out", str(out)]
+        argv = [
+            sys.executable,
+            str(Path(self.a.harness) / "oidcperf.py"),
+            "--issuer",
+            t.issuer,
+            f"--client-id={t.client_id}",
+            f"--client-secret={t.client_secret}",
+            "--auth",
+            "basic",
+            "--driver",
+            t.driver,
+            f"--username={t.username}",
+            f"--password={t.password}",
+            "--server-pid",
+            str(t.pid),
+            "--tests",
+            ",".join(tests),
+            "--repeat",
+            str(p["repeat"]),
+            "--get-duration",
+            str(p["get_duration"]),
+            "--get-concurrency",
+            p["get_concurrency"],
+            "--rt-duration",
+            str(p["rt_duration"]),
+            "--rt-concurrency",
+            p["rt_concurrency"],
+            "--codes",
+            str(p["codes"]),
+            "--token-concurrency",
+            p["token_concurrency"],
+            "--refresh-duration",
+            str(p["refresh_duration"]),
+            "--refresh-concurrency",
+            p["refresh_concurrency"],
+            "--userinfo-concurrency",
+            p["userinfo_concurrency"],
+            "--out",
+            str(out),
+        ]
         if self.a.no_wrk:
             argv.append("--no-wrk")
         print(f"\n== {name}: {t.issuer} {' '.join(tests)}", flush=True)
@@ -284,8 +446,16 @@ class Bench:
 
     def config(self, t: Target, scope: str = SCOPE, issuer: str | None = None):
         op = self.op
-        cfg = op.Config(issuer or t.issuer, t.client_id, t.client_secret, "basic", "http://127.0.0.1:7199/cb",
-                        scope, op.Creds(t.username, t.password), op.load_driver(t.driver))
+        cfg = op.Config(
+            issuer or t.issuer,
+            t.client_id,
+            t.client_secret,
+            "basic",
+            "http://127.0.0.1:7199/cb",
+            scope,
+            op.Creds(t.username, t.password),
+            op.load_driver(t.driver),
+        )
         return cfg
 
     def record(self, group: str, runs: list) -> dict:
@@ -295,10 +465,13 @@ class Bench:
         for k in ("rps", "p50_ms", "p99_ms", "server_cpu_ms_per_op", "client_cpu_ms_per_op"):
             s[k] = self.op.median_spread(runs, k)
         cpu = s["server_cpu_ms_per_op"]
-        print(f"{group:34s} rps={s['rps']['median'] if s['rps'] else None} "
-              f"p50={s['p50_ms']['median'] if s['p50_ms'] else None}ms "
-              f"p99={s['p99_ms']['median'] if s['p99_ms'] else None}ms "
-              f"srvcpu={cpu['median'] if cpu else None}ms/op errors={sum(r['errors'] for r in runs)}", flush=True)
+        print(
+            f"{group:34s} rps={s['rps']['median'] if s['rps'] else None} "
+            f"p50={s['p50_ms']['median'] if s['p50_ms'] else None}ms "
+            f"p99={s['p99_ms']['median'] if s['p99_ms'] else None}ms "
+            f"srvcpu={cpu['median'] if cpu else None}ms/op errors={sum(r['errors'] for r in runs)}",
+            flush=True,
+        )
         return s
 
     async def _sso(self, t: Target, conc: int) -> dict:
@@ -315,9 +488,18 @@ class Bench:
                 signed_in.add(id(jar))
             verifier, challenge = op.pkce_pair()
             state = secrets.token_urlsafe(12)
-            q = urlencode({"response_type": "code", "client_id": cfg.client_id, "redirect_uri": cfg.redirect_uri,
-                           "scope": SSO_SCOPE, "state": state, "nonce": secrets.token_urlsafe(12),
-                           "code_challenge": challenge, "code_challenge_method": "S256"})
+            q = urlencode(
+                {
+                    "response_type": "code",
+                    "client_id": cfg.client_id,
+                    "redirect_uri": cfg.redirect_uri,
+                    "scope": SSO_SCOPE,
+                    "state": state,
+                    "nonce": secrets.token_urlsafe(12),
+                    "code_challenge": challenge,
+                    "code_challenge_method": "S256",
+                }
+            )
             resp = await conn.request("GET", cfg.disc["authorization_endpoint"] + "?" + q, jar=jar)
             n = 1
             while resp.status in (302, 303) and n < 10:
@@ -332,8 +514,9 @@ class Bench:
                 n += 1
             raise op.HTTPError(f"sso: no code without a page ({resp.status} at {resp.url})")
 
-        res, _ = await op.run_loops(cfg, conc, work, duration=self.p["rt_duration"], server_pid=t.pid,
-                                    name="sso", warmup=1.5)
+        res, _ = await op.run_loops(
+            cfg, conc, work, duration=self.p["rt_duration"], server_pid=t.pid, name="sso", warmup=1.5
+        )
         res["http_requests_per_op"] = statistics.median(hops) if hops else None
         res["concurrency"] = conc
         return res
@@ -353,11 +536,11 @@ class Bench:
             await op.fetch_discovery(cfg)
             token = (await op.prepare_tokens(cfg, 1))[0]["access_token"]
             headers = {"Authorization": f"Bearer {token}"}
-        return await op.get_test(cfg, url, conc, self.p["get_duration"], pid, name, headers,
-                                 not self.a.no_wrk, None)
+        return await op.get_test(cfg, url, conc, self.p["get_duration"], pid, name, headers, not self.a.no_wrk, None)
 
-    def get_endpoint(self, t: Target, url: str, name: str, concurrency, scope: str | None = None,
-                     pid: int | None = None) -> list:
+    def get_endpoint(
+        self, t: Target, url: str, name: str, concurrency, scope: str | None = None, pid: int | None = None
+    ) -> list:
         out = []
         for c in concurrency:
             runs = [asyncio.run(self._get(t, url, c, name, scope, pid or t.pid)) for _ in range(self.p["repeat"])]
@@ -369,8 +552,11 @@ class Bench:
         J, H, ...) by the harness's own GET client: a change in the machine's load during the
         session then hits all three alike, and their ratio is the target. (Measured one test
         after the other, the ratio moved by ±20 % between sessions of the same code.)"""
-        tests = [(name, t.issuer + path, t.pid) for name, path in (("discovery", "/.well-known/openid-configuration"),
-                                                                   ("jwks", "/api/auth/jwks")) if name in self.tests]
+        tests = [
+            (name, t.issuer + path, t.pid)
+            for name, path in (("discovery", "/.well-known/openid-configuration"), ("jwks", "/api/auth/jwks"))
+            if name in self.tests
+        ]
         if hello_url is not None:
             tests.append(("hello", hello_url, hello_pid))
         runs: dict[str, list] = {}
@@ -386,15 +572,21 @@ class Bench:
             if ep.name in self.tests or "extra" in self.tests:
                 if is_peer and not ep.on_peer:
                     continue
-                out += self.get_endpoint(t, t.issuer + ep.path.format(**t.facts), ep.name, ep.concurrency,
-                                         ep.scope if ep.bearer else None)
+                out += self.get_endpoint(
+                    t, t.issuer + ep.path.format(**t.facts), ep.name, ep.concurrency, ep.scope if ep.bearer else None
+                )
         return out
 
     def save(self, name: str, t: Target | None, results: list) -> Path:
         path = self.out / f"{name}.json"
-        meta = {"target": name, "issuer": t.issuer if t else None, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "profile": self.a.profile, "scale": self.a.scale,
-                "server": {**vars(self.server), **({"workers": 1} if name == "stack-floor" else {})}}
+        meta = {
+            "target": name,
+            "issuer": t.issuer if t else None,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "profile": self.a.profile,
+            "scale": self.a.scale,
+            "server": {**vars(self.server), **({"workers": 1} if name == "stack-floor" else {})},
+        }
         path.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
         return path
 
@@ -412,8 +604,12 @@ class Bench:
         results: dict[str, list] = {}
         try:
             if ours_on:
-                data = self.dataset(f"sqlite:///{self.tmp / 'bench.sqlite3'}", CHEAP_ARGON2, "keys",
-                                    catalog="extra" in self.tests or any(ep.name in self.tests for ep in EXTRA_ENDPOINTS))
+                data = self.dataset(
+                    f"sqlite:///{self.tmp / 'bench.sqlite3'}",
+                    CHEAP_ARGON2,
+                    "keys",
+                    catalog="extra" in self.tests or any(ep.name in self.tests for ep in EXTRA_ENDPOINTS),
+                )
                 targets["ours"] = self.provider(data, CHEAP_ARGON2, "ours")
                 if "roundtrip" in self.tests and not self.a.no_real_hash:
                     # the configured (production) argon2id cost, from app/config.py or the environment
@@ -449,8 +645,9 @@ class Bench:
                     if test in HARNESS_TESTS:
                         res = self.harness_run(t, [test], f"{name}-{test}")
                     elif test == "hello":
-                        res = self.get_endpoint(t, hello_url, "hello",
-                                                [int(x) for x in self.p["get_concurrency"].split(",")], pid=hello_pid)
+                        res = self.get_endpoint(
+                            t, hello_url, "hello", [int(x) for x in self.p["get_concurrency"].split(",")], pid=hello_pid
+                        )
                     else:
                         res = self.sso(t)
                     results.setdefault(name, []).extend(res)
@@ -494,8 +691,14 @@ def machine_info() -> dict:
         pass
     node = shutil.which("node")
     node_version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip() if node else None  # noqa: S603 - our own fixed argv
-    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(), "node": node_version,
-            "kernel": platform.release(), "load_before": os.getloadavg()}
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "node": node_version,
+        "kernel": platform.release(),
+        "load_before": os.getloadavg(),
+    }
 
 
 def _groups(path: Path | None) -> dict:
@@ -533,18 +736,26 @@ def _persistent_table(files: dict) -> list[str]:
     """The main comparison (issue 20): each store kind against the peer on the same kind, the stores'
     own CPU counted on both sides (bench/stores.py); the in-memory peer beside them."""
     memory_peer = _groups(files.get("peer"))
-    pairs = [(label, _groups(files.get(ours)), _groups(files.get(peer)), ours_store, peer_store)
-             for ours, peer, ours_store, peer_store in PERSISTENT_PAIRS
-             for label in [ours] if files.get(ours) and files.get(peer)]
+    pairs = [
+        (label, _groups(files.get(ours)), _groups(files.get(peer)), ours_store, peer_store)
+        for ours, peer, ours_store, peer_store in PERSISTENT_PAIRS
+        for label in [ours]
+        if files.get(ours) and files.get(peer)
+    ]
     if not pairs:
         return []
     head = "| test |" + "".join(f" ours on {o} | peer on {p} | ours ÷ peer | target |" for _, _, _, o, p in pairs)
     head += " in-memory peer |"
-    lines = ["Server and store CPU ms per operation (median of the runs), ours against node oidc-provider on the same "
-             "kind of store; each store is private and inside its server's process tree, so its CPU is counted.", "",
-             head, "|---|" + "---:|---:|---:|---|" * len(pairs) + "---:|"]
-    groups = [g for g in PERSISTENT_TARGETS] + [g for _, _, peer, _, _ in pairs for g in peer
-                                                if g not in PERSISTENT_TARGETS]
+    lines = [
+        "Server and store CPU ms per operation (median of the runs), ours against node oidc-provider on the same "
+        "kind of store; each store is private and inside its server's process tree, so its CPU is counted.",
+        "",
+        head,
+        "|---|" + "---:|---:|---:|---|" * len(pairs) + "---:|",
+    ]
+    groups = [g for g in PERSISTENT_TARGETS] + [
+        g for _, _, peer, _, _ in pairs for g in peer if g not in PERSISTENT_TARGETS
+    ]
     for group in dict.fromkeys(groups):
         cells = []
         for label, ours, peer, _, _ in pairs:
@@ -553,8 +764,11 @@ def _persistent_table(files: dict) -> list[str]:
             cpu, pcpu = (o or {}).get("server_cpu_ms_per_op"), (p or {}).get("server_cpu_ms_per_op")
             ratio = _ratio(cpu, pcpu)
             target = PERSISTENT_TARGETS.get(group)
-            verdict = "" if target is None else f"≤ {target:.1f}×" + ("" if ratio is None else
-                                                                     (" ✔" if ratio <= target else " ✘"))
+            verdict = (
+                ""
+                if target is None
+                else f"≤ {target:.1f}×" + ("" if ratio is None else (" ✔" if ratio <= target else " ✘"))
+            )
             cells.append(f" {_spread(cpu)} | {_spread(pcpu)} | {_x(ratio)} | {verdict} |")
         m = memory_peer.get(group)
         lines.append(f"| {group} |" + "".join(cells) + f" {_spread(m['server_cpu_ms_per_op']) if m else ''} |")
@@ -610,16 +824,23 @@ def render_report(files: dict, machine: dict, a) -> str:
         p99_target = P99_TARGETS.get(base.split(" ")[0])
         if p99_target is not None and g and g["p99_ms"]:
             target_s = f"p99 < {p99_target:g} ms" + (" ✔" if g["p99_ms"]["max"] < p99_target else " ✘")
-        ours_cells = (f"{_m(g['rps'], 0)} | {_m(g['p50_ms'], 2)} | {_m(g['p99_ms'], 2)} | {_spread(cpu)}"
-                      if g else " | | | ")
-        lines.append(f"| {group} | {ours_cells} | {_spread(fcpu) if f else ''} | {_spread(pcpu) if p else ''} | "
-                     f"{_x(ratio)} | {_x(_ratio(fcpu, pcpu))} | {_x(_ratio(cpu, fcpu))} | {target_s} |")
+        ours_cells = (
+            f"{_m(g['rps'], 0)} | {_m(g['p50_ms'], 2)} | {_m(g['p99_ms'], 2)} | {_spread(cpu)}" if g else " | | | "
+        )
+        lines.append(
+            f"| {group} | {ours_cells} | {_spread(fcpu) if f else ''} | {_spread(pcpu) if p else ''} | "
+            f"{_x(ratio)} | {_x(_ratio(fcpu, pcpu))} | {_x(_ratio(cpu, fcpu))} | {target_s} |"
+        )
     hello = {g.split(" ")[1]: v for g, v in ours.items() if g.startswith("hello")}
     if hello:
-        lines += ["", "The floor: discovery and the key set against a Flask \"hello\" JSON endpoint (same run, same "
-                  "server settings).", "",
-                  "| test | req/s | p50 ms | p99 ms | CPU ms/op (min–max) | ÷ hello (CPU) | target |",
-                  "|---|---:|---:|---:|---:|---:|---|"]
+        lines += [
+            "",
+            'The floor: discovery and the key set against a Flask "hello" JSON endpoint (same run, same '
+            "server settings).",
+            "",
+            "| test | req/s | p50 ms | p99 ms | CPU ms/op (min–max) | ÷ hello (CPU) | target |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
         for group, g in ours.items():
             name, _, conc = group.partition(" ")
             if name not in ("discovery", "jwks", "hello") or conc not in hello:
@@ -627,35 +848,54 @@ def render_report(files: dict, machine: dict, a) -> str:
             h = hello[conc]["server_cpu_ms_per_op"]
             cpu = g["server_cpu_ms_per_op"]
             ratio = cpu["median"] / h["median"] if cpu and h else None
-            target_s = "" if name == "hello" else f"≤ {FLOOR_TARGET}×" + (
-                "" if ratio is None else (" ✔" if ratio <= FLOOR_TARGET else " ✘"))
-            lines.append(f"| {group} | {_m(g['rps'], 0)} | {_m(g['p50_ms'], 2)} | {_m(g['p99_ms'], 2)} | "
-                         f"{_spread(cpu)} | {'' if ratio is None else f'{ratio:.2f}×'} | {target_s} |")
+            target_s = (
+                ""
+                if name == "hello"
+                else f"≤ {FLOOR_TARGET}×" + ("" if ratio is None else (" ✔" if ratio <= FLOOR_TARGET else " ✘"))
+            )
+            lines.append(
+                f"| {group} | {_m(g['rps'], 0)} | {_m(g['p50_ms'], 2)} | {_m(g['p99_ms'], 2)} | "
+                f"{_spread(cpu)} | {'' if ratio is None else f'{ratio:.2f}×'} | {target_s} |"
+            )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--harness", default=os.environ.get("BENCH_HARNESS", str(DEFAULT_HARNESS)),
-                    help="folder of the shared harness (oidcperf.py, run-peer.sh, make_tables.py)")
+    ap.add_argument(
+        "--harness",
+        default=os.environ.get("BENCH_HARNESS", str(DEFAULT_HARNESS)),
+        help="folder of the shared harness (oidcperf.py, run-peer.sh, make_tables.py)",
+    )
     ap.add_argument("--profile", choices=sorted(PROFILES), default="standard")
     ap.add_argument("--repeat", type=int, default=0, help="runs per test (default: the profile's)")
     ap.add_argument("--tests", default="discovery,jwks,hello,roundtrip,token,refresh,userinfo,sso,extra")
-    ap.add_argument("--targets", default="ours,peer-redis,peer-pg,peer,stack-floor",
-                    help="ours, peer-redis and peer-pg (node oidc-provider on Redis / PostgreSQL, each with a private "
-                         "store counted in its CPU), peer (in memory), stack-floor (Flask + Authlib in memory)")
-    ap.add_argument("--database", default="sqlite,postgresql",
-                    help="sqlite and/or postgresql (a private cluster, counted in our CPU)")
+    ap.add_argument(
+        "--targets",
+        default="ours,peer-redis,peer-pg,peer,stack-floor",
+        help="ours, peer-redis and peer-pg (node oidc-provider on Redis / PostgreSQL, each with a private "
+        "store counted in its CPU), peer (in memory), stack-floor (Flask + Authlib in memory)",
+    )
+    ap.add_argument(
+        "--database",
+        default="sqlite,postgresql",
+        help="sqlite and/or postgresql (a private cluster, counted in our CPU)",
+    )
     ap.add_argument("--scale", type=int, default=1, help="dataset size: 1 = 100 apps, 1k members, 10k tokens")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--catalog-credits", type=int, default=CATALOG_CREDITS, help="demo catalog size for the /v1 reads")
-    ap.add_argument("--server", choices=SERVERS, default="granian",
-                    help="the HTTP server of every Python provider: granian (production's) or gunicorn (the one before)")
+    ap.add_argument(
+        "--server",
+        choices=SERVERS,
+        default="granian",
+        help="the HTTP server of every Python provider: granian (production's) or gunicorn (the one before)",
+    )
     ap.add_argument("--no-real-hash", action="store_true", help="skip the round trip with the real argon2id cost")
     ap.add_argument("--no-wrk", action="store_true", help="the built-in client for GET tests too")
-    ap.add_argument("--peer-work", default=os.environ.get("PEER_WORK", str(Path(tempfile.gettempdir())
-                                                                              / "credits-bench-peer")))
+    ap.add_argument(
+        "--peer-work", default=os.environ.get("PEER_WORK", str(Path(tempfile.gettempdir()) / "credits-bench-peer"))
+    )
     ap.add_argument("--out-dir", default=str(ROOT / "artifacts" / time.strftime("bench-%Y%m%d-%H%M%S")))
     ap.add_argument("--keep", action="store_true", help="keep the temporary dataset and server logs")
     a = ap.parse_args(argv)

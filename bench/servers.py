@@ -36,13 +36,48 @@ class ServerSettings:
 
     def argv(self, port: int, wsgi_app: str) -> list[str]:
         if self.server == "granian":
-            return [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
-                    "--workers", str(self.workers), "--blocking-threads", str(self.threads), "--no-ws",
-                    "--log-level", "warning", wsgi_app]
+            return [
+                sys.executable,
+                "-m",
+                "granian",
+                "--interface",
+                "wsgi",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                str(self.workers),
+                "--blocking-threads",
+                str(self.threads),
+                "--no-ws",
+                "--log-level",
+                "warning",
+                wsgi_app,
+            ]
         # `-c /dev/null`: no configuration file; keep-alive connections, as a load balancer would hold.
-        return [sys.executable, "-m", "gunicorn", "-c", "/dev/null", "--bind", f"127.0.0.1:{port}",
-                "--workers", str(self.workers), "--threads", str(self.threads), "--worker-class", "gthread",
-                "--keep-alive", "75", "--timeout", "120", "--log-level", "warning", wsgi_app]
+        return [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            "/dev/null",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(self.workers),
+            "--threads",
+            str(self.threads),
+            "--worker-class",
+            "gthread",
+            "--keep-alive",
+            "75",
+            "--timeout",
+            "120",
+            "--log-level",
+            "warning",
+            wsgi_app,
+        ]
 
 
 def free_port() -> int:
@@ -73,14 +108,18 @@ def wait_for(url: str, proc: subprocess.Popen, log_path: Path, timeout: float = 
     raise RuntimeError(f"{url} did not answer within {timeout:.0f} s; see {log_path}")
 
 
-def start_server(wsgi_app: str, port: int, env: dict, log_path: Path, settings: ServerSettings,
-                 ready_path: str) -> subprocess.Popen:
+def start_server(
+    wsgi_app: str, port: int, env: dict, log_path: Path, settings: ServerSettings, ready_path: str
+) -> subprocess.Popen:
     """`wsgi_app` served from the project root with `env` added to the environment."""
     full_env = {**os.environ, **{k: str(v) for k, v in env.items()}, "PYTHONPATH": str(ROOT)}
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(  # noqa: S603 - our own fixed argv
         settings.argv(port, wsgi_app),
-        cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=ROOT,
+        env=full_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     wait_for(f"http://127.0.0.1:{port}{ready_path}", proc, log_path)
     return proc
@@ -93,8 +132,13 @@ def start_peer(run_peer: Path, log_path: Path, work_dir: Path) -> subprocess.Pop
         raise RuntimeError(f"127.0.0.1:{PEER_PORT} is already in use: stop the running peer first")
     env = {**os.environ, "PEER_WORK": str(work_dir)}
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(["bash", str(run_peer)], env=env, stdout=log, stderr=subprocess.STDOUT,  # noqa: S603 S607 - our own fixed argv
-                            start_new_session=True)
+    proc = subprocess.Popen(  # noqa: S603 - our own fixed argv
+        ["bash", str(run_peer)],  # noqa: S607 - bash, on PATH
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     wait_for(f"http://127.0.0.1:{PEER_PORT}/.well-known/openid-configuration", proc, log_path, timeout=600)
     return proc
 

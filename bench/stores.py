@@ -49,9 +49,11 @@ def private_redis(port: int, work: Path) -> Store:
     work.mkdir(parents=True, exist_ok=True)
     redis = shutil.which("redis-server") or "redis-server"
     cli = shutil.which("redis-cli") or "redis-cli"
-    start = (f"{shlex.quote(redis)} --bind 127.0.0.1 --port {port} --save '' --appendonly no "
-             f"--dir {shlex.quote(str(work))} --logfile {shlex.quote(str(work / 'redis.log'))} &\n"
-             f"until {shlex.quote(cli)} -p {port} ping >/dev/null 2>&1; do sleep 0.1; done\n")
+    start = (
+        f"{shlex.quote(redis)} --bind 127.0.0.1 --port {port} --save '' --appendonly no "
+        f"--dir {shlex.quote(str(work))} --logfile {shlex.quote(str(work / 'redis.log'))} &\n"
+        f"until {shlex.quote(cli)} -p {port} ping >/dev/null 2>&1; do sleep 0.1; done\n"
+    )
     return Store("redis", f"redis://127.0.0.1:{port}/0", start)
 
 
@@ -68,20 +70,30 @@ def private_postgres(port: int, work: Path, database: str) -> Store:
     initdb = [str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", POSTGRES_USER, "--no-sync"]
     subprocess.run(["runuser", "-u", POSTGRES_USER, "--", *initdb], check=True, capture_output=True)  # noqa: S603 S607
     q = shlex.quote
-    start = (f"{run_as} {q(str(bin_dir / 'postgres'))} -D {q(str(data))} -p {port} -k {q(str(work))} "
-             f"-c listen_addresses=127.0.0.1 >{q(str(work / 'postgres.log'))} 2>&1 &\n"
-             f"until {q(str(bin_dir / 'pg_isready'))} -q -h 127.0.0.1 -p {port}; do sleep 0.1; done\n"
-             f"{q(str(bin_dir / 'createdb'))} -h 127.0.0.1 -p {port} -U {POSTGRES_USER} {q(database)}\n")
+    start = (
+        f"{run_as} {q(str(bin_dir / 'postgres'))} -D {q(str(data))} -p {port} -k {q(str(work))} "
+        f"-c listen_addresses=127.0.0.1 >{q(str(work / 'postgres.log'))} 2>&1 &\n"
+        f"until {q(str(bin_dir / 'pg_isready'))} -q -h 127.0.0.1 -p {port}; do sleep 0.1; done\n"
+        f"{q(str(bin_dir / 'createdb'))} -h 127.0.0.1 -p {port} -U {POSTGRES_USER} {q(database)}\n"
+    )
     return Store("postgresql", f"postgresql://{POSTGRES_USER}@127.0.0.1:{port}/{database}", start)
 
 
-def start_with_store(store: Store, then: str, argv: list[str], env: dict, cwd: Path, log_path: Path) -> subprocess.Popen:
+def start_with_store(
+    store: Store, then: str, argv: list[str], env: dict, cwd: Path, log_path: Path
+) -> subprocess.Popen:
     """Start `store`, run the shell line `then` (preparing a dataset, say), and `exec` `argv`: one
     process tree, in a process group of its own, whose root pid is the server's."""
     script = "set -e\n" + store.start + (then + "\n" if then else "") + "exec " + shlex.join(argv) + "\n"
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(["bash", "-c", script], cwd=cwd, env=env, stdout=log,  # noqa: S603 S607
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(  # noqa: S603 - our own script
+        ["bash", "-c", script],  # noqa: S607 - bash, on PATH
+        cwd=cwd,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def stop_group(proc: subprocess.Popen) -> None:

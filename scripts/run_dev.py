@@ -29,9 +29,14 @@ def read_seed() -> dict:
 
 
 def banner(seed: dict) -> str:
-    lines = ["", "Credits ID is starting:", f"  provider  {PROVIDER}   (discovery: {PROVIDER}/.well-known/openid-configuration)",
-             f"  demo app  {DEMO}   (Liner Notes) <- open this and click \"Sign in with Credits ID\"", "",
-             "Demo members (passwords are new at every run):"]
+    lines = [
+        "",
+        "Credits ID is starting:",
+        f"  provider  {PROVIDER}   (discovery: {PROVIDER}/.well-known/openid-configuration)",
+        f'  demo app  {DEMO}   (Liner Notes) <- open this and click "Sign in with Credits ID"',
+        "",
+        "Demo members (passwords are new at every run):",
+    ]
     lines += [f"  {m['tier']:<5}  {m['email']:<32} password: {m['password']}" for m in seed["members"]]
     lines.append("Demo apps:")
     for app in seed["apps"]:
@@ -54,11 +59,19 @@ def main() -> int:
 
     python = sys.executable
     provider_argv = [python, "-m", "flask", "run", "--host", "127.0.0.1", "--port", "5000"]
-    provider = subprocess.Popen(provider_argv, cwd=ROOT, stdin=subprocess.DEVNULL,  # noqa: S603 - fixed argv
-                                env={**os.environ, "FLASK_APP": "wsgi"})
+    provider = subprocess.Popen(  # noqa: S603 - fixed argv
+        provider_argv,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "FLASK_APP": "wsgi"},
+    )
     demo_env = {**os.environ, "DEMO_CLIENT_SECRET": secret, "CREDITS_ID_ISSUER": PROVIDER}
-    demo = subprocess.Popen([python, "-m", "examples.demo_app"], cwd=ROOT, stdin=subprocess.DEVNULL,  # noqa: S603
-                            env=demo_env)
+    demo = subprocess.Popen(  # noqa: S603 - fixed argv
+        [python, "-m", "examples.demo_app"],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        env=demo_env,
+    )
     children = (provider, demo)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` stops both, like Ctrl-C
     try:

@@ -38,26 +38,59 @@ def make_catalog(credits: int = 45) -> Catalog:
     fifth track, and chart rows (one without scoreChange). `other` has 3 credits and a chart row."""
     db.session.add_all([CreditRole(id=1, name="Producer"), CreditRole(id=2, name="Songwriter")])
     db.session.flush()
-    db.session.add_all([CreditRole(id=3, name="Co-Producer", parent_id=1), CreditRole(id=4, name="Composer", parent_id=2),
-                        CreditRole(id=5, name="Lyricist", parent_id=2)])
+    db.session.add_all(
+        [
+            CreditRole(id=3, name="Co-Producer", parent_id=1),
+            CreditRole(id=4, name="Composer", parent_id=2),
+            CreditRole(id=5, name="Lyricist", parent_id=2),
+        ]
+    )
     mine, other = uid(1, 1), uid(2, 1)
-    db.session.add_all([
-        Profile(id=mine, name="Ada Mine", city="Stockholm", country="Sweden", bio="Producer.", website=None,
-                facebook=None, twitter="https://twitter.com/ada", instagram=None, spotify_id="abc",
-                avatar_url="https://images.credits.example/profiles/ada.jpg"),
-        Profile(id=other, name="Otto Other", avatar_url=None),
-    ])
+    db.session.add_all(
+        [
+            Profile(
+                id=mine,
+                name="Ada Mine",
+                city="Stockholm",
+                country="Sweden",
+                bio="Producer.",
+                website=None,
+                facebook=None,
+                twitter="https://twitter.com/ada",
+                instagram=None,
+                spotify_id="abc",
+                avatar_url="https://images.credits.example/profiles/ada.jpg",
+            ),
+            Profile(id=other, name="Otto Other", avatar_url=None),
+        ]
+    )
     db.session.flush()
     base = date(2020, 1, 1)
     order = []
     for n in range(credits + 3):
         track_id, album_id = uid(n + 1, 2), uid(n + 1, 3)
         released = base + timedelta(days=n // 2)  # two credits per date: the id breaks the tie
-        db.session.add(Album(id=album_id, title=f"Album {n}", album_art=f"https://images.credits.example/a/{n}.jpg",
-                             upc=f"{n:012d}", label="Label", release_date=released))
-        db.session.add(Track(id=track_id, title=f"Track {n}", popularity=n % 100, isrcs=[f"USAAA20{n:05d}"],
-                             spotify_id=f"sp{n}", spotify_preview_url=f"https://audio.credits.example/{n}.mp3",
-                             label="Label"))
+        db.session.add(
+            Album(
+                id=album_id,
+                title=f"Album {n}",
+                album_art=f"https://images.credits.example/a/{n}.jpg",
+                upc=f"{n:012d}",
+                label="Label",
+                release_date=released,
+            )
+        )
+        db.session.add(
+            Track(
+                id=track_id,
+                title=f"Track {n}",
+                popularity=n % 100,
+                isrcs=[f"USAAA20{n:05d}"],
+                spotify_id=f"sp{n}",
+                spotify_preview_url=f"https://audio.credits.example/{n}.mp3",
+                label="Label",
+            )
+        )
         db.session.flush()
         db.session.add(TrackArtist(track_id=track_id, position=0, profile_id=mine if n % 2 else other))
         if n % 5 == 0:
@@ -70,29 +103,65 @@ def make_catalog(credits: int = 45) -> Catalog:
         db.session.execute(credit_role_links.insert(), [{"credit_id": n + 1, "role_id": r} for r in roles])
         if owner == mine:
             order.append((n + 1, released, track_id, album_id))
-    db.session.add_all([
-        ChartRow(profile_id=mine, chart_name="Top Producers", position=3, position_change=-1, score=900,
-                 score_change=25, credits_count=20, percentage=1.5),
-        ChartRow(profile_id=mine, chart_name="Top Songwriters", position=12, position_change=4, score=400,
-                 score_change=None, credits_count=30, percentage=0.25),
-        ChartRow(profile_id=other, chart_name="Top Producers", position=1, position_change=0, score=5000,
-                 score_change=10, credits_count=3, percentage=9.0),
-    ])
+    db.session.add_all(
+        [
+            ChartRow(
+                profile_id=mine,
+                chart_name="Top Producers",
+                position=3,
+                position_change=-1,
+                score=900,
+                score_change=25,
+                credits_count=20,
+                percentage=1.5,
+            ),
+            ChartRow(
+                profile_id=mine,
+                chart_name="Top Songwriters",
+                position=12,
+                position_change=4,
+                score=400,
+                score_change=None,
+                credits_count=30,
+                percentage=0.25,
+            ),
+            ChartRow(
+                profile_id=other,
+                chart_name="Top Producers",
+                position=1,
+                position_change=0,
+                score=5000,
+                score_change=10,
+                credits_count=3,
+                percentage=9.0,
+            ),
+        ]
+    )
     db.session.commit()
     order.sort(key=lambda row: (row[1], row[0]), reverse=True)
     return Catalog(mine=mine, other=other, credits=credits, newest_first=[(t, a) for _, _, t, a in order])
 
 
-def mint_token(user, client, scope: str = ALL_SCOPES, lifetime: int = 3600, revoked: bool = False,
-               grant_id: str | None = None) -> str:
+def mint_token(
+    user, client, scope: str = ALL_SCOPES, lifetime: int = 3600, revoked: bool = False, grant_id: str | None = None
+) -> str:
     """An access token stored the way the token endpoint stores one (in a new grant, or in
     `grant_id`'s, as a refresh would); returns the raw value."""
     value = new_secret(32)
     now = utcnow()
-    db.session.add(Token(client_id=client.id, user_id=user.id, grant_id=grant_id or new_uuid(), scope=scope,
-                         access_token_hash=sha256_hex(value), issued_at=now - timedelta(seconds=10),
-                         access_expires_at=now + timedelta(seconds=lifetime), auth_time=now,
-                         revoked_at=now if revoked else None))
+    db.session.add(
+        Token(
+            client_id=client.id,
+            user_id=user.id,
+            grant_id=grant_id or new_uuid(),
+            scope=scope,
+            access_token_hash=sha256_hex(value),
+            issued_at=now - timedelta(seconds=10),
+            access_expires_at=now + timedelta(seconds=lifetime),
+            auth_time=now,
+            revoked_at=now if revoked else None,
+        )
+    )
     db.session.commit()
     return value
 

@@ -130,8 +130,14 @@ def server_env(settings: dict, **extra: str) -> dict:
 def start_server(settings: dict, port: int, log_path: Path, **extra_env: str) -> subprocess.Popen:
     """The app served as in production (`python serve.py`: granian), one worker of 8 threads;
     waits until it answers."""
-    env = server_env(settings, ISSUER_URL=settings["ISSUER_URL"], WEB_BIND=f"127.0.0.1:{port}", WEB_CONCURRENCY="1",
-                     WEB_THREADS="8", **extra_env)
+    env = server_env(
+        settings,
+        ISSUER_URL=settings["ISSUER_URL"],
+        WEB_BIND=f"127.0.0.1:{port}",
+        WEB_CONCURRENCY="1",
+        WEB_THREADS="8",
+        **extra_env,
+    )
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen([sys.executable, "serve.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120

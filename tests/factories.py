@@ -15,8 +15,9 @@ REDIRECT_URI = "http://127.0.0.1:7199/cb"
 PASSWORD = "correct horse battery staple"
 
 
-def make_member(tier: str = "basic", email: str | None = None, password: str = PASSWORD, verified: bool = True,
-                **kw) -> User:
+def make_member(
+    tier: str = "basic", email: str | None = None, password: str = PASSWORD, verified: bool = True, **kw
+) -> User:
     """A member whose address counts as verified (as after following the mailed link), unless
     `verified=False`."""
     email = email or f"member-{secrets.token_hex(4)}@example.test"
@@ -24,7 +25,9 @@ def make_member(tier: str = "basic", email: str | None = None, password: str = P
 
 
 def make_client(public: bool = False, redirect_uris: list[str] | None = None, **kw) -> tuple[Client, str | None]:
-    spec = NewClient(name=kw.pop("name", "Test App"), redirect_uris=redirect_uris or [REDIRECT_URI], public=public, **kw)
+    spec = NewClient(
+        name=kw.pop("name", "Test App"), redirect_uris=redirect_uris or [REDIRECT_URI], public=public, **kw
+    )
     return register_client(spec)
 
 

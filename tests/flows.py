@@ -77,16 +77,25 @@ class Browser:
     def login(self, email: str, password: str = PASSWORD) -> requests.Response:
         page = self.last
         assert page is not None and 'type="password"' in page.text, "not on the login page"
-        data = {"csrf_token": csrf_token(page.text), "email": email, "password": password,
-                "interaction": hidden(page.text, "interaction") or "", "next": hidden(page.text, "next") or ""}
+        data = {
+            "csrf_token": csrf_token(page.text),
+            "email": email,
+            "password": password,
+            "interaction": hidden(page.text, "interaction") or "",
+            "next": hidden(page.text, "next") or "",
+        }
         return self.follow(self.post("/login", data=data))
 
     def consent(self, allow: bool = True, scopes: list[str] | None = None) -> requests.Response:
         page = self.last
         assert page is not None and 'name="decision"' in page.text, "not on the consent page"
         ticked = scopes if scopes is not None else re.findall(r'name="scope" value="([^"]+)" checked', page.text)
-        data = {"csrf_token": csrf_token(page.text), "interaction": hidden(page.text, "interaction"),
-                "decision": "allow" if allow else "deny", "scope": ticked}
+        data = {
+            "csrf_token": csrf_token(page.text),
+            "interaction": hidden(page.text, "interaction"),
+            "decision": "allow" if allow else "deny",
+            "scope": ticked,
+        }
         return self.follow(self.post("/consent", data=data))
 
 
@@ -102,9 +111,16 @@ class RelyingParty:
 
     def auth_params(self, scope: str = "openid profile email", **extra) -> dict:
         self.verifier, challenge = pkce_pair()
-        params = {"response_type": "code", "client_id": self.client_id, "redirect_uri": self.redirect_uri,
-                  "scope": scope, "state": secrets.token_urlsafe(8), "nonce": secrets.token_urlsafe(8),
-                  "code_challenge": challenge, "code_challenge_method": "S256"}
+        params = {
+            "response_type": "code",
+            "client_id": self.client_id,
+            "redirect_uri": self.redirect_uri,
+            "scope": scope,
+            "state": secrets.token_urlsafe(8),
+            "nonce": secrets.token_urlsafe(8),
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+        }
         params.update(extra)
         return {k: v for k, v in params.items() if v is not None}
 
@@ -120,16 +136,27 @@ class RelyingParty:
         return requests.post(self.base + TOKEN, data=data, timeout=30, **kwargs)
 
     def exchange(self, code: str, verifier: str | None = None, **extra) -> requests.Response:
-        data = {"grant_type": "authorization_code", "code": code, "redirect_uri": self.redirect_uri,
-                "code_verifier": verifier if verifier is not None else self.verifier, **extra}
+        data = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": self.redirect_uri,
+            "code_verifier": verifier if verifier is not None else self.verifier,
+            **extra,
+        }
         return self.token_request({k: v for k, v in data.items() if v is not None})
 
     def refresh(self, refresh_token: str, **extra) -> requests.Response:
         return self.token_request({"grant_type": "refresh_token", "refresh_token": refresh_token, **extra})
 
 
-def sign_in(base: str, rp: RelyingParty, email: str, scope: str = "openid profile email",
-            browser: Browser | None = None, **extra) -> tuple[dict, Browser]:
+def sign_in(
+    base: str,
+    rp: RelyingParty,
+    email: str,
+    scope: str = "openid profile email",
+    browser: Browser | None = None,
+    **extra,
+) -> tuple[dict, Browser]:
     """The whole front channel: authorize, login, consent; returns the callback's parameters."""
     browser = browser or Browser(base)
     response = browser.authorize(rp.auth_params(scope=scope, **extra))

@@ -45,8 +45,14 @@ class Issued:
         return self.body["id_token"]
 
 
-def issue(base: str, scope: str = OFFLINE, member: User | None = None, client: tuple | None = None,
-          browser: Browser | None = None, **client_kw) -> Issued:
+def issue(
+    base: str,
+    scope: str = OFFLINE,
+    member: User | None = None,
+    client: tuple | None = None,
+    browser: Browser | None = None,
+    **client_kw,
+) -> Issued:
     member = member or make_member()
     client_row, secret = client or make_client(**client_kw)
     rp = RelyingParty(base, client_row.client_id, secret)

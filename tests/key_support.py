@@ -16,12 +16,14 @@ def make_developer(role: str = Role.DEVELOPER, **kw):
     return make_member(role=role, **kw)
 
 
-def make_key(kind: str = "secret", plan: str = "payg", domains: list[str] | None = None, owner=None,
-             name: str = "Test key"):
+def make_key(
+    kind: str = "secret", plan: str = "payg", domains: list[str] | None = None, owner=None, name: str = "Test key"
+):
     """A committed key and its value."""
     owner = owner or make_developer()
-    key, value = create_key(owner, name, kind, plan, domains or ([] if kind == "secret" else ["widgets.example"]),
-                            actor=owner)
+    key, value = create_key(
+        owner, name, kind, plan, domains or ([] if kind == "secret" else ["widgets.example"]), actor=owner
+    )
     db.session.commit()
     return key, value
 

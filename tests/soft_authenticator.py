@@ -30,8 +30,7 @@ class SoftAuthenticator:
         self.credentials: dict[bytes, dict] = {}  # credential id -> {"key", "rp_id", "user_handle", "count"}
 
     def _client_data(self, kind: str, challenge: str) -> bytes:
-        return json.dumps({"type": kind, "challenge": challenge, "origin": self.origin,
-                           "crossOrigin": False}).encode()
+        return json.dumps({"type": kind, "challenge": challenge, "origin": self.origin, "crossOrigin": False}).encode()
 
     def create(self, options: dict, user_verified: bool = True) -> str:
         """The JSON a browser sends for navigator.credentials.create(options)."""
@@ -41,20 +40,44 @@ class SoftAuthenticator:
         cose = cbor2.dumps({1: 2, 3: -7, -1: 1, -2: numbers.x.to_bytes(32, "big"), -3: numbers.y.to_bytes(32, "big")})
         credential_id = os.urandom(32)
         flags = 0x01 | (0x04 if user_verified else 0) | 0x40  # UP, UV, attested credential data
-        auth_data = (hashlib.sha256(rp_id.encode()).digest() + bytes([flags]) + struct.pack(">I", 0)
-                     + bytes(16) + struct.pack(">H", len(credential_id)) + credential_id + cose)
-        self.credentials[credential_id] = {"key": key, "rp_id": rp_id, "user_handle": unb64url(options["user"]["id"]),
-                                           "count": 0}
+        auth_data = (
+            hashlib.sha256(rp_id.encode()).digest()
+            + bytes([flags])
+            + struct.pack(">I", 0)
+            + bytes(16)
+            + struct.pack(">H", len(credential_id))
+            + credential_id
+            + cose
+        )
+        self.credentials[credential_id] = {
+            "key": key,
+            "rp_id": rp_id,
+            "user_handle": unb64url(options["user"]["id"]),
+            "count": 0,
+        }
         client_data = self._client_data("webauthn.create", options["challenge"])
-        return json.dumps({
-            "id": b64url(credential_id), "rawId": b64url(credential_id), "type": "public-key",
-            "clientExtensionResults": {}, "authenticatorAttachment": "platform",
-            "response": {"clientDataJSON": b64url(client_data), "transports": ["internal"],
-                         "attestationObject": b64url(cbor2.dumps({"fmt": "none", "attStmt": {}, "authData": auth_data}))},
-        })
+        return json.dumps(
+            {
+                "id": b64url(credential_id),
+                "rawId": b64url(credential_id),
+                "type": "public-key",
+                "clientExtensionResults": {},
+                "authenticatorAttachment": "platform",
+                "response": {
+                    "clientDataJSON": b64url(client_data),
+                    "transports": ["internal"],
+                    "attestationObject": b64url(cbor2.dumps({"fmt": "none", "attStmt": {}, "authData": auth_data})),
+                },
+            }
+        )
 
-    def get(self, options: dict, credential_id: bytes | None = None, user_verified: bool = True,
-            challenge: str | None = None) -> str:
+    def get(
+        self,
+        options: dict,
+        credential_id: bytes | None = None,
+        user_verified: bool = True,
+        challenge: str | None = None,
+    ) -> str:
         """The JSON a browser sends for navigator.credentials.get(options), with our first (or the
         given) credential."""
         allowed = [unb64url(c["id"]) for c in options.get("allowCredentials") or []]
@@ -66,9 +89,18 @@ class SoftAuthenticator:
         auth_data = hashlib.sha256(cred["rp_id"].encode()).digest() + bytes([flags]) + struct.pack(">I", cred["count"])
         client_data = self._client_data("webauthn.get", challenge or options["challenge"])
         signature = cred["key"].sign(auth_data + hashlib.sha256(client_data).digest(), ec.ECDSA(hashes.SHA256()))
-        return json.dumps({
-            "id": b64url(credential_id), "rawId": b64url(credential_id), "type": "public-key",
-            "clientExtensionResults": {}, "authenticatorAttachment": "platform",
-            "response": {"clientDataJSON": b64url(client_data), "authenticatorData": b64url(auth_data),
-                         "signature": b64url(signature), "userHandle": b64url(cred["user_handle"])},
-        })
+        return json.dumps(
+            {
+                "id": b64url(credential_id),
+                "rawId": b64url(credential_id),
+                "type": "public-key",
+                "clientExtensionResults": {},
+                "authenticatorAttachment": "platform",
+                "response": {
+                    "clientDataJSON": b64url(client_data),
+                    "authenticatorData": b64url(auth_data),
+                    "signature": b64url(signature),
+                    "userHandle": b64url(cred["user_handle"]),
+                },
+            }
+        )

@@ -68,8 +68,9 @@ def connections(db_session: Session, user: User, now: datetime | None = None) ->
             dict.fromkeys(
                 s
                 for (scope,) in db_session.execute(
-                    select(Token.scope).where(Token.user_id == user.id, Token.client_id == client_id,
-                                              live_tokens_filter(now))
+                    select(Token.scope).where(
+                        Token.user_id == user.id, Token.client_id == client_id, live_tokens_filter(now)
+                    )
                 )
                 for s in scope_list(scope)
             )

@@ -14,10 +14,24 @@ from app.models import LoginSession, User
 from app.models.base import utcnow
 
 # Order matters: Edge and Opera also say "Chrome", Chrome also says "Safari".
-BROWSERS = (("Edg/", "Edge"), ("OPR/", "Opera"), ("Firefox/", "Firefox"), ("Chromium/", "Chromium"),
-            ("Chrome/", "Chrome"), ("Safari/", "Safari"), ("curl/", "curl"))
-SYSTEMS = (("Android", "Android"), ("iPhone", "iPhone"), ("iPad", "iPad"), ("Windows", "Windows"),
-           ("Mac OS X", "macOS"), ("CrOS", "ChromeOS"), ("Linux", "Linux"))
+BROWSERS = (
+    ("Edg/", "Edge"),
+    ("OPR/", "Opera"),
+    ("Firefox/", "Firefox"),
+    ("Chromium/", "Chromium"),
+    ("Chrome/", "Chrome"),
+    ("Safari/", "Safari"),
+    ("curl/", "curl"),
+)
+SYSTEMS = (
+    ("Android", "Android"),
+    ("iPhone", "iPhone"),
+    ("iPad", "iPad"),
+    ("Windows", "Windows"),
+    ("Mac OS X", "macOS"),
+    ("CrOS", "ChromeOS"),
+    ("Linux", "Linux"),
+)
 
 
 @dataclass(frozen=True)
@@ -45,10 +59,17 @@ def browser_name(user_agent: str | None) -> str:
 def live_sessions(db_session: Session, user: User, current_id: int | None) -> list[SessionLine]:
     """Every live session of the member, the current one first, then the most recently seen."""
     now = utcnow()
-    rows = db_session.scalars(select(LoginSession).where(
-        LoginSession.user_id == user.id, LoginSession.ended_at.is_(None), LoginSession.expires_at > now)).all()
-    lines = [SessionLine(r.id, browser_name(r.user_agent), r.ip, r.auth_time, r.last_seen_at or r.auth_time,
-                         r.id == current_id) for r in rows]
+    rows = db_session.scalars(
+        select(LoginSession).where(
+            LoginSession.user_id == user.id, LoginSession.ended_at.is_(None), LoginSession.expires_at > now
+        )
+    ).all()
+    lines = [
+        SessionLine(
+            r.id, browser_name(r.user_agent), r.ip, r.auth_time, r.last_seen_at or r.auth_time, r.id == current_id
+        )
+        for r in rows
+    ]
     return sorted(lines, key=lambda s: (not s.current, -s.last_seen_at.timestamp()))
 
 

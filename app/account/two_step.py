@@ -21,12 +21,17 @@ from app.members import MAX_PASSWORD_LENGTH
 bp = Blueprint("two_step", __name__, url_prefix="/account/two-step")
 
 WRONG_PASSWORD = "Your password is not right."
-WRONG_CODE = "That code is not right: type the 6 digits the app shows now (check the phone's clock if it keeps failing)."
+WRONG_CODE = (
+    "That code is not right: type the 6 digits the app shows now (check the phone's clock if it keeps failing)."
+)
 
 
 class PasswordOnlyForm(FlaskForm):
-    current = PasswordField("Your password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)],
-                            description="To make sure it is you.")
+    current = PasswordField(
+        "Your password",
+        validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)],
+        description="To make sure it is you.",
+    )
 
 
 class SetupForm(PasswordOnlyForm):
@@ -67,10 +72,17 @@ def setup() -> Response:
         return redirect(url_for("two_step.setup"), 303)
 
     def page(error: str | None = None, status: int = 200) -> Response:
-        return make_response(render_template(
-            "account/two_step_setup.html", form=form, error=error, max_length=MAX_PASSWORD_LENGTH,
-            secret=" ".join(secret[i:i + 4] for i in range(0, len(secret), 4)),
-            uri=second_factor.provisioning_uri(user, secret)), status)
+        return make_response(
+            render_template(
+                "account/two_step_setup.html",
+                form=form,
+                error=error,
+                max_length=MAX_PASSWORD_LENGTH,
+                secret=" ".join(secret[i : i + 4] for i in range(0, len(secret), 4)),
+                uri=second_factor.provisioning_uri(user, secret),
+            ),
+            status,
+        )
 
     if request.method == "GET":
         return page()
@@ -99,8 +111,16 @@ def recovery_codes() -> Response:
     form = PasswordOnlyForm()
 
     def page(error: str | None = None, status: int = 200) -> Response:
-        return make_response(render_template("account/two_step_confirm.html", form=form, error=error,
-                                             action="recovery_codes", max_length=MAX_PASSWORD_LENGTH), status)
+        return make_response(
+            render_template(
+                "account/two_step_confirm.html",
+                form=form,
+                error=error,
+                action="recovery_codes",
+                max_length=MAX_PASSWORD_LENGTH,
+            ),
+            status,
+        )
 
     if not second_factor.has_second_factor(user):
         return redirect(url_for("account.show"), 303)
@@ -127,8 +147,12 @@ def remove() -> Response:
     form = PasswordOnlyForm()
 
     def page(error: str | None = None, status: int = 200) -> Response:
-        return make_response(render_template("account/two_step_confirm.html", form=form, error=error,
-                                             action="remove", max_length=MAX_PASSWORD_LENGTH), status)
+        return make_response(
+            render_template(
+                "account/two_step_confirm.html", form=form, error=error, action="remove", max_length=MAX_PASSWORD_LENGTH
+            ),
+            status,
+        )
 
     if not form.is_submitted() or not form.current.data:
         return page()
@@ -148,8 +172,11 @@ def remove() -> Response:
 
 
 class PasskeyForm(PasswordOnlyForm):
-    name = StringField("Name of this passkey", validators=[Length(max=64)],
-                       description="To tell your passkeys apart, such as \"Work laptop\" or \"Phone\".")
+    name = StringField(
+        "Name of this passkey",
+        validators=[Length(max=64)],
+        description='To tell your passkeys apart, such as "Work laptop" or "Phone".',
+    )
 
 
 class CredentialForm(FlaskForm):
@@ -166,8 +193,9 @@ def new_passkey() -> Response:
     form = PasskeyForm()
 
     def page(error: str | None = None, status: int = 200) -> Response:
-        return make_response(render_template("account/passkey_new.html", form=form, error=error,
-                                             max_length=MAX_PASSWORD_LENGTH), status)
+        return make_response(
+            render_template("account/passkey_new.html", form=form, error=error, max_length=MAX_PASSWORD_LENGTH), status
+        )
 
     if not form.current.data:
         return page()  # the account page's button: ask for the password and a name
@@ -180,8 +208,11 @@ def new_passkey() -> Response:
         options = passkeys.registration_options(user)
     except passkeys.PasskeyError as exc:
         return page(error=str(exc), status=409)
-    return make_response(render_template("account/passkey_create.html", options=options,
-                                         form=CredentialForm(name=form.name.data or "Passkey")))
+    return make_response(
+        render_template(
+            "account/passkey_create.html", options=options, form=CredentialForm(name=form.name.data or "Passkey")
+        )
+    )
 
 
 @bp.post("/passkeys")
@@ -201,11 +232,12 @@ def add_passkey() -> Response:
         return redirect(url_for("account.show"), 303)
     codes = second_factor.new_recovery_codes(user) if second_factor.recovery_codes_left(user) == 0 else None
     db.session.commit()
-    send_later(security_notice(user, f"A passkey (\"{passkey.name}\") was added"))
+    send_later(security_notice(user, f'A passkey ("{passkey.name}") was added'))
     if codes:  # the first second factor: recovery codes for when the device is lost
-        return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=True,
-                                             passkey=passkey.name))
-    flash(f"Passkey \"{passkey.name}\" added: use it to sign in without your password, or after it.")
+        return make_response(
+            render_template("account/recovery_codes.html", codes=codes, new_setup=True, passkey=passkey.name)
+        )
+    flash(f'Passkey "{passkey.name}" added: use it to sign in without your password, or after it.')
     return redirect(url_for("account.show"), 303)
 
 

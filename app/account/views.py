@@ -36,20 +36,34 @@ class ActionForm(FlaskForm):
 
 class EmailForm(FlaskForm):
     email = EmailField("New email address", validators=[DataRequired(), Length(max=254)])
-    current = PasswordField("Your password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)],
-                            description="To make sure it is you.")
+    current = PasswordField(
+        "Your password",
+        validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)],
+        description="To make sure it is you.",
+    )
 
 
 class PasswordForm(FlaskForm):
     current = PasswordField("Current password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)])
-    new = PasswordField("New password", validators=[
-        DataRequired(), Length(min=MIN_PASSWORD_LENGTH, max=MAX_PASSWORD_LENGTH,
-                               message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.")],
-        description=f"At least {MIN_PASSWORD_LENGTH} characters.")
-    confirm = PasswordField("New password again", validators=[
-        DataRequired(), EqualTo("new", message="The two new passwords differ.")])
-    disconnect_apps = BooleanField("Also disconnect every app", description=(
-        "If someone else may have used your password: every app loses access and must ask you again."))
+    new = PasswordField(
+        "New password",
+        validators=[
+            DataRequired(),
+            Length(
+                min=MIN_PASSWORD_LENGTH,
+                max=MAX_PASSWORD_LENGTH,
+                message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
+            ),
+        ],
+        description=f"At least {MIN_PASSWORD_LENGTH} characters.",
+    )
+    confirm = PasswordField(
+        "New password again", validators=[DataRequired(), EqualTo("new", message="The two new passwords differ.")]
+    )
+    disconnect_apps = BooleanField(
+        "Also disconnect every app",
+        description=("If someone else may have used your password: every app loses access and must ask you again."),
+    )
 
 
 def tiers() -> list[dict]:
@@ -67,13 +81,20 @@ def show():
     login = current_login()
     touch(login)
     db.session.commit()
-    return render_template("account/account.html", user=user, tiers=tiers(),
-                           connections=connections(db.session, user), form=ActionForm(),
-                           pending_email=pending_email(user), sessions=live_sessions(db.session, user, login.id),
-                           two_step=second_factor.has_totp(user), passkeys=passkeys.passkeys_of(user),
-                           any_second_factor=second_factor.has_second_factor(user),
-                           passkeys_available=passkeys.available(),
-                           recovery_left=second_factor.recovery_codes_left(user))
+    return render_template(
+        "account/account.html",
+        user=user,
+        tiers=tiers(),
+        connections=connections(db.session, user),
+        form=ActionForm(),
+        pending_email=pending_email(user),
+        sessions=live_sessions(db.session, user, login.id),
+        two_step=second_factor.has_totp(user),
+        passkeys=passkeys.passkeys_of(user),
+        any_second_factor=second_factor.has_second_factor(user),
+        passkeys_available=passkeys.available(),
+        recovery_left=second_factor.recovery_codes_left(user),
+    )
 
 
 @bp.post("/apps/<client_id>/revoke")
@@ -140,8 +161,9 @@ WRONG_CURRENT_PASSWORD = "Your current password is not right."
 
 
 def _password_page(form: PasswordForm, error: str | None = None, status: int = 200) -> Response:
-    return make_response(render_template("account/password.html", form=form, error=error,
-                                         max_length=MAX_PASSWORD_LENGTH), status)
+    return make_response(
+        render_template("account/password.html", form=form, error=error, max_length=MAX_PASSWORD_LENGTH), status
+    )
 
 
 @bp.route("/password", methods=["GET", "POST"])
@@ -170,8 +192,10 @@ def password() -> Response:
     start_login(user, amr=amr)
     db.session.commit()
     send_later(security_notice(user, "Your password was changed"))
-    flash("Your password is changed. You are signed out everywhere else"
-          + (", and every app is disconnected." if "tokens_revoked" in ended else "."))
+    flash(
+        "Your password is changed. You are signed out everywhere else"
+        + (", and every app is disconnected." if "tokens_revoked" in ended else ".")
+    )
     return redirect(url_for("account.show"), 303)
 
 
@@ -195,8 +219,12 @@ def send_verification_link():
 
 
 def _email_page(form: EmailForm, error: str | None = None, status: int = 200) -> Response:
-    return make_response(render_template("account/email.html", form=form, error=error, user=current_user(),
-                                         max_length=MAX_PASSWORD_LENGTH), status)
+    return make_response(
+        render_template(
+            "account/email.html", form=form, error=error, user=current_user(), max_length=MAX_PASSWORD_LENGTH
+        ),
+        status,
+    )
 
 
 @bp.route("/email", methods=["GET", "POST"])
@@ -225,14 +253,22 @@ def email() -> Response:
         return _email_page(form, error=str(exc), status=400)
     db.session.commit()
     send_later(mail)
-    flash(f"A link is on its way to {mail.to}. Your address changes when you open it; until then you sign in "
-          f"with {user.email}.")
+    flash(
+        f"A link is on its way to {mail.to}. Your address changes when you open it; until then you sign in "
+        f"with {user.email}."
+    )
     return redirect(url_for("account.show"), 303)
 
 
 def pending_email(user) -> str | None:
     """A new address waiting for its link to be followed, if any."""
-    link = db.session.scalar(select(OneTimeLink).where(
-        OneTimeLink.user_id == user.id, OneTimeLink.purpose == LinkPurpose.VERIFY, OneTimeLink.used_at.is_(None),
-        OneTimeLink.expires_at > utcnow(), OneTimeLink.email != user.email))
+    link = db.session.scalar(
+        select(OneTimeLink).where(
+            OneTimeLink.user_id == user.id,
+            OneTimeLink.purpose == LinkPurpose.VERIFY,
+            OneTimeLink.used_at.is_(None),
+            OneTimeLink.expires_at > utcnow(),
+            OneTimeLink.email != user.email,
+        )
+    )
     return link.email if link else None

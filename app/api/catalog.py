@@ -62,7 +62,10 @@ def find_track(id_key: str, id_value: str) -> Track | None:
         return db.session.get(Track, canonical) if canonical else None
     if id_key == "isrc":
         track_id = db.session.scalar(
-            select(TrackIsrc.track_id).where(TrackIsrc.isrc == value.upper().replace("-", "")).order_by(TrackIsrc.track_id).limit(1)
+            select(TrackIsrc.track_id)
+            .where(TrackIsrc.isrc == value.upper().replace("-", ""))
+            .order_by(TrackIsrc.track_id)
+            .limit(1)
         )
         return db.session.get(Track, track_id) if track_id else None
     if id_key == "spotify":
@@ -85,15 +88,28 @@ def find_album(id_key: str, id_value: str) -> Album | None:
 
 
 def track_json(track: Track) -> dict:
-    return {"id": track.id, "title": track.title, "isrcs": list(track.isrcs or []),
-            "spotifyIds": [track.spotify_id] if track.spotify_id else [], "label": track.label,
-            "popularity": track.popularity, "spotifyPreviewUrl": track.spotify_preview_url}
+    return {
+        "id": track.id,
+        "title": track.title,
+        "isrcs": list(track.isrcs or []),
+        "spotifyIds": [track.spotify_id] if track.spotify_id else [],
+        "label": track.label,
+        "popularity": track.popularity,
+        "spotifyPreviewUrl": track.spotify_preview_url,
+    }
 
 
 def album_json(album: Album) -> dict:
-    return {"id": album.id, "title": album.title, "upc": album.upc, "label": album.label,
-            "releaseDate": album.release_date.isoformat(), "albumArt": album.album_art,
-            "spotifyId": album.spotify_id, "popularity": album.popularity}
+    return {
+        "id": album.id,
+        "title": album.title,
+        "upc": album.upc,
+        "label": album.label,
+        "releaseDate": album.release_date.isoformat(),
+        "albumArt": album.album_art,
+        "spotifyId": album.spotify_id,
+        "popularity": album.popularity,
+    }
 
 
 def collaborators_page(profile_id: str, wanted: PageRequest) -> dict:
@@ -102,7 +118,8 @@ def collaborators_page(profile_id: str, wanted: PageRequest) -> dict:
     shared = func.count(distinct(theirs.track_id))
     pairs = (
         select(theirs.profile_id.label("profile_id"), shared.label("shared"))
-        .select_from(mine).join(theirs, theirs.track_id == mine.track_id)
+        .select_from(mine)
+        .join(theirs, theirs.track_id == mine.track_id)
         .where(mine.profile_id == profile_id, theirs.profile_id != profile_id)
         .group_by(theirs.profile_id)
     ).subquery()
@@ -112,9 +129,13 @@ def collaborators_page(profile_id: str, wanted: PageRequest) -> dict:
     rows = db.session.execute(
         select(Profile.id, Profile.name, Profile.avatar_url, pairs.c.shared)
         .join(pairs, pairs.c.profile_id == Profile.id)
-        .order_by(pairs.c.shared.desc(), Profile.id).limit(wanted.limit).offset(wanted.offset)
+        .order_by(pairs.c.shared.desc(), Profile.id)
+        .limit(wanted.limit)
+        .offset(wanted.offset)
     ).all()
-    items = [{"id": pid, "name": name, "avatarUrl": avatar, "sharedCredits": count} for pid, name, avatar, count in rows]
+    items = [
+        {"id": pid, "name": name, "avatarUrl": avatar, "sharedCredits": count} for pid, name, avatar, count in rows
+    ]
     return page(wanted.limit, wanted.offset, total, items)
 
 
@@ -125,11 +146,16 @@ def track_albums_page(track: Track, wanted: PageRequest) -> dict:
     if wanted.offset >= total:
         return page(wanted.limit, wanted.offset, total, [])
     rows = db.session.scalars(
-        select(Album).where(Album.id.in_(album_ids)).order_by(Album.release_date.desc(), Album.id)
-        .limit(wanted.limit).offset(wanted.offset)
+        select(Album)
+        .where(Album.id.in_(album_ids))
+        .order_by(Album.release_date.desc(), Album.id)
+        .limit(wanted.limit)
+        .offset(wanted.offset)
     ).all()
-    items = [{"id": a.id, "title": a.title, "releaseDate": a.release_date.isoformat(), "popularity": a.popularity}
-             for a in rows]
+    items = [
+        {"id": a.id, "title": a.title, "releaseDate": a.release_date.isoformat(), "popularity": a.popularity}
+        for a in rows
+    ]
     return page(wanted.limit, wanted.offset, total, items)
 
 
@@ -140,16 +166,39 @@ def album_credits_page(album: Album, wanted: PageRequest) -> dict:
     if wanted.offset >= total:
         return page(wanted.limit, wanted.offset, total, [])
     rows = db.session.execute(
-        select(Credit.id, Profile.id, Profile.name, Profile.avatar_url, Track.id, Track.title, Track.popularity,
-               Track.isrcs, Track.spotify_id, Track.spotify_preview_url)
-        .join(Profile, Profile.id == Credit.profile_id).join(Track, Track.id == Credit.track_id)
-        .where(Credit.album_id == album.id).order_by(Track.id, Credit.id).limit(wanted.limit).offset(wanted.offset)
+        select(
+            Credit.id,
+            Profile.id,
+            Profile.name,
+            Profile.avatar_url,
+            Track.id,
+            Track.title,
+            Track.popularity,
+            Track.isrcs,
+            Track.spotify_id,
+            Track.spotify_preview_url,
+        )
+        .join(Profile, Profile.id == Credit.profile_id)
+        .join(Track, Track.id == Credit.track_id)
+        .where(Credit.album_id == album.id)
+        .order_by(Track.id, Credit.id)
+        .limit(wanted.limit)
+        .offset(wanted.offset)
     ).all()
     roles = roles_of([row[0] for row in rows])
     items = [
-        {"profile": {"id": pid, "name": name, "avatarUrl": avatar}, "credits": roles.get(credit_id, []),
-         "track": {"id": tid, "title": title, "popularity": popularity, "isrcs": list(isrcs or []),
-                   "spotifyId": spotify_id, "spotifyPreviewUrl": preview}}
+        {
+            "profile": {"id": pid, "name": name, "avatarUrl": avatar},
+            "credits": roles.get(credit_id, []),
+            "track": {
+                "id": tid,
+                "title": title,
+                "popularity": popularity,
+                "isrcs": list(isrcs or []),
+                "spotifyId": spotify_id,
+                "spotifyPreviewUrl": preview,
+            },
+        }
         for credit_id, pid, name, avatar, tid, title, popularity, isrcs, spotify_id, preview in rows
     ]
     return page(wanted.limit, wanted.offset, total, items)
@@ -160,7 +209,8 @@ def roles_page() -> dict:
     `/roles` declares no query parameters)."""
     family = aliased(CreditRole)
     rows = db.session.execute(
-        select(CreditRole.name, family.name).join(family, family.id == CreditRole.parent_id)
+        select(CreditRole.name, family.name)
+        .join(family, family.id == CreditRole.parent_id)
         .order_by(family.id, CreditRole.id)
     ).all()
     items = [{"child": child, "parent": parent} for child, parent in rows]
@@ -168,6 +218,7 @@ def roles_page() -> dict:
 
 
 # -- search ----------------------------------------------------------------------------------------
+
 
 def _empty() -> dict:
     return {"total": 0, "items": []}
@@ -179,29 +230,44 @@ def _profile_items(profile_ids: list[str]) -> list[dict]:
         return []
     names = dict(db.session.execute(select(Profile.id, Profile.name).where(Profile.id.in_(profile_ids))).all())
     avatars = dict(db.session.execute(select(Profile.id, Profile.avatar_url).where(Profile.id.in_(profile_ids))).all())
-    stats = {pid: (count, popularity) for pid, count, popularity in db.session.execute(
-        select(Credit.profile_id, func.count(Credit.id), func.max(Track.popularity))
-        .join(Track, Track.id == Credit.track_id).where(Credit.profile_id.in_(profile_ids))
-        .group_by(Credit.profile_id)
-    )}
+    stats = {
+        pid: (count, popularity)
+        for pid, count, popularity in db.session.execute(
+            select(Credit.profile_id, func.count(Credit.id), func.max(Track.popularity))
+            .join(Track, Track.id == Credit.track_id)
+            .where(Credit.profile_id.in_(profile_ids))
+            .group_by(Credit.profile_id)
+        )
+    }
     mine, theirs = aliased(Credit), aliased(Credit)
-    collaborators = dict(db.session.execute(
-        select(mine.profile_id, func.count(distinct(theirs.profile_id)))
-        .join(theirs, (theirs.track_id == mine.track_id) & (theirs.profile_id != mine.profile_id))
-        .where(mine.profile_id.in_(profile_ids)).group_by(mine.profile_id)
-    ).all())
+    collaborators = dict(
+        db.session.execute(
+            select(mine.profile_id, func.count(distinct(theirs.profile_id)))
+            .join(theirs, (theirs.track_id == mine.track_id) & (theirs.profile_id != mine.profile_id))
+            .where(mine.profile_id.in_(profile_ids))
+            .group_by(mine.profile_id)
+        ).all()
+    )
     common: dict[str, Counter] = defaultdict(Counter)
     for pid, role in db.session.execute(
-        select(Credit.profile_id, CreditRole.name).join(credit_role_links, credit_role_links.c.credit_id == Credit.id)
-        .join(CreditRole, CreditRole.id == credit_role_links.c.role_id).where(Credit.profile_id.in_(profile_ids))
+        select(Credit.profile_id, CreditRole.name)
+        .join(credit_role_links, credit_role_links.c.credit_id == Credit.id)
+        .join(CreditRole, CreditRole.id == credit_role_links.c.role_id)
+        .where(Credit.profile_id.in_(profile_ids))
     ):
         common[pid][role] += 1
     return [
-        {"id": pid, "name": names[pid], "popularity": int(stats.get(pid, (0, 0))[1] or 0),
-         "creditCount": stats.get(pid, (0, 0))[0], "collaboratorsCount": collaborators.get(pid, 0),
-         "avatarUrl": avatars[pid] or "",
-         "commonCredits": [role for role, _ in sorted(common[pid].items(), key=lambda kv: (-kv[1], kv[0]))[:3]]}
-        for pid in profile_ids if pid in names
+        {
+            "id": pid,
+            "name": names[pid],
+            "popularity": int(stats.get(pid, (0, 0))[1] or 0),
+            "creditCount": stats.get(pid, (0, 0))[0],
+            "collaboratorsCount": collaborators.get(pid, 0),
+            "avatarUrl": avatars[pid] or "",
+            "commonCredits": [role for role, _ in sorted(common[pid].items(), key=lambda kv: (-kv[1], kv[0]))[:3]],
+        }
+        for pid in profile_ids
+        if pid in names
     ]
 
 
@@ -212,32 +278,62 @@ def search(keyword: str, types: list[str]) -> dict:
     result = {"tracks": _empty(), "albums": _empty(), "profiles": _empty()}
     if "profile" in types:
         where = func.lower(Profile.name).like(pattern, escape=ESCAPE)
-        ids = list(db.session.scalars(select(Profile.id).where(where).order_by(Profile.name, Profile.id)
-                                      .limit(SEARCH_LIMIT)))
-        result["profiles"] = {"total": db.session.scalar(select(func.count()).select_from(Profile).where(where)),
-                              "items": _profile_items(ids)}
+        ids = list(
+            db.session.scalars(select(Profile.id).where(where).order_by(Profile.name, Profile.id).limit(SEARCH_LIMIT))
+        )
+        result["profiles"] = {
+            "total": db.session.scalar(select(func.count()).select_from(Profile).where(where)),
+            "items": _profile_items(ids),
+        }
     if "track" in types:
         where = func.lower(Track.title).like(pattern, escape=ESCAPE)
-        rows = db.session.execute(select(Track.id, Track.title, Track.popularity).where(where)
-                                  .order_by(Track.popularity.desc(), Track.id).limit(SEARCH_LIMIT)).all()
-        released = dict(db.session.execute(
-            select(Credit.track_id, func.min(Credit.release_date)).where(Credit.track_id.in_([r[0] for r in rows]))
-            .group_by(Credit.track_id)
-        ).all()) if rows else {}
+        rows = db.session.execute(
+            select(Track.id, Track.title, Track.popularity)
+            .where(where)
+            .order_by(Track.popularity.desc(), Track.id)
+            .limit(SEARCH_LIMIT)
+        ).all()
+        released = (
+            dict(
+                db.session.execute(
+                    select(Credit.track_id, func.min(Credit.release_date))
+                    .where(Credit.track_id.in_([r[0] for r in rows]))
+                    .group_by(Credit.track_id)
+                ).all()
+            )
+            if rows
+            else {}
+        )
         result["tracks"] = {
             "total": db.session.scalar(select(func.count()).select_from(Track).where(where)),
-            "items": [{"id": tid, "title": title, "popularity": popularity,
-                       "releaseDate": released[tid].isoformat() + "T00:00:00" if tid in released else None}
-                      for tid, title, popularity in rows],
+            "items": [
+                {
+                    "id": tid,
+                    "title": title,
+                    "popularity": popularity,
+                    "releaseDate": released[tid].isoformat() + "T00:00:00" if tid in released else None,
+                }
+                for tid, title, popularity in rows
+            ],
         }
     if "album" in types:
         where = func.lower(Album.title).like(pattern, escape=ESCAPE)
-        albums = db.session.scalars(select(Album).where(where).order_by(Album.popularity.desc(), Album.id)
-                                    .limit(SEARCH_LIMIT)).all()
+        albums = db.session.scalars(
+            select(Album).where(where).order_by(Album.popularity.desc(), Album.id).limit(SEARCH_LIMIT)
+        ).all()
         result["albums"] = {
             "total": db.session.scalar(select(func.count()).select_from(Album).where(where)),
-            "items": [{"id": a.id, "title": a.title, "upc": a.upc, "releaseDate": a.release_date.isoformat(),
-                       "albumArt": a.album_art, "popularity": a.popularity} for a in albums],
+            "items": [
+                {
+                    "id": a.id,
+                    "title": a.title,
+                    "upc": a.upc,
+                    "releaseDate": a.release_date.isoformat(),
+                    "albumArt": a.album_art,
+                    "popularity": a.popularity,
+                }
+                for a in albums
+            ],
         }
     return result
 
@@ -246,14 +342,20 @@ def autocomplete(q: str) -> dict:
     """Type-ahead: names and titles starting with `q`, profiles first, then tracks, then albums."""
     pattern = _like(q, prefix_only=True)
     items: list[dict] = []
-    for model, label, kind, order in ((Profile, Profile.name, "profile", Profile.name),
-                                      (Track, Track.title, "track", Track.popularity.desc()),
-                                      (Album, Album.title, "album", Album.popularity.desc())):
+    for model, label, kind, order in (
+        (Profile, Profile.name, "profile", Profile.name),
+        (Track, Track.title, "track", Track.popularity.desc()),
+        (Album, Album.title, "album", Album.popularity.desc()),
+    ):
         left = AUTOCOMPLETE_LIMIT - len(items)
         if left <= 0:
             break
-        rows = db.session.execute(select(model.id, label).where(func.lower(label).like(pattern, escape=ESCAPE))
-                                  .order_by(order, model.id).limit(left)).all()
+        rows = db.session.execute(
+            select(model.id, label)
+            .where(func.lower(label).like(pattern, escape=ESCAPE))
+            .order_by(order, model.id)
+            .limit(left)
+        ).all()
         items += [{"id": row_id, "name": name, "entityType": kind} for row_id, name in rows]
     return {"items": items}
 
@@ -271,9 +373,13 @@ def profiles_for_tracks(names: list[str], track_ids: list[str], spotify_track_id
         return {"items": []}
     rows = db.session.execute(
         select(Profile.id, Profile.name, Profile.avatar_url, Credit.track_id)
-        .join(Credit, Credit.profile_id == Profile.id).where(Credit.track_id.in_(sorted(tracks)))
-        .union(select(Profile.id, Profile.name, Profile.avatar_url, TrackArtist.track_id)
-               .join(TrackArtist, TrackArtist.profile_id == Profile.id).where(TrackArtist.track_id.in_(sorted(tracks))))
+        .join(Credit, Credit.profile_id == Profile.id)
+        .where(Credit.track_id.in_(sorted(tracks)))
+        .union(
+            select(Profile.id, Profile.name, Profile.avatar_url, TrackArtist.track_id)
+            .join(TrackArtist, TrackArtist.profile_id == Profile.id)
+            .where(TrackArtist.track_id.in_(sorted(tracks)))
+        )
     ).all()
     wanted = [n.lower() for n in names]
     found: dict[str, dict] = {}
@@ -283,4 +389,3 @@ def profiles_for_tracks(names: list[str], track_ids: list[str], spotify_track_id
             if track_id not in entry["trackIds"]:
                 entry["trackIds"].append(track_id)
     return {"items": list(found.values())}
-

@@ -112,16 +112,22 @@ def _spend_budget(key: ApiKey) -> None:
         burst = spend(plan.window, KEY_SCOPE, key.id)
         if burst is not None and not burst.allowed:
             g.api_window = Window(plan.per_minute, 0, burst.reset)
-            raise GatewayError(429, f"API rate limit exceeded: {plan.window.amount} per second for this key",
-                               {"Retry-After": str(burst.reset)})
+            raise GatewayError(
+                429,
+                f"API rate limit exceeded: {plan.window.amount} per second for this key",
+                {"Retry-After": str(burst.reset)},
+            )
     spent = spend(minute_item, KEY_SCOPE, key.id)
     if spent is None:  # the counter store is down: served uncounted (as the sign-in budget)
         return
     g.api_window = Window(plan.per_minute, spent.remaining, spent.reset)
     if not spent.allowed:
         g.api_window = Window(plan.per_minute, 0, spent.reset)
-        raise GatewayError(429, f"API rate limit exceeded: {plan.per_minute} per minute for this key",
-                           {"Retry-After": str(spent.reset)})
+        raise GatewayError(
+            429,
+            f"API rate limit exceeded: {plan.per_minute} per minute for this key",
+            {"Retry-After": str(spent.reset)},
+        )
 
 
 def pass_gateway(surface: str) -> KeyCaller:

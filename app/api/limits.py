@@ -82,10 +82,14 @@ def count_request() -> None:
     g.api_window = window
     if not spent.allowed:
         if has_key:
-            raise GatewayError(429, f"API rate limit exceeded: {item.amount} per minute for {per}",
-                               {"Retry-After": str(window.reset)})
-        raise ApiError(429, f"Too many requests: the budget is {item.amount} per minute for {per}",
-                       {"Retry-After": str(window.reset)})
+            raise GatewayError(
+                429, f"API rate limit exceeded: {item.amount} per minute for {per}", {"Retry-After": str(window.reset)}
+            )
+        raise ApiError(
+            429,
+            f"Too many requests: the budget is {item.amount} per minute for {per}",
+            {"Retry-After": str(window.reset)},
+        )
 
 
 def decorate_response(response: Response) -> Response:

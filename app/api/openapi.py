@@ -35,7 +35,9 @@ def _document() -> tuple[Rendition, Rendition]:
     text = DOCUMENT.read_bytes()
     as_json = json.dumps(yaml.safe_load(text), indent=2).encode()
     digest = hashlib.sha256(text).hexdigest()[:32]
-    return Rendition(text, "application/yaml", f'"{digest}"'), Rendition(as_json, "application/json", f'"{digest}-json"')
+    return Rendition(text, "application/yaml", f'"{digest}"'), Rendition(
+        as_json, "application/json", f'"{digest}-json"'
+    )
 
 
 def openapi_document() -> dict:
@@ -43,8 +45,12 @@ def openapi_document() -> dict:
 
 
 def _serve(rendition: Rendition, negotiated: bool = False) -> Response:
-    headers = {"Cache-Control": "public, max-age=300", "ETag": rendition.etag, "x-service-version": SERVICE_VERSION,
-               "Access-Control-Allow-Origin": "*"}
+    headers = {
+        "Cache-Control": "public, max-age=300",
+        "ETag": rendition.etag,
+        "x-service-version": SERVICE_VERSION,
+        "Access-Control-Allow-Origin": "*",
+    }
     if negotiated:
         headers["Vary"] = "Accept"  # a cache must not hand the JSON to a client that asked for YAML
     if not_modified(rendition.etag, request.headers.get("If-None-Match")):

@@ -23,13 +23,28 @@ NEWEST_FIRST = (Credit.release_date.desc(), Credit.id.desc())
 # statement costs more Python time than SQLite spends running it.
 _CHILD, _FAMILY = aliased(CreditRole), aliased(CreditRole)
 _PAGE_IDS = (
-    select(Credit.id).where(Credit.profile_id == bindparam("profile_id")).order_by(*NEWEST_FIRST)
-    .limit(bindparam("limit")).offset(bindparam("offset")).subquery()
+    select(Credit.id)
+    .where(Credit.profile_id == bindparam("profile_id"))
+    .order_by(*NEWEST_FIRST)
+    .limit(bindparam("limit"))
+    .offset(bindparam("offset"))
+    .subquery()
 )
 COUNT_CREDITS = select(func.count()).select_from(Credit).where(Credit.profile_id == bindparam("profile_id"))
 PAGE_ROWS = (
-    select(Credit.id, Credit.release_date, Track.id, Track.title, Track.popularity, Track.isrcs, Track.spotify_id,
-           Track.spotify_preview_url, Album.id, Album.title, Album.album_art)
+    select(
+        Credit.id,
+        Credit.release_date,
+        Track.id,
+        Track.title,
+        Track.popularity,
+        Track.isrcs,
+        Track.spotify_id,
+        Track.spotify_preview_url,
+        Album.id,
+        Album.title,
+        Album.album_art,
+    )
     .join(_PAGE_IDS, _PAGE_IDS.c.id == Credit.id)
     .join(Track, Track.id == Credit.track_id)
     .join(Album, Album.id == Credit.album_id)
@@ -49,8 +64,15 @@ ARTISTS_OF = (
     .order_by(TrackArtist.track_id, TrackArtist.position)
 )
 CHART_ROWS = (
-    select(ChartRow.chart_name, ChartRow.position, ChartRow.position_change, ChartRow.score, ChartRow.score_change,
-           ChartRow.credits_count, ChartRow.percentage)
+    select(
+        ChartRow.chart_name,
+        ChartRow.position,
+        ChartRow.position_change,
+        ChartRow.score,
+        ChartRow.score_change,
+        ChartRow.credits_count,
+        ChartRow.percentage,
+    )
     .where(ChartRow.profile_id == bindparam("profile_id"))
     .order_by(ChartRow.chart_name, ChartRow.id)
 )
@@ -58,9 +80,17 @@ CHART_ROWS = (
 
 def profile_json(profile: Profile) -> dict:
     return {
-        "id": profile.id, "name": profile.name, "city": profile.city, "country": profile.country,
-        "bio": profile.bio, "website": profile.website, "facebook": profile.facebook, "twitter": profile.twitter,
-        "instagram": profile.instagram, "spotifyId": profile.spotify_id, "avatarUrl": profile.avatar_url,
+        "id": profile.id,
+        "name": profile.name,
+        "city": profile.city,
+        "country": profile.country,
+        "bio": profile.bio,
+        "website": profile.website,
+        "facebook": profile.facebook,
+        "twitter": profile.twitter,
+        "instagram": profile.instagram,
+        "spotifyId": profile.spotify_id,
+        "avatarUrl": profile.avatar_url,
     }
 
 
@@ -81,14 +111,31 @@ def credit_page(profile_id: str, wanted: PageRequest) -> dict:
     items = [
         {
             "credits": roles.get(credit_id, []),
-            "track": {"id": track_id, "title": title, "popularity": popularity, "isrcs": list(isrcs or []),
-                      "spotifyId": spotify_id, "spotifyPreviewUrl": preview},
+            "track": {
+                "id": track_id,
+                "title": title,
+                "popularity": popularity,
+                "isrcs": list(isrcs or []),
+                "spotifyId": spotify_id,
+                "spotifyPreviewUrl": preview,
+            },
             "album": {"id": album_id, "title": album_title, "albumArt": album_art},
             "releaseDate": released.isoformat(),
             "artists": artists.get(track_id, []),
         }
-        for (credit_id, released, track_id, title, popularity, isrcs, spotify_id, preview, album_id, album_title,
-             album_art) in rows
+        for (
+            credit_id,
+            released,
+            track_id,
+            title,
+            popularity,
+            isrcs,
+            spotify_id,
+            preview,
+            album_id,
+            album_title,
+            album_art,
+        ) in rows
     ]
     return page(wanted.limit, wanted.offset, total, items)
 
@@ -114,9 +161,16 @@ def artists_of(track_ids: set[str]) -> dict[str, list[dict]]:
 def chart_rows(profile_id: str) -> list[dict]:
     """A profile's chart rows (its analytics); `scoreChange` is left out where it is unknown."""
     return [
-        {"chartName": name, "position": position, "positionChange": position_change, "score": score,
-         **({"scoreChange": score_change} if score_change is not None else {}),
-         "creditsCount": credits_count, "percentage": percentage}
-        for name, position, position_change, score, score_change, credits_count, percentage
-        in db.session.execute(CHART_ROWS, {"profile_id": profile_id})
+        {
+            "chartName": name,
+            "position": position,
+            "positionChange": position_change,
+            "score": score,
+            **({"scoreChange": score_change} if score_change is not None else {}),
+            "creditsCount": credits_count,
+            "percentage": percentage,
+        }
+        for name, position, position_change, score, score_change, credits_count, percentage in db.session.execute(
+            CHART_ROWS, {"profile_id": profile_id}
+        )
     ]

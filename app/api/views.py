@@ -131,10 +131,9 @@ def search(caller: KeyCaller) -> Response:
     if not isinstance(body, dict):
         raise ApiError(400, INVALID_PARAMETERS)
     keyword, types = body.get("keyword"), body.get("type", list(catalog.SEARCH_TYPES))
-    if (not isinstance(keyword, str) or not keyword.strip() or len(keyword) > catalog.MAX_KEYWORD
-            or "\x00" in keyword):
+    if not isinstance(keyword, str) or not keyword.strip() or len(keyword) > catalog.MAX_KEYWORD or "\x00" in keyword:
         raise ApiError(400, INVALID_PARAMETERS)
-    if (not isinstance(types, list) or not all(isinstance(t, str) and t in catalog.SEARCH_TYPES for t in types)):
+    if not isinstance(types, list) or not all(isinstance(t, str) and t in catalog.SEARCH_TYPES for t in types):
         raise ApiError(400, INVALID_PARAMETERS)
     return ok(catalog.search(keyword.strip(), types or list(catalog.SEARCH_TYPES)))
 

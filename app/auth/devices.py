@@ -41,7 +41,8 @@ def _entries() -> list[tuple[str, str]]:
                 data = None
             if isinstance(data, list):
                 g.device_entries = [
-                    (e[0], e[1]) for e in data[:MAX_ACCOUNTS]
+                    (e[0], e[1])
+                    for e in data[:MAX_ACCOUNTS]
                     if isinstance(e, list) and len(e) == 2 and all(isinstance(v, str) for v in e)
                 ]
     return g.device_entries
@@ -65,6 +66,13 @@ def remember_device(user: User) -> None:
     @after_this_request
     def set_cookie(response: Response) -> Response:
         https = current_app.config["ISSUER_URL"].startswith("https://")
-        response.set_cookie(COOKIE, value, max_age=int(current_app.config["DEVICE_COOKIE_LIFETIME"]),
-                            httponly=True, secure=https, samesite="Lax", path="/")
+        response.set_cookie(
+            COOKIE,
+            value,
+            max_age=int(current_app.config["DEVICE_COOKIE_LIFETIME"]),
+            httponly=True,
+            secure=https,
+            samesite="Lax",
+            path="/",
+        )
         return response

@@ -47,9 +47,16 @@ def issue(user: User, purpose: LinkPurpose, email: str | None = None) -> str:
         .execution_options(synchronize_session=False)
     )
     token = new_secret(32)
-    db.session.add(OneTimeLink(user_id=user.id, purpose=purpose, token_hash=sha256_hex(token),
-                               email=email or user.email, created_at=now,
-                               expires_at=now + timedelta(seconds=lifetime(purpose))))
+    db.session.add(
+        OneTimeLink(
+            user_id=user.id,
+            purpose=purpose,
+            token_hash=sha256_hex(token),
+            email=email or user.email,
+            created_at=now,
+            expires_at=now + timedelta(seconds=lifetime(purpose)),
+        )
+    )
     db.session.flush()
     return token
 
@@ -58,8 +65,9 @@ def find(token: str | None, purpose: LinkPurpose) -> OneTimeLink | None:
     """The live (unused, unexpired) link of `purpose` for `token`, or None."""
     if not token or len(token) > MAX_TOKEN_LENGTH:
         return None
-    link = db.session.scalar(select(OneTimeLink).where(OneTimeLink.token_hash == sha256_hex(token),
-                                                       OneTimeLink.purpose == purpose))
+    link = db.session.scalar(
+        select(OneTimeLink).where(OneTimeLink.token_hash == sha256_hex(token), OneTimeLink.purpose == purpose)
+    )
     if link is None or link.used_at is not None or link.expires_at <= utcnow():
         return None
     return link

@@ -20,6 +20,14 @@ def security_notice(user: User, what: str) -> Mail:
     if has_request_context():
         where = f"{browser_name(request.user_agent.string)}, address {request.remote_addr or 'unknown'}"
     issuer = current_app.config["ISSUER_URL"]
-    return Mail.from_template(user.email, f"Credits ID security notice: {what[0].lower() + what[1:]}", "security_notice",
-                              user=user, what=what, when=utcnow().strftime("%Y-%m-%d %H:%M UTC"), where=where,
-                              forgot=f"{issuer}/password/forgot", account=f"{issuer}/account")
+    return Mail.from_template(
+        user.email,
+        f"Credits ID security notice: {what[0].lower() + what[1:]}",
+        "security_notice",
+        user=user,
+        what=what,
+        when=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+        where=where,
+        forgot=f"{issuer}/password/forgot",
+        account=f"{issuer}/account",
+    )

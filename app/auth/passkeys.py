@@ -101,10 +101,15 @@ def registration_options(user: User) -> str:
     if count(user) >= MAX_PASSKEYS:
         raise PasskeyError(f"You have {MAX_PASSKEYS} passkeys already: remove one first.")
     options = generate_registration_options(
-        rp_id=rp_id(), rp_name=RP_NAME, user_id=user.id.encode(), user_name=user.email, user_display_name=user.name,
+        rp_id=rp_id(),
+        rp_name=RP_NAME,
+        user_id=user.id.encode(),
+        user_name=user.email,
+        user_display_name=user.name,
         challenge=secrets.token_bytes(32),
         authenticator_selection=AuthenticatorSelectionCriteria(
-            resident_key=ResidentKeyRequirement.REQUIRED, user_verification=UserVerificationRequirement.REQUIRED),
+            resident_key=ResidentKeyRequirement.REQUIRED, user_verification=UserVerificationRequirement.REQUIRED
+        ),
         exclude_credentials=[PublicKeyCredentialDescriptor(id=_raw(p.credential_id)) for p in passkeys_of(user)],
     )
     _remember(options.challenge, "register")
@@ -115,15 +120,24 @@ def register(user: User, credential_json: str, name: str) -> Passkey:
     """Verify the browser's answer to create() and keep the new passkey (its public key)."""
     try:
         verified = verify_registration_response(
-            credential=_parsed(credential_json), expected_challenge=_challenge("register"), expected_rp_id=rp_id(),
-            expected_origin=origin(), require_user_verification=True)
+            credential=_parsed(credential_json),
+            expected_challenge=_challenge("register"),
+            expected_rp_id=rp_id(),
+            expected_origin=origin(),
+            require_user_verification=True,
+        )
     except (InvalidRegistrationResponse, ValueError, KeyError, TypeError) as exc:
         raise PasskeyError("The passkey could not be checked. Try again.") from exc
     credential_id = bytes_to_base64url(verified.credential_id)
     if db.session.scalar(select(Passkey.id).where(Passkey.credential_id == credential_id)):
         raise PasskeyError("That passkey is registered already.")
-    passkey = Passkey(user_id=user.id, credential_id=credential_id, public_key=verified.credential_public_key,
-                      sign_count=verified.sign_count, name=(name or "").strip()[:64] or "Passkey")
+    passkey = Passkey(
+        user_id=user.id,
+        credential_id=credential_id,
+        public_key=verified.credential_public_key,
+        sign_count=verified.sign_count,
+        name=(name or "").strip()[:64] or "Passkey",
+    )
     db.session.add(passkey)
     db.session.flush()
     record("2fa.enrolled", actor=user, subject=user, kind="passkey", passkey=passkey.name)
@@ -152,8 +166,12 @@ def authentication_options(user: User | None, purpose: str) -> str:
     or any discoverable passkey of this site (a sign-in without password: `user` None)."""
     allowed = [PublicKeyCredentialDescriptor(id=_raw(p.credential_id)) for p in passkeys_of(user)] if user else []
     options = generate_authentication_options(
-        rp_id=rp_id(), challenge=secrets.token_bytes(32), allow_credentials=allowed,
-        user_verification=UserVerificationRequirement.REQUIRED if user is None else UserVerificationRequirement.PREFERRED,
+        rp_id=rp_id(),
+        challenge=secrets.token_bytes(32),
+        allow_credentials=allowed,
+        user_verification=UserVerificationRequirement.REQUIRED
+        if user is None
+        else UserVerificationRequirement.PREFERRED,
     )
     _remember(options.challenge, purpose)
     return options_to_json(options)
@@ -170,9 +188,14 @@ def authenticate(credential_json: str, purpose: str, user: User | None = None) -
         raise PasskeyError("That passkey is not registered for this account.")
     try:
         verified = verify_authentication_response(
-            credential=data, expected_challenge=challenge, expected_rp_id=rp_id(), expected_origin=origin(),
-            credential_public_key=passkey.public_key, credential_current_sign_count=passkey.sign_count,
-            require_user_verification=user is None)
+            credential=data,
+            expected_challenge=challenge,
+            expected_rp_id=rp_id(),
+            expected_origin=origin(),
+            credential_public_key=passkey.public_key,
+            credential_current_sign_count=passkey.sign_count,
+            require_user_verification=user is None,
+        )
     except (InvalidAuthenticationResponse, ValueError, KeyError, TypeError) as exc:
         raise PasskeyError("The passkey could not be checked. Try again.") from exc
     passkey.sign_count, passkey.last_used_at = verified.new_sign_count, utcnow()

@@ -34,8 +34,14 @@ def request_reset(email: str) -> Mail | None:
     token = links.issue(user, LinkPurpose.RESET)
     record("password.reset_requested", subject=user)
     minutes = links.lifetime(LinkPurpose.RESET) // 60
-    return Mail.from_template(user.email, "Reset your Credits ID password", "reset", user=user,
-                              url=links.link_url(LinkPurpose.RESET, token), minutes=minutes)
+    return Mail.from_template(
+        user.email,
+        "Reset your Credits ID password",
+        "reset",
+        user=user,
+        url=links.link_url(LinkPurpose.RESET, token),
+        minutes=minutes,
+    )
 
 
 def complete_reset(link: OneTimeLink, password: str, disconnect_apps: bool) -> dict:
@@ -45,8 +51,9 @@ def complete_reset(link: OneTimeLink, password: str, disconnect_apps: bool) -> d
     check_password_rules(password)
     if not links.consume(link):
         raise links.LinkAlreadyUsed()
-    ended = change_password(user, password, actor=user, disconnect_apps=disconnect_apps,
-                            action="password.reset_completed")
+    ended = change_password(
+        user, password, actor=user, disconnect_apps=disconnect_apps, action="password.reset_completed"
+    )
     if link.email == user.email and not user.email_verified:
         user.email_verified = True
         record("email.verified", actor=user, subject=user, via="password reset")

@@ -28,14 +28,25 @@ class ForgotForm(FlaskForm):
 
 class ResetForm(FlaskForm):
     token = HiddenField()
-    new = PasswordField("New password", validators=[
-        DataRequired(), Length(min=MIN_PASSWORD_LENGTH, max=MAX_PASSWORD_LENGTH,
-                               message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.")],
-        description=f"At least {MIN_PASSWORD_LENGTH} characters.")
-    confirm = PasswordField("New password again", validators=[
-        DataRequired(), EqualTo("new", message="The two new passwords differ.")])
-    disconnect_apps = BooleanField("Also disconnect every app", description=(
-        "If someone else may have used your password: every app loses access and must ask you again."))
+    new = PasswordField(
+        "New password",
+        validators=[
+            DataRequired(),
+            Length(
+                min=MIN_PASSWORD_LENGTH,
+                max=MAX_PASSWORD_LENGTH,
+                message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
+            ),
+        ],
+        description=f"At least {MIN_PASSWORD_LENGTH} characters.",
+    )
+    confirm = PasswordField(
+        "New password again", validators=[DataRequired(), EqualTo("new", message="The two new passwords differ.")]
+    )
+    disconnect_apps = BooleanField(
+        "Also disconnect every app",
+        description=("If someone else may have used your password: every app loses access and must ask you again."),
+    )
 
 
 def mail_ip_wait() -> int:
@@ -60,13 +71,15 @@ def forgot() -> Response | str:
     db.session.commit()
     if mail is not None:
         send_later(mail)
-    return render_template("auth/forgot_sent.html", email=form.email.data.strip(),
-                           minutes=links.lifetime(LinkPurpose.RESET) // 60)
+    return render_template(
+        "auth/forgot_sent.html", email=form.email.data.strip(), minutes=links.lifetime(LinkPurpose.RESET) // 60
+    )
 
 
 def _link_invalid() -> Response:
-    return make_response(render_template("auth/link_invalid.html", again=url_for("recovery.forgot"),
-                                         what="password reset"), 400)
+    return make_response(
+        render_template("auth/link_invalid.html", again=url_for("recovery.forgot"), what="password reset"), 400
+    )
 
 
 @bp.route("/password/reset", methods=["GET", "POST"])
@@ -80,20 +93,27 @@ def reset() -> Response | str:
         form.token.data = token
         return render_template("auth/reset.html", form=form, email=link.user.email, max_length=MAX_PASSWORD_LENGTH)
     if not form.validate_on_submit():
-        return make_response(render_template("auth/reset.html", form=form, email=link.user.email,
-                                             max_length=MAX_PASSWORD_LENGTH), 400)
+        return make_response(
+            render_template("auth/reset.html", form=form, email=link.user.email, max_length=MAX_PASSWORD_LENGTH), 400
+        )
     try:
         ended = complete_reset(link, form.new.data, form.disconnect_apps.data)
     except MemberError as exc:
-        return make_response(render_template("auth/reset.html", form=form, email=link.user.email, error=str(exc),
-                                             max_length=MAX_PASSWORD_LENGTH), 400)
+        return make_response(
+            render_template(
+                "auth/reset.html", form=form, email=link.user.email, error=str(exc), max_length=MAX_PASSWORD_LENGTH
+            ),
+            400,
+        )
     except links.LinkAlreadyUsed:
         db.session.rollback()
         return _link_invalid()
     remember_device(link.user)  # this browser proved the mailbox: a known browser for the account
     db.session.commit()
     send_later(security_notice(link.user, "Your password was reset with a link sent to this address"))
-    flash("Your password is changed and you are signed out everywhere"
-          + (", and every app is disconnected" if "tokens_revoked" in ended else "")
-          + ". Sign in with your new password.")
+    flash(
+        "Your password is changed and you are signed out everywhere"
+        + (", and every app is disconnected" if "tokens_revoked" in ended else "")
+        + ". Sign in with your new password."
+    )
     return redirect(url_for("auth.login"), 303)

@@ -58,7 +58,8 @@ def wants_mfa(acr_values: str | None) -> bool:
 
 def _aead() -> AESGCM:
     key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=HKDF_INFO).derive(
-        current_app.config["SECRET_KEY"].encode())
+        current_app.config["SECRET_KEY"].encode()
+    )
     return AESGCM(key)
 
 
@@ -90,8 +91,14 @@ def has_second_factor(user: User) -> bool:
 
 def has_totp(user: User) -> bool:
     """A confirmed authenticator app."""
-    return db.session.scalar(select(func.count()).select_from(TotpFactor).where(
-        TotpFactor.user_id == user.id, TotpFactor.confirmed_at.is_not(None))) == 1
+    return (
+        db.session.scalar(
+            select(func.count())
+            .select_from(TotpFactor)
+            .where(TotpFactor.user_id == user.id, TotpFactor.confirmed_at.is_not(None))
+        )
+        == 1
+    )
 
 
 def begin_totp(user: User) -> str:
@@ -159,16 +166,24 @@ def forget_recovery_codes_if_unused(user: User) -> None:
 def new_recovery_codes(user: User) -> list[str]:
     """Ten new recovery codes (the old ones stop working); only their hashes are stored."""
     db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
-    codes = ["-".join("".join(secrets.choice(RECOVERY_ALPHABET) for _ in range(4)) for _ in range(4))
-             for _ in range(RECOVERY_CODES)]
+    codes = [
+        "-".join("".join(secrets.choice(RECOVERY_ALPHABET) for _ in range(4)) for _ in range(4))
+        for _ in range(RECOVERY_CODES)
+    ]
     db.session.add_all(RecoveryCode(user_id=user.id, code_hash=sha256_hex(_normalized(c))) for c in codes)
     db.session.flush()
     return codes
 
 
 def recovery_codes_left(user: User) -> int:
-    return db.session.scalar(select(func.count()).select_from(RecoveryCode).where(
-        RecoveryCode.user_id == user.id, RecoveryCode.used_at.is_(None))) or 0
+    return (
+        db.session.scalar(
+            select(func.count())
+            .select_from(RecoveryCode)
+            .where(RecoveryCode.user_id == user.id, RecoveryCode.used_at.is_(None))
+        )
+        or 0
+    )
 
 
 # -- sign-in ----------------------------------------------------------------------------------
@@ -181,7 +196,11 @@ def verify(user: User, code: str) -> str | None:
     digits = code.replace(" ", "")
     if digits.isascii() and digits.isdigit():
         factor = totp_factor(user)
-        return "otp" if factor is not None and factor.confirmed_at is not None and _check_totp(factor, user, digits) else None
+        return (
+            "otp"
+            if factor is not None and factor.confirmed_at is not None and _check_totp(factor, user, digits)
+            else None
+        )
     if _use_recovery_code(user, code):  # kept only while the member has a second factor
         record("2fa.recovery_code_used", actor=user, subject=user, left=recovery_codes_left(user))
         return "recovery"
@@ -199,8 +218,10 @@ def _check_totp(factor: TotpFactor, user: User, code: str) -> bool:
         if hmac.compare_digest(totp.at(step * 30), code):
             result = db.session.execute(
                 update(TotpFactor)
-                .where(TotpFactor.user_id == user.id,
-                       or_(TotpFactor.last_used_step.is_(None), TotpFactor.last_used_step < step))
+                .where(
+                    TotpFactor.user_id == user.id,
+                    or_(TotpFactor.last_used_step.is_(None), TotpFactor.last_used_step < step),
+                )
                 .values(last_used_step=step)
                 .execution_options(synchronize_session=False)
             )
@@ -221,8 +242,11 @@ def _use_recovery_code(user: User, code: str) -> bool:
         return False
     result = db.session.execute(
         update(RecoveryCode)
-        .where(RecoveryCode.user_id == user.id, RecoveryCode.code_hash == sha256_hex(normalized),
-               RecoveryCode.used_at.is_(None))
+        .where(
+            RecoveryCode.user_id == user.id,
+            RecoveryCode.code_hash == sha256_hex(normalized),
+            RecoveryCode.used_at.is_(None),
+        )
         .values(used_at=utcnow())
         .execution_options(synchronize_session=False)
     )

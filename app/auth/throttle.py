@@ -122,8 +122,11 @@ def _store(op: str, *args):
             return getattr(limiter.storage, op)(*args)
         except Exception as exc:
             _store_failed_at = time.monotonic()
-            log.warning("rate-limit storage unavailable, sign-in counted in memory for %d s: %s",
-                        RETRY_STORE_AFTER, type(exc).__name__)
+            log.warning(
+                "rate-limit storage unavailable, sign-in counted in memory for %d s: %s",
+                RETRY_STORE_AFTER,
+                type(exc).__name__,
+            )
     return getattr(_fallback, op)(*args)
 
 
@@ -168,8 +171,9 @@ class Attempt:
     @property
     def trusted(self) -> bool:
         """A known browser whose own failure budget is not spent."""
-        return self.device is not None and not _budget_wait(_key("device", self.device),
-                                                             current_app.config["LOGIN_DEVICE_LIMIT"])
+        return self.device is not None and not _budget_wait(
+            _key("device", self.device), current_app.config["LOGIN_DEVICE_LIMIT"]
+        )
 
     def wait(self) -> int:
         """Seconds this attempt must wait before a password is even checked (0: go ahead). The same

@@ -53,10 +53,18 @@ def _page(user: User, form: CodeForm, error: str | None = None, status: int = 20
     """The second step: a code field if the member has an authenticator app, a passkey button if
     they have passkeys (with a fresh challenge)."""
     options = passkeys.authentication_options(user, "2fa") if passkeys.count(user) else None
-    return make_response(render_template("auth/second_factor.html", form=form, error=error,
-                                         totp=second_factor.has_totp(user), passkey_options=options,
-                                         recovery=second_factor.recovery_codes_left(user) > 0,
-                                         passkey_form=CredentialForm()), status)
+    return make_response(
+        render_template(
+            "auth/second_factor.html",
+            form=form,
+            error=error,
+            totp=second_factor.has_totp(user),
+            passkey_options=options,
+            recovery=second_factor.recovery_codes_left(user) > 0,
+            passkey_form=CredentialForm(),
+        ),
+        status,
+    )
 
 
 @bp.route("/login/second-factor", methods=["GET", "POST"])
@@ -88,8 +96,11 @@ def code() -> Response:
     notice = None
     if used == "recovery":
         left = second_factor.recovery_codes_left(user)
-        notice = (f"You signed in with a recovery code; {left} left."
-                  + (" Make new ones on your account page." if left <= 3 else ""), "error" if left <= 3 else "message")
+        notice = (
+            f"You signed in with a recovery code; {left} left."
+            + (" Make new ones on your account page." if left <= 3 else ""),
+            "error" if left <= 3 else "message",
+        )
     return complete_sign_in(user, interaction, next_path, amr=("pwd", "otp"), notice=notice)
 
 
@@ -149,5 +160,9 @@ class PasswordlessForm(FlaskForm):
 
 def _passwordless_page(form: PasswordlessForm, error: str | None = None, status: int = 200) -> Response:
     form.credential.data = ""
-    return make_response(render_template("auth/passkey.html", form=form, error=error,
-                                         options=passkeys.authentication_options(None, "signin")), status)
+    return make_response(
+        render_template(
+            "auth/passkey.html", form=form, error=error, options=passkeys.authentication_options(None, "signin")
+        ),
+        status,
+    )

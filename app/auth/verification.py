@@ -35,9 +35,15 @@ def send_verification(user: User) -> Mail | None:
         return None
     token = links.issue(user, LinkPurpose.VERIFY)
     record("email.verification_sent", actor=user, subject=user)
-    return Mail.from_template(user.email, "Verify your email address for Credits ID", "verify", user=user,
-                              url=links.link_url(LinkPurpose.VERIFY, token), lifetime=_days(LinkPurpose.VERIFY),
-                              new_address=False)
+    return Mail.from_template(
+        user.email,
+        "Verify your email address for Credits ID",
+        "verify",
+        user=user,
+        url=links.link_url(LinkPurpose.VERIFY, token),
+        lifetime=_days(LinkPurpose.VERIFY),
+        new_address=False,
+    )
 
 
 def request_email_change(user: User, new_email: str) -> Mail:
@@ -54,9 +60,16 @@ def request_email_change(user: User, new_email: str) -> Mail:
         raise MemberError("Too many links were sent for your account. Try again in an hour.")
     token = links.issue(user, LinkPurpose.VERIFY, email=new_email)
     record("email.change_requested", actor=user, subject=user, new_email=new_email)
-    return Mail.from_template(new_email, "Confirm your new email address for Credits ID", "verify", user=user,
-                              url=links.link_url(LinkPurpose.VERIFY, token), lifetime=_days(LinkPurpose.VERIFY),
-                              new_address=True, email=new_email)
+    return Mail.from_template(
+        new_email,
+        "Confirm your new email address for Credits ID",
+        "verify",
+        user=user,
+        url=links.link_url(LinkPurpose.VERIFY, token),
+        lifetime=_days(LinkPurpose.VERIFY),
+        new_address=True,
+        email=new_email,
+    )
 
 
 def confirm(link: OneTimeLink) -> list[Mail]:
@@ -79,8 +92,7 @@ def confirm(link: OneTimeLink) -> list[Mail]:
     except IntegrityError:
         raise MemberError("Another account uses that address now.") from None
     record("email.changed", actor=user, subject=user, previous=old, email=user.email)
-    return [Mail.from_template(old, "Your Credits ID email address was changed", "email_changed", user=user,
-                               old=old)]
+    return [Mail.from_template(old, "Your Credits ID email address was changed", "email_changed", user=user, old=old)]
 
 
 def invite(user: User) -> Mail:
@@ -88,8 +100,14 @@ def invite(user: User) -> Mail:
     the address. A newer invitation replaces the older."""
     token = links.issue(user, LinkPurpose.INVITE)
     record("member.invited", subject=user)
-    return Mail.from_template(user.email, "You are invited to Credits ID", "invite", user=user,
-                              url=links.link_url(LinkPurpose.INVITE, token), lifetime=_days(LinkPurpose.INVITE))
+    return Mail.from_template(
+        user.email,
+        "You are invited to Credits ID",
+        "invite",
+        user=user,
+        url=links.link_url(LinkPurpose.INVITE, token),
+        lifetime=_days(LinkPurpose.INVITE),
+    )
 
 
 def accept_invitation(link: OneTimeLink, password: str) -> None:

@@ -25,12 +25,21 @@ class ConfirmForm(FlaskForm):
 
 class InvitationForm(FlaskForm):
     token = HiddenField()
-    new = PasswordField("Password", validators=[
-        DataRequired(), Length(min=MIN_PASSWORD_LENGTH, max=MAX_PASSWORD_LENGTH,
-                               message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.")],
-        description=f"At least {MIN_PASSWORD_LENGTH} characters.")
-    confirm = PasswordField("Password again", validators=[
-        DataRequired(), EqualTo("new", message="The two passwords differ.")])
+    new = PasswordField(
+        "Password",
+        validators=[
+            DataRequired(),
+            Length(
+                min=MIN_PASSWORD_LENGTH,
+                max=MAX_PASSWORD_LENGTH,
+                message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
+            ),
+        ],
+        description=f"At least {MIN_PASSWORD_LENGTH} characters.",
+    )
+    confirm = PasswordField(
+        "Password again", validators=[DataRequired(), EqualTo("new", message="The two passwords differ.")]
+    )
 
 
 def _invalid(what: str, again: str) -> Response:
@@ -58,12 +67,14 @@ def verify_email() -> Response | str:
         return _invalid("verification", url_for("account.show"))
     except MemberError as exc:
         db.session.rollback()
-        return make_response(render_template("auth/verify_email.html", form=form, email=link.email,
-                                             changing=changing, error=str(exc)), 409)
+        return make_response(
+            render_template("auth/verify_email.html", form=form, email=link.email, changing=changing, error=str(exc)),
+            409,
+        )
     db.session.commit()
     for mail in mails:
         send_later(mail)
-    message = (f"Your email address is now {user.email}." if changing else f"{user.email} is verified.")
+    message = f"Your email address is now {user.email}." if changing else f"{user.email} is verified."
     viewer = current_user()
     if viewer is not None and viewer.id == user.id:
         flash(message)
@@ -81,8 +92,12 @@ def invitation() -> Response | str:
         return _invalid("invitation", url_for("recovery.forgot"))
 
     def page(status: int = 200, error: str | None = None) -> Response:
-        return make_response(render_template("auth/invitation.html", form=form, user=link.user, error=error,
-                                             max_length=MAX_PASSWORD_LENGTH), status)
+        return make_response(
+            render_template(
+                "auth/invitation.html", form=form, user=link.user, error=error, max_length=MAX_PASSWORD_LENGTH
+            ),
+            status,
+        )
 
     if request.method == "GET":
         form.token.data = token

@@ -108,15 +108,20 @@ def login() -> Response | str:
         return _page(form, interaction, error=SUSPENDED, status=403)
     if has_second_factor(user):
         # The password is right; the sign-in completes on the second-factor page.
-        session[PENDING_SECOND_FACTOR] = {"u": user.id, "t": int(time.time()), "i": uid or "",
-                                          "n": safe_next(form.next.data) or ""}
+        session[PENDING_SECOND_FACTOR] = {
+            "u": user.id,
+            "t": int(time.time()),
+            "i": uid or "",
+            "n": safe_next(form.next.data) or "",
+        }
         db.session.commit()
         return redirect(url_for("two_step_login.code"), 303)
     return complete_sign_in(user, interaction, form.next.data, amr=("pwd",))
 
 
-def complete_sign_in(user: User, interaction, next_path: str | None, amr: tuple[str, ...],
-                     notice: tuple[str, str] | None = None) -> Response:
+def complete_sign_in(
+    user: User, interaction, next_path: str | None, amr: tuple[str, ...], notice: tuple[str, str] | None = None
+) -> Response:
     """Every factor checked: a known browser from now on, a fresh session, the audit line, and on
     to the parked request (or `next`). `notice` (message, category) is flashed in the new session."""
     client = interaction.client if interaction is not None else None
@@ -141,15 +146,22 @@ def _page(form: LoginForm, interaction, error: str | None = None, status: int = 
     if interaction is not None:
         allow_form_redirect(interaction.params.get("redirect_uri") or interaction.client.get_default_redirect_uri())
     return (
-        render_template("auth/login.html", form=form, client=interaction.client if interaction else None, error=error,
-                        signed_in_as=current_user(), switch_form=ActionForm(), passkeys=passkeys_available()),
+        render_template(
+            "auth/login.html",
+            form=form,
+            client=interaction.client if interaction else None,
+            error=error,
+            signed_in_as=current_user(),
+            switch_form=ActionForm(),
+            passkeys=passkeys_available(),
+        ),
         status,
     )
 
 
 @bp.post("/login/switch")
 def switch_account() -> Response:
-    """"Not you?": sign this browser out and show the login page again, for the same pending
+    """ "Not you?": sign this browser out and show the login page again, for the same pending
     request (the interaction is bound to the browser, not to the member, so it survives)."""
     if not ActionForm().validate_on_submit():
         return redirect(url_for("auth.login"), 303)

@@ -48,9 +48,7 @@ def record_consent(db_session: Session, user: User, client: Client, asked: list[
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     now = utcnow()
     stmt = insert(Consent).values(user_id=user.id, client_id=client.id, scope=scope, granted_at=now, updated_at=now)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["user_id", "client_id"], set_={"scope": scope, "updated_at": now}
-    )
+    stmt = stmt.on_conflict_do_update(index_elements=["user_id", "client_id"], set_={"scope": scope, "updated_at": now})
     db_session.execute(stmt)
 
 

@@ -36,8 +36,13 @@ def _day(raw: str, label: str) -> datetime:
 
 def _matching_apps(user: User, text: str) -> tuple[int, ...]:
     """Apps `user` may see whose client id is `text`, or whose name or client id contains it."""
-    stmt = select(Client.id).where(or_(Client.client_id == text[:64], Client.name.icontains(text, autoescape=True),
-                                       Client.client_id.icontains(text, autoescape=True)))
+    stmt = select(Client.id).where(
+        or_(
+            Client.client_id == text[:64],
+            Client.name.icontains(text, autoescape=True),
+            Client.client_id.icontains(text, autoescape=True),
+        )
+    )
     if user.role != Role.ADMIN:
         stmt = stmt.where(Client.owner_id == user.id)
     return tuple(db.session.scalars(stmt.limit(MATCH_LIMIT)))
@@ -45,8 +50,9 @@ def _matching_apps(user: User, text: str) -> tuple[int, ...]:
 
 def _matching_members(text: str) -> tuple[str, ...]:
     email = User.normalize_email(text)[:254]
-    return tuple(db.session.scalars(select(User.id).where(User.email.contains(email, autoescape=True))
-                                    .limit(MATCH_LIMIT)))
+    return tuple(
+        db.session.scalars(select(User.id).where(User.email.contains(email, autoescape=True)).limit(MATCH_LIMIT))
+    )
 
 
 @bp.get("/audit")
@@ -99,9 +105,12 @@ def activity_overview():
     """The provider's sign-ins, consents and active members per day, and the busiest apps."""
     since = utcnow() - timedelta(days=DAYS)
     top_apps = db.session.execute(
-        select(Client, func.count(AuditEvent.id).label("n")).join(AuditEvent, AuditEvent.client_id == Client.id)
+        select(Client, func.count(AuditEvent.id).label("n"))
+        .join(AuditEvent, AuditEvent.client_id == Client.id)
         .where(AuditEvent.action == SIGN_IN, AuditEvent.created_at >= since)
-        .group_by(Client.id).order_by(func.count(AuditEvent.id).desc(), Client.id).limit(10)
+        .group_by(Client.id)
+        .order_by(func.count(AuditEvent.id).desc(), Client.id)
+        .limit(10)
     ).all()
     return render_template("console/activity.html", act=activity(), chart=bar_chart, top_apps=top_apps)
 
@@ -111,8 +120,9 @@ def activity_overview():
 def keys():
     keys = [{**k, "can_retire": _retire_refusal(k) is None} for k in keystore.describe()]
     pending = next((k for k in keys if k["state"] == "next"), None)
-    return render_template("console/keys.html", keys=keys, pending=pending, form=ActionForm(),
-                           publish_delay=keystore.publish_delay)
+    return render_template(
+        "console/keys.html", keys=keys, pending=pending, form=ActionForm(), publish_delay=keystore.publish_delay
+    )
 
 
 @bp.get("/keys/rotate")
@@ -121,8 +131,14 @@ def confirm_rotate_key():
     """A step before rotating: what will happen, and a button that does it (no script needed)."""
     keys = keystore.describe()
     pending = next((k for k in keys if k["state"] == "next"), None)
-    return render_template("console/key_confirm.html", action="rotate", key=None, pending=pending, form=ActionForm(),
-                           publish_delay=keystore.publish_delay)
+    return render_template(
+        "console/key_confirm.html",
+        action="rotate",
+        key=None,
+        pending=pending,
+        form=ActionForm(),
+        publish_delay=keystore.publish_delay,
+    )
 
 
 @bp.get("/keys/<kid>/retire")
@@ -131,8 +147,14 @@ def confirm_retire_key(kid: str):
     key = next((k for k in keystore.describe() if k["kid"] == kid), None)
     if key is None:
         abort(404)
-    return render_template("console/key_confirm.html", action="retire", key=key, refusal=_retire_refusal(key),
-                           form=ActionForm(), publish_delay=keystore.publish_delay)
+    return render_template(
+        "console/key_confirm.html",
+        action="retire",
+        key=key,
+        refusal=_retire_refusal(key),
+        form=ActionForm(),
+        publish_delay=keystore.publish_delay,
+    )
 
 
 @bp.post("/keys/rotate")
@@ -186,9 +208,17 @@ def users():
     if q:
         stmt = stmt.where(User.email.contains(q.lower(), autoescape=True))
     rows = db.session.scalars(stmt.offset((number - 1) * USERS_PAGE_SIZE).limit(USERS_PAGE_SIZE + 1)).all()
-    return render_template("console/users.html", users=rows[:USERS_PAGE_SIZE], form=ActionForm(), q=q,
-                           number=number, has_next=len(rows) > USERS_PAGE_SIZE, roles=list(Role), tiers=list(Tier),
-                           invite_form=InviteForm())
+    return render_template(
+        "console/users.html",
+        users=rows[:USERS_PAGE_SIZE],
+        form=ActionForm(),
+        q=q,
+        number=number,
+        has_next=len(rows) > USERS_PAGE_SIZE,
+        roles=list(Role),
+        tiers=list(Tier),
+        invite_form=InviteForm(),
+    )
 
 
 @bp.post("/users/invite")
@@ -201,8 +231,9 @@ def invite_user():
         flash("Give the new member's email and name.", "error")
         return redirect(url_for("console.users"), 303)
     try:
-        user = create_member(form.email.data, form.name.data, None, tier=form.tier.data, role=form.role.data,
-                             commit=False)
+        user = create_member(
+            form.email.data, form.name.data, None, tier=form.tier.data, role=form.role.data, commit=False
+        )
     except MemberError as exc:
         db.session.rollback()
         flash(str(exc), "error")
@@ -256,6 +287,8 @@ def suspend_user(user_id: str):
         flash(str(exc), "error")
         return redirect(url_for("console.users", q=user.email), 303)
     db.session.commit()
-    flash(f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
-          f"{ended.get('tokens_revoked', 0)} tokens revoked.")
+    flash(
+        f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
+        f"{ended.get('tokens_revoked', 0)} tokens revoked."
+    )
     return redirect(url_for("console.users", q=user.email), 303)

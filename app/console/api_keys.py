@@ -33,9 +33,16 @@ def _key(key_id: str) -> ApiKey:
 
 def _list_page(form: ApiKeyForm, error: str | None = None, status: int = 200):
     keys = visible_keys(console_user())
-    return render_template("console/api_keys.html", form=form, error=error, usage=usage_for(keys),
-                           last_used=last_used(keys), month=_this_month(), bands=BANDS,
-                           plan_fees=PLAN_FEES), status
+    return render_template(
+        "console/api_keys.html",
+        form=form,
+        error=error,
+        usage=usage_for(keys),
+        last_used=last_used(keys),
+        month=_this_month(),
+        bands=BANDS,
+        plan_fees=PLAN_FEES,
+    ), status
 
 
 def _value_page(key: ApiKey, value: str, created: bool):
@@ -44,8 +51,14 @@ def _value_page(key: ApiKey, value: str, created: bool):
 
 def _field_of(message: str, form: ApiKeyForm):
     """The form field an ApiKeyError is about, so it is shown there too."""
-    for word, field in (("domain", form.domains), ("origin", form.domains), ("host", form.domains),
-                        ("name", form.name), ("kind", form.kind), ("plan", form.plan)):
+    for word, field in (
+        ("domain", form.domains),
+        ("origin", form.domains),
+        ("host", form.domains),
+        ("name", form.name),
+        ("kind", form.kind),
+        ("plan", form.plan),
+    ):
         if word in message:
             return field
     return None
@@ -64,13 +77,21 @@ def create_key():
     if not form.validate_on_submit():
         return _list_page(form, error="Check the fields marked below.", status=400)
     if done := once.already_done(form.submission.data):
-        flash("This key was already created: the form was sent twice. Its value was shown once; "
-              "if you did not copy it, rotate the key.")
+        flash(
+            "This key was already created: the form was sent twice. Its value was shown once; "
+            "if you did not copy it, rotate the key."
+        )
         return redirect(url_for("console.api_key_detail", key_id=done), 303)
     user = console_user()
     try:
-        key, value = create_api_key(user, form.name.data, form.kind.data, form.plan.data,
-                                    lines(form.domains.data) if form.kind.data == "publishable" else [], actor=user)
+        key, value = create_api_key(
+            user,
+            form.name.data,
+            form.kind.data,
+            form.plan.data,
+            lines(form.domains.data) if form.kind.data == "publishable" else [],
+            actor=user,
+        )
     except ApiKeyError as exc:
         db.session.rollback()
         field = _field_of(str(exc), form)
@@ -92,9 +113,16 @@ def api_key_detail(key_id: str):
         flash(str(exc), "error")
         month = _this_month()
     usage = usage_for([key], date(month.year, month.month, 1))[0]
-    return render_template("console/api_key_detail.html", key=key, usage=usage, month=month,
-                           last_used=last_used([key]).get(key.id), rotate_form=RotateKeyForm(),
-                           action_form=ActionForm(), plan_fees=PLAN_FEES)
+    return render_template(
+        "console/api_key_detail.html",
+        key=key,
+        usage=usage,
+        month=month,
+        last_used=last_used([key]).get(key.id),
+        rotate_form=RotateKeyForm(),
+        action_form=ActionForm(),
+        plan_fees=PLAN_FEES,
+    )
 
 
 @bp.post("/api-keys/<key_id>/rotate")
@@ -105,8 +133,10 @@ def rotate_api_key(key_id: str):
     if not form.validate_on_submit():
         abort(400)
     if once.already_done(form.submission.data) == key.id:
-        flash("The key was already rotated: the form was sent twice. Its new value was shown once; "
-              "if you did not copy it, rotate it again.")
+        flash(
+            "The key was already rotated: the form was sent twice. Its new value was shown once; "
+            "if you did not copy it, rotate it again."
+        )
         return redirect(url_for("console.api_key_detail", key_id=key.id), 303)
     try:
         value = rotate_key(key, timedelta(seconds=int(form.grace.data)) or None, actor=console_user())
@@ -127,6 +157,9 @@ def revoke_api_key(key_id: str):
         abort(400)
     changed = revoke_key(key, actor=console_user())
     db.session.commit()
-    flash(f"{key.name} is revoked: requests with it are refused from now on." if changed
-          else f"{key.name} was already revoked.")
+    flash(
+        f"{key.name} is revoked: requests with it are refused from now on."
+        if changed
+        else f"{key.name} was already revoked."
+    )
     return redirect(url_for("console.api_key_detail", key_id=key.id))

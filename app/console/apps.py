@@ -112,8 +112,7 @@ def edit_app(client: Client, spec: NewClient, actor: User | None) -> list[str]:
 
 def rotate_app_secret(client: Client, actor: User | None, grace: timedelta | None = None) -> str:
     """A new secret, shown once. The old one stops at once, or at the end of `grace`."""
-    record("app.secret_rotated", actor=actor, client=client,
-           grace_seconds=int(grace.total_seconds()) if grace else 0)
+    record("app.secret_rotated", actor=actor, client=client, grace_seconds=int(grace.total_seconds()) if grace else 0)
     try:
         return rotate_secret(client, grace)  # commits the event with the new hash
     except RegistrationError:

@@ -40,12 +40,11 @@ def console_page(admin: bool = False) -> Callable:
             if not can_use_console(user):
                 return error_page(
                     "Developer account needed",
-                    "The console is where developers register and manage their apps. Your account is a "
-                    "member account.",
+                    "The console is where developers register and manage their apps. Your account is a member account.",
                     403,
                     hint="Your own connected apps are on your account page.",
                     next_step="To register apps, ask an administrator of Credits ID to make your account a "
-                              "developer account. To see or disconnect the apps you use, go to your account page.",
+                    "developer account. To see or disconnect the apps you use, go to your account page.",
                     links=[("Your account page", url_for("account.show"))],
                 )
             if admin and user.role != Role.ADMIN:
@@ -70,21 +69,35 @@ def page_number() -> int:
 
 @bp.errorhandler(NotAllowed)
 def not_allowed(error: NotAllowed):
-    return error_page("Not allowed", str(error), 403,
-                      next_step="Ask an administrator, or the app's owner, if you need to change it.",
-                      links=[("Back to the console", url_for("console.apps"))])
+    return error_page(
+        "Not allowed",
+        str(error),
+        403,
+        next_step="Ask an administrator, or the app's owner, if you need to change it.",
+        links=[("Back to the console", url_for("console.apps"))],
+    )
 
 
 @bp.errorhandler(AppNotFound)
 def app_not_found(error: AppNotFound):
-    return error_page("Application not found", "There is no registered application with that client id.", 404,
-                      next_step="Check the client id, or find the app in your list of apps.",
-                      links=[("Your apps", url_for("console.apps"))])
+    return error_page(
+        "Application not found",
+        "There is no registered application with that client id.",
+        404,
+        next_step="Check the client id, or find the app in your list of apps.",
+        links=[("Your apps", url_for("console.apps"))],
+    )
 
 
 # The console's navigation: each section and the path it starts with ("" is the apps section).
-SECTIONS = (("api_keys", "/console/api-keys"), ("fees", "/console/fees"), ("audit", "/console/audit"),
-            ("keys", "/console/keys"), ("users", "/console/users"), ("activity", "/console/activity"))
+SECTIONS = (
+    ("api_keys", "/console/api-keys"),
+    ("fees", "/console/fees"),
+    ("audit", "/console/audit"),
+    ("keys", "/console/keys"),
+    ("users", "/console/users"),
+    ("activity", "/console/activity"),
+)
 
 
 def console_section(path: str) -> str:

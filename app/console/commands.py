@@ -45,8 +45,13 @@ def _lines(d: dict) -> str:
 
 @clients.command("rotate-secret")
 @click.argument("client_id")
-@click.option("--grace", type=click.IntRange(0, int(MAX_SECRET_GRACE.total_seconds())), default=0, show_default=True,
-              help="Seconds the old secret keeps working (0: it stops at once; at most 7 days).")
+@click.option(
+    "--grace",
+    type=click.IntRange(0, int(MAX_SECRET_GRACE.total_seconds())),
+    default=0,
+    show_default=True,
+    help="Seconds the old secret keeps working (0: it stops at once; at most 7 days).",
+)
 @json_option
 def clients_rotate_secret(client_id, grace, as_json):
     """Issue a new client secret; it is printed once, only its hash is stored."""
@@ -55,9 +60,13 @@ def clients_rotate_secret(client_id, grace, as_json):
         secret = rotate_app_secret(client, actor=None, grace=timedelta(seconds=grace) if grace else None)
     except RegistrationError as exc:
         fail(str(exc))
-    data = {"client_id": client.client_id, "client_secret": secret,
-            "previous_secret_valid_until": client.previous_secret_expires_at.isoformat()
-            if client.previous_secret_expires_at else None}
+    data = {
+        "client_id": client.client_id,
+        "client_secret": secret,
+        "previous_secret_valid_until": client.previous_secret_expires_at.isoformat()
+        if client.previous_secret_expires_at
+        else None,
+    }
     emit(data, as_json, lambda d: _lines(d) + "\n(the secret is shown only now)")
 
 
@@ -68,8 +77,11 @@ def clients_disable(client_id, as_json):
     """Disable an app: sign-ins show an error page and its tokens are refused until enabled."""
     client = _app(client_id)
     changed = disable_app(client, actor=None)
-    emit({"client_id": client.client_id, "status": client.status, "changed": changed}, as_json,
-         lambda d: f"{d['client_id']} is {d['status']}" + ("" if d["changed"] else " (it already was)"))
+    emit(
+        {"client_id": client.client_id, "status": client.status, "changed": changed},
+        as_json,
+        lambda d: f"{d['client_id']} is {d['status']}" + ("" if d["changed"] else " (it already was)"),
+    )
 
 
 @clients.command("enable")
@@ -79,8 +91,11 @@ def clients_enable(client_id, as_json):
     """Enable a disabled app again."""
     client = _app(client_id)
     changed = enable_app(client, actor=None)
-    emit({"client_id": client.client_id, "status": client.status, "changed": changed}, as_json,
-         lambda d: f"{d['client_id']} is {d['status']}" + ("" if d["changed"] else " (it already was)"))
+    emit(
+        {"client_id": client.client_id, "status": client.status, "changed": changed},
+        as_json,
+        lambda d: f"{d['client_id']} is {d['status']}" + ("" if d["changed"] else " (it already was)"),
+    )
 
 
 @clients.command("delete")
@@ -93,9 +108,13 @@ def clients_delete(client_id, yes, as_json):
     if not yes:
         click.confirm(f"Delete {client.name} ({client.client_id})? Its tokens and consents are revoked", abort=True)
     counts = delete_app(client, actor=None)
-    emit({"client_id": client.client_id, "status": client.status, **counts}, as_json,
-         lambda d: f"deleted {d['client_id']}: {d['tokens_revoked']} tokens revoked, "
-                   f"{d['consents_removed']} consents removed")
+    emit(
+        {"client_id": client.client_id, "status": client.status, **counts},
+        as_json,
+        lambda d: (
+            f"deleted {d['client_id']}: {d['tokens_revoked']} tokens revoked, {d['consents_removed']} consents removed"
+        ),
+    )
 
 
 def _member(email: str):
@@ -166,8 +185,9 @@ def users_remove_second_factor(email, as_json):
             deliver(security_notice(user, "Support turned your two-step verification off"))
         except Exception as exc:  # the change is made; the notice is a courtesy
             click.echo(f"warning: the notice to {user.email} was not sent ({type(exc).__name__})", err=True)
-    emit({"id": user.id, "email": user.email, "removed": removed, "passkeys_removed": passkeys_removed}, as_json,
-         _lines)
+    emit(
+        {"id": user.id, "email": user.email, "removed": removed, "passkeys_removed": passkeys_removed}, as_json, _lines
+    )
 
 
 @users.command("set-password")
@@ -217,10 +237,15 @@ def fees_report(month_text, as_json):
 
     def human(d):
         out = [f"Fees for {d['from']} ({d['monthly_fee']} {CURRENCY} per app per month)"]
-        out += [f"  {x['client_id']:<24} {x['app_name'][:30]:<30} {x['owner_email'] or '(no owner)':<30} "
-                f"{x['status']:<8} {x['amount']}" for x in d["lines"]] or ["  no registered apps"]
+        out += [
+            f"  {x['client_id']:<24} {x['app_name'][:30]:<30} {x['owner_email'] or '(no owner)':<30} "
+            f"{x['status']:<8} {x['amount']}"
+            for x in d["lines"]
+        ] or ["  no registered apps"]
         out.append("Per owner:")
-        out += [f"  {o['owner_email'] or '(no owner)':<30} {o['apps']} apps  {o['amount']}" for o in d["total_by_owner"]]
+        out += [
+            f"  {o['owner_email'] or '(no owner)':<30} {o['apps']} apps  {o['amount']}" for o in d["total_by_owner"]
+        ]
         out.append(f"Total: {d['total']} {CURRENCY}")
         return "\n".join(out)
 

@@ -59,25 +59,30 @@ class OnceForm(FlaskForm):
 class AppForm(OnceForm):
     name = StringField("Name", validators=[DataRequired("Name is required (at most 120 characters)"), Length(max=120)])
     homepage_url = StringField("Homepage", validators=[Optional(), Length(max=500)], description=URL_HELP)
-    logo_url = StringField("Logo URL", validators=[Optional(), Length(max=500)],
-                           description="Shown on the consent page, 56×56. An https:// address: the page loads "
-                                       "images over https only.")
+    logo_url = StringField(
+        "Logo URL",
+        validators=[Optional(), Length(max=500)],
+        description="Shown on the consent page, 56×56. An https:// address: the page loads images over https only.",
+    )
     policy_url = StringField("Privacy policy URL", validators=[Optional(), Length(max=500)])
     tos_url = StringField("Terms of service URL", validators=[Optional(), Length(max=500)])
     redirect_uris = TextAreaField(
         "Redirect URIs (one per line)",
         validators=[DataRequired("At least one redirect URI is required"), Length(max=8000)],
         description="Absolute, no fragment, no user name or password, no wildcard. https, or http on "
-                    "127.0.0.1 / [::1] / localhost, or a private-use scheme in reverse-DNS form "
-                    "(com.example.app:/callback) for native apps. A public app's loopback address is "
-                    "127.0.0.1 or [::1] (not localhost), and matches any port.",
+        "127.0.0.1 / [::1] / localhost, or a private-use scheme in reverse-DNS form "
+        "(com.example.app:/callback) for native apps. A public app's loopback address is "
+        "127.0.0.1 or [::1] (not localhost), and matches any port.",
     )
-    post_logout_redirect_uris = TextAreaField("Post-logout redirect URIs (one per line, optional)",
-                                              validators=[Optional(), Length(max=8000)])
+    post_logout_redirect_uris = TextAreaField(
+        "Post-logout redirect URIs (one per line, optional)", validators=[Optional(), Length(max=8000)]
+    )
     client_type = RadioField(
         "Type",
-        choices=[("confidential", "Confidential — a server that keeps a client secret"),
-                 ("public", "Public — a native or browser app, no secret (PKCE protects it)")],
+        choices=[
+            ("confidential", "Confidential — a server that keeps a client secret"),
+            ("public", "Public — a native or browser app, no secret (PKCE protects it)"),
+        ],
         default="confidential",
     )
     auth_method = SelectField(
@@ -86,12 +91,15 @@ class AppForm(OnceForm):
         default=DEFAULT_SECRET_AUTH_METHOD,
     )
     scopes = CheckboxesField(
-        "Allowed scopes", choices=[(s.name, f"{s.name} — {s.description}") for s in SCOPES.values()],
-        default=list(SCOPES), description="openid is always allowed.",
+        "Allowed scopes",
+        choices=[(s.name, f"{s.name} — {s.description}") for s in SCOPES.values()],
+        default=list(SCOPES),
+        description="openid is always allowed.",
     )
     trusted = BooleanField("Trusted first-party app (skip the consent page) — admins only")
-    require_pkce = BooleanField("Require PKCE (turn off only for a confidential legacy app) — admins only",
-                                default=True)
+    require_pkce = BooleanField(
+        "Require PKCE (turn off only for a confidential legacy app) — admins only", default=True
+    )
     owner_email = StringField("Owner (a developer's email; empty: you)", validators=[Optional(), Length(max=254)])
 
     def to_spec(self) -> NewClient:
@@ -152,23 +160,32 @@ class MemberForm(FlaskForm):
 
 
 class ApiKeyForm(OnceForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=120)],
-                       description="For you: where the key is used (e.g. 'production server').")
+    name = StringField(
+        "Name",
+        validators=[DataRequired(), Length(max=120)],
+        description="For you: where the key is used (e.g. 'production server').",
+    )
     kind = RadioField(
         "Kind",
-        choices=[("secret", "Secret (msk_) — for your servers: the whole catalog API"),
-                 ("publishable", "Publishable (mpk_) — for web pages: the widget API only, from your domains")],
+        choices=[
+            ("secret", "Secret (msk_) — for your servers: the whole catalog API"),
+            ("publishable", "Publishable (mpk_) — for web pages: the widget API only, from your domains"),
+        ],
         default="secret",
     )
     plan = SelectField(
         "Plan",
-        choices=[("payg", "Pay as you go — 300 requests a minute"), ("start", "Start — 5 requests a second"),
-                 ("build", "Build — 25 a second; 500/month with 25,000 calls included"),
-                 ("scale", "Scale — 100 a second; 3,000/month with 150,000 calls included")],
+        choices=[
+            ("payg", "Pay as you go — 300 requests a minute"),
+            ("start", "Start — 5 requests a second"),
+            ("build", "Build — 25 a second; 500/month with 25,000 calls included"),
+            ("scale", "Scale — 100 a second; 3,000/month with 150,000 calls included"),
+        ],
         default="payg",
     )
     domains = TextAreaField(
-        "Domains (publishable keys; one per line)", validators=[Optional(), Length(max=4000)],
+        "Domains (publishable keys; one per line)",
+        validators=[Optional(), Length(max=4000)],
         description="Host names of the pages that may use the key, e.g. shop.example.com or localhost:8080.",
     )
 

@@ -34,16 +34,24 @@ from app.registration import RegistrationError, registration_problems
 
 
 def _form_page(form: AppForm, client=None, error: str | None = None, status: int = 200):
-    return render_template("console/app_form.html", form=form, client=client, error=error,
-                           is_admin=console_user().role == Role.ADMIN, fee=MONTHLY_FEE, currency=CURRENCY), status
+    return render_template(
+        "console/app_form.html",
+        form=form,
+        client=client,
+        error=error,
+        is_admin=console_user().role == Role.ADMIN,
+        fee=MONTHLY_FEE,
+        currency=CURRENCY,
+    ), status
 
 
 def _refused(form: AppForm, client=None, problems: dict[str, list[str]] | None = None, other: str | None = None):
     """Every problem at once, each on its field: WTForms' own checks and the registration rules
     (a field WTForms already flagged keeps its own message), then a summary linking to each."""
     if problems is None:
-        problems = registration_problems(_spec_from(form), client.is_public if client else
-                                         form.client_type.data == "public")
+        problems = registration_problems(
+            _spec_from(form), client.is_public if client else form.client_type.data == "public"
+        )
     for name, found in problems.items():
         field = form[name] if name in form else None
         if field is not None and not field.errors:
@@ -60,8 +68,9 @@ def _spec_from(form: AppForm):
 
 
 def _secret_page(client, secret: str, created: bool):
-    return render_template("console/secret.html", client=client, secret=secret, created=created, fee=MONTHLY_FEE,
-                           currency=CURRENCY)
+    return render_template(
+        "console/secret.html", client=client, secret=secret, created=created, fee=MONTHLY_FEE, currency=CURRENCY
+    )
 
 
 def _already_done(client_id: str, what: str):
@@ -77,8 +86,9 @@ def apps():
     owner email); 25 a page."""
     q = (request.args.get("q") or "").strip()[:120]
     page = apps_page(console_user(), q, page_number())
-    return render_template("console/apps.html", page=page, q=q, fee=MONTHLY_FEE, currency=CURRENCY,
-                           action_form=ActionForm())
+    return render_template(
+        "console/apps.html", page=page, q=q, fee=MONTHLY_FEE, currency=CURRENCY, action_form=ActionForm()
+    )
 
 
 @bp.route("/apps/new", methods=["GET", "POST"])
@@ -110,8 +120,10 @@ def register():
         return _refused(form, problems=exc.fields, other=None if exc.fields else str(exc))
     once.remember(form.submission.data, client.client_id)
     if secret is None:
-        flash(f"{client.name} is registered ({MONTHLY_FEE} {CURRENCY} per month from this month on). Its client id "
-              f"is {client.client_id}; a public app has no secret.")
+        flash(
+            f"{client.name} is registered ({MONTHLY_FEE} {CURRENCY} per month from this month on). Its client id "
+            f"is {client.client_id}; a public app has no secret."
+        )
         return redirect(url_for("console.app_detail", client_id=client.client_id))
     return _secret_page(client, secret, created=True)
 
@@ -128,10 +140,21 @@ def app_detail(client_id: str):
     consents = db.session.scalar(db.select(db.func.count(Consent.id)).where(Consent.client_id == client.id))
     events = audit_page(AuditFilter(client=client), size=10).items
     return render_template(
-        "console/app_detail.html", client=client, live_tokens=live_tokens, consents=consents, events=events,
-        act=activity(client.id, now), chart=bar_chart,
-        action_form=ActionForm(), rotate_form=RotateSecretForm(), fee=MONTHLY_FEE, currency=CURRENCY,
-        now=now, describe=describe, who=who, may_enable=may_enable(client, console_user()),
+        "console/app_detail.html",
+        client=client,
+        live_tokens=live_tokens,
+        consents=consents,
+        events=events,
+        act=activity(client.id, now),
+        chart=bar_chart,
+        action_form=ActionForm(),
+        rotate_form=RotateSecretForm(),
+        fee=MONTHLY_FEE,
+        currency=CURRENCY,
+        now=now,
+        describe=describe,
+        who=who,
+        may_enable=may_enable(client, console_user()),
     )
 
 
@@ -177,8 +200,11 @@ def rotate(client_id: str):
 def disable(client_id: str):
     client = app_for(console_user(), client_id)
     changed = disable_app(client, console_user())
-    flash(f"{client.name} is disabled: sign-ins show an error page and its tokens are refused."
-          if changed else f"{client.name} was already disabled.")
+    flash(
+        f"{client.name} is disabled: sign-ins show an error page and its tokens are refused."
+        if changed
+        else f"{client.name} was already disabled."
+    )
     return redirect(url_for("console.app_detail", client_id=client.client_id))
 
 
@@ -208,8 +234,10 @@ def delete(client_id: str):
         form.confirm_name.errors.append(f"Type {client.name} exactly to delete it; nothing was deleted.")
         return render_template("console/delete.html", client=client, form=form), 400
     counts = delete_app(client, console_user())
-    flash(f"{client.name} is deleted: {counts['tokens_revoked']} tokens revoked, "
-          f"{counts['consents_removed']} consents removed.")
+    flash(
+        f"{client.name} is deleted: {counts['tokens_revoked']} tokens revoked, "
+        f"{counts['consents_removed']} consents removed."
+    )
     return redirect(url_for("console.apps"))
 
 
@@ -227,10 +255,12 @@ def fees():
         report = ledger(first, last, owner=None if user.role == Role.ADMIN else user)
     except FeeError as exc:
         error = str(exc)
-        report = ledger(_months_back(current, 11), current,
-                        owner=None if console_user().role == Role.ADMIN else console_user())
-    return render_template("console/fees.html", report=report, policy=POLICY, fee=MONTHLY_FEE, currency=CURRENCY,
-                           error=error), (400 if error else 200)
+        report = ledger(
+            _months_back(current, 11), current, owner=None if console_user().role == Role.ADMIN else console_user()
+        )
+    return render_template(
+        "console/fees.html", report=report, policy=POLICY, fee=MONTHLY_FEE, currency=CURRENCY, error=error
+    ), (400 if error else 200)
 
 
 def _months_back(month: Month, n: int) -> Month:

@@ -65,8 +65,6 @@ class ClientStatus(StrEnum):
         return self is ClientStatus.ACTIVE
 
 
-
-
 class Client(db.Model, ClientMixin):
     __tablename__ = "clients"
 

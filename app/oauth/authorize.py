@@ -49,9 +49,23 @@ from app.scopes import grantable, join, scope_list
 
 # The parameters parked with a pending request; anything else is ignored (OIDC Core 3.1.2.1).
 PARKED_PARAMS = (
-    "response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge",
-    "code_challenge_method", "prompt", "max_age", "login_hint", "id_token_hint", "display",
-    "ui_locales", "claims_locales", "acr_values", "response_mode",
+    "response_type",
+    "client_id",
+    "redirect_uri",
+    "scope",
+    "state",
+    "nonce",
+    "code_challenge",
+    "code_challenge_method",
+    "prompt",
+    "max_age",
+    "login_hint",
+    "id_token_hint",
+    "display",
+    "ui_locales",
+    "claims_locales",
+    "acr_values",
+    "response_mode",
 )
 MAX_PARAM_LENGTH = 4096
 # OIDC Core 3.1.2.1: seconds, a non-negative integer. ASCII digits only: str.isdigit() also
@@ -70,8 +84,16 @@ class UntrustedRequest(Exception):
     they are known, the page names the app and the redirect URI it was refused (shown as text,
     never as a link), with a hint for the app's developer."""
 
-    def __init__(self, title: str, message: str, status: int = 400, hint: str = NOTHING_SHARED,
-                 app_name: str | None = None, redirect_uri: str | None = None, developer_hint: str | None = None):
+    def __init__(
+        self,
+        title: str,
+        message: str,
+        status: int = 400,
+        hint: str = NOTHING_SHARED,
+        app_name: str | None = None,
+        redirect_uri: str | None = None,
+        developer_hint: str | None = None,
+    ):
         super().__init__(message)
         self.title, self.message, self.status, self.hint = title, message, status, hint
         self.app_name = app_name
@@ -79,9 +101,11 @@ class UntrustedRequest(Exception):
         self.developer_hint = developer_hint
 
 
-REDIRECT_HINT = ("Redirect URIs are matched exactly (scheme, host, port, path and query). Register this address "
-                 "for the app in the Credits ID console (its page, then Edit), or send one of the addresses "
-                 "registered there.")
+REDIRECT_HINT = (
+    "Redirect URIs are matched exactly (scheme, host, port, path and query). Register this address "
+    "for the app in the Credits ID console (its page, then Edit), or send one of the addresses "
+    "registered there."
+)
 
 
 def trusted_destination(payload: Any) -> tuple[Client, str]:
@@ -94,7 +118,9 @@ def trusted_destination(payload: Any) -> tuple[Client, str]:
         raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
     if not client.is_active:
         raise UntrustedRequest(
-            "Application disabled", f"{client.name} has been disabled by its administrator.", 403,
+            "Application disabled",
+            f"{client.name} has been disabled by its administrator.",
+            403,
             app_name=client.name,
             developer_hint="A disabled app's sign-ins and tokens are refused until it is enabled again in the console.",
         )
@@ -103,20 +129,24 @@ def trusted_destination(payload: Any) -> tuple[Client, str]:
         if len(payload.datalist.get("redirect_uri", [])) > 1:
             raise UntrustedRequest(
                 "Unregistered redirect address",
-                f"{client.name} sent more than one address to return you to.", app_name=client.name,
+                f"{client.name} sent more than one address to return you to.",
+                app_name=client.name,
                 developer_hint="Send redirect_uri once.",
             )
         if not client.check_redirect_uri(requested):
             raise UntrustedRequest(
                 "Unregistered redirect address",
                 f"The address {client.name} asked to return you to is not registered for it.",
-                app_name=client.name, redirect_uri=str(requested), developer_hint=REDIRECT_HINT,
+                app_name=client.name,
+                redirect_uri=str(requested),
+                developer_hint=REDIRECT_HINT,
             )
         return client, requested
     default = client.get_default_redirect_uri()
     if default is None:
         raise UntrustedRequest(
-            "Missing redirect address", f"{client.name} must say where to return you (redirect_uri).",
+            "Missing redirect address",
+            f"{client.name} must say where to return you (redirect_uri).",
             app_name=client.name,
             developer_hint="An app with more than one registered redirect URI must send redirect_uri with each request.",
         )
@@ -228,8 +258,9 @@ def run(oauth_request: OAuth2Request, interaction: Interaction | None = None) ->
                 return _hand_off("consent.show", oauth_request, client, interaction, login)
             granted = wanted
         if interaction is not None and not close_interaction(interaction):
-            raise UntrustedRequest("Request already completed", "This sign-in request has already been used.",
-                                   hint=ANSWERED_ALREADY)
+            raise UntrustedRequest(
+                "Request already completed", "This sign-in request has already been used.", hint=ANSWERED_ALREADY
+            )
         return _issue_code(oauth_request, grant, login, granted)
     except OAuth2Error as error:
         return error_redirect(oauth_request, error, redirect_uri)
@@ -248,11 +279,13 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
     client, redirect_uri = trusted_destination(oauth_request.payload)
     login = current_login()
     if login is None:  # the consent page asks for a sign-in first (consent_needs_login); signed out since
-        raise UntrustedRequest("Signed out", "You were signed out before answering. Go back to the application "
-                               "and start again.")
+        raise UntrustedRequest(
+            "Signed out", "You were signed out before answering. Go back to the application and start again."
+        )
     if not close_interaction(interaction):
-        raise UntrustedRequest("Request already completed", "This sign-in request has already been answered.",
-                               hint=ANSWERED_ALREADY)
+        raise UntrustedRequest(
+            "Request already completed", "This sign-in request has already been answered.", hint=ANSWERED_ALREADY
+        )
     metrics.consent_answered(allow, login.user, client)
     try:
         if not allow:
@@ -289,7 +322,10 @@ def error_redirect(oauth_request: OAuth2Request, error: OAuth2Error, redirect_ur
 
 
 def _hand_off(
-    endpoint: str, oauth_request: OAuth2Request, client: Client, interaction: Interaction | None,
+    endpoint: str,
+    oauth_request: OAuth2Request,
+    client: Client,
+    interaction: Interaction | None,
     login: LoginSession | None,
 ) -> Response:
     if interaction is None:
@@ -333,7 +369,8 @@ def find_interaction(uid: str | None) -> Interaction:
         raise UntrustedRequest(
             "Request already completed",
             "This sign-in request was already answered (the page was sent twice, or reloaded).",
-            hint=ANSWERED_ALREADY, app_name=app_name,
+            hint=ANSWERED_ALREADY,
+            app_name=app_name,
         )
     if not interaction.is_open():
         raise UntrustedRequest(

@@ -39,21 +39,24 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         scope and the login time were decided by the consent step (see authorize.py). A Core
         INSERT: the row is only read back by the token request."""
         now = utcnow()
-        db.session.execute(_INSERT_CODE, {
-            "code_hash": sha256_hex(code),
-            "client_id": request.client.id,
-            "user_id": request.user.id,
-            "grant_id": new_uuid(),
-            "redirect_uri": request.payload.redirect_uri,
-            "scope": request.granted_scope,
-            "nonce": request.payload.data.get("nonce") or None,
-            "code_challenge": request.payload.data.get("code_challenge"),
-            "code_challenge_method": request.payload.data.get("code_challenge_method"),
-            "auth_time": request.auth_time,
-            "amr": getattr(request, "amr", None) or "pwd",
-            "issued_at": now,
-            "expires_at": now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
-        })
+        db.session.execute(
+            _INSERT_CODE,
+            {
+                "code_hash": sha256_hex(code),
+                "client_id": request.client.id,
+                "user_id": request.user.id,
+                "grant_id": new_uuid(),
+                "redirect_uri": request.payload.redirect_uri,
+                "scope": request.granted_scope,
+                "nonce": request.payload.data.get("nonce") or None,
+                "code_challenge": request.payload.data.get("code_challenge"),
+                "code_challenge_method": request.payload.data.get("code_challenge_method"),
+                "auth_time": request.auth_time,
+                "amr": getattr(request, "amr", None) or "pwd",
+                "issued_at": now,
+                "expires_at": now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
+            },
+        )
         db.session.commit()
 
     def query_authorization_code(self, code: str, client: Client) -> tokens.RedeemedCode | None:

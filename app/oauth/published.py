@@ -65,14 +65,23 @@ class PublishedDocuments:
             start_response("304 NOT MODIFIED", headers)
         else:
             status = 200
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-                                      *headers])
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *headers]
+            )
             body = b"" if method == "HEAD" else body
         seconds = time.perf_counter() - started
         metrics.observe_request(endpoint, method, status, seconds)
-        logs.write_access_line(method=method, path=environ["PATH_INFO"], endpoint=endpoint, status=status,
-                               latency_ms=round(seconds * 1000, 2), client_id=None, member=None,
-                               remote_addr=environ.get("REMOTE_ADDR"), request_id=request_id)
+        logs.write_access_line(
+            method=method,
+            path=environ["PATH_INFO"],
+            endpoint=endpoint,
+            status=status,
+            latency_ms=round(seconds * 1000, 2),
+            client_id=None,
+            member=None,
+            remote_addr=environ.get("REMOTE_ADDR"),
+            request_id=request_id,
+        )
         return [body]
 
 

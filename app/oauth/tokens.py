@@ -39,10 +39,13 @@ _INSERT_TOKEN = _tokens.insert()
 def _member_of(table: Table) -> list[Label[Any]]:
     """The member's columns beside a row of `table`, as correlated subqueries: SQLite's RETURNING
     may name only the table it changes, and these let one statement find, spend and describe."""
-    columns = (_users.c.sub, _users.c.name, _users.c.email, _users.c.email_verified, _users.c.tier,
-               _users.c.profile_id)
+    columns = (_users.c.sub, _users.c.name, _users.c.email, _users.c.email_verified, _users.c.tier, _users.c.profile_id)
     return [
-        select(column).where(_users.c.id == table.c.user_id).correlate(table).scalar_subquery().label(f"member_{column.name}")
+        select(column)
+        .where(_users.c.id == table.c.user_id)
+        .correlate(table)
+        .scalar_subquery()
+        .label(f"member_{column.name}")
         for column in columns
     ]
 
@@ -53,30 +56,68 @@ def _member_of(table: Table) -> list[Label[Any]]:
 # request (PKCE, redirect_uri) rolls the mark back with the rest of the transaction.
 _REDEEM_CODE = (
     _codes.update()
-    .where(_codes.c.code_hash == bindparam("hash"), _codes.c.client_id == bindparam("client"),
-           _codes.c.used_at.is_(None), _codes.c.expires_at > bindparam("now"))
+    .where(
+        _codes.c.code_hash == bindparam("hash"),
+        _codes.c.client_id == bindparam("client"),
+        _codes.c.used_at.is_(None),
+        _codes.c.expires_at > bindparam("now"),
+    )
     .values(used_at=bindparam("now"))
-    .returning(_codes.c.id, _codes.c.grant_id, _codes.c.user_id, _codes.c.redirect_uri, _codes.c.scope,
-               _codes.c.nonce, _codes.c.code_challenge, _codes.c.code_challenge_method, _codes.c.auth_time,
-               _codes.c.amr, *_member_of(_codes))
+    .returning(
+        _codes.c.id,
+        _codes.c.grant_id,
+        _codes.c.user_id,
+        _codes.c.redirect_uri,
+        _codes.c.scope,
+        _codes.c.nonce,
+        _codes.c.code_challenge,
+        _codes.c.code_challenge_method,
+        _codes.c.auth_time,
+        _codes.c.amr,
+        *_member_of(_codes),
+    )
 )
 _ROTATE_REFRESH = (
     _tokens.update()
-    .where(_tokens.c.refresh_token_hash == bindparam("hash"), _tokens.c.client_id == bindparam("client"),
-           _tokens.c.refresh_used_at.is_(None), _tokens.c.revoked_at.is_(None),
-           _tokens.c.refresh_expires_at > bindparam("now"))
+    .where(
+        _tokens.c.refresh_token_hash == bindparam("hash"),
+        _tokens.c.client_id == bindparam("client"),
+        _tokens.c.refresh_used_at.is_(None),
+        _tokens.c.revoked_at.is_(None),
+        _tokens.c.refresh_expires_at > bindparam("now"),
+    )
     .values(refresh_used_at=bindparam("now"))
-    .returning(_tokens.c.id, _tokens.c.grant_id, _tokens.c.user_id, _tokens.c.scope, _tokens.c.auth_time,
-               _tokens.c.amr, *_member_of(_tokens))
+    .returning(
+        _tokens.c.id,
+        _tokens.c.grant_id,
+        _tokens.c.user_id,
+        _tokens.c.scope,
+        _tokens.c.auth_time,
+        _tokens.c.amr,
+        *_member_of(_tokens),
+    )
 )
 
 
 # A bearer token as userinfo and /v1 read it: the token, its app and its member in one Core query,
 # plain values rather than three ORM objects (110 us less CPU per request, `make layers`).
 _BEARER = (
-    select(_tokens.c.scope, _tokens.c.grant_id, _tokens.c.user_id, _tokens.c.issued_at, _tokens.c.access_expires_at,
-           _tokens.c.revoked_at, _clients.c.client_id, _clients.c.status, _users.c.sub, _users.c.name,
-           _users.c.email, _users.c.email_verified, _users.c.tier, _users.c.profile_id)
+    select(
+        _tokens.c.scope,
+        _tokens.c.grant_id,
+        _tokens.c.user_id,
+        _tokens.c.issued_at,
+        _tokens.c.access_expires_at,
+        _tokens.c.revoked_at,
+        _clients.c.client_id,
+        _clients.c.status,
+        _users.c.sub,
+        _users.c.name,
+        _users.c.email,
+        _users.c.email_verified,
+        _users.c.tier,
+        _users.c.profile_id,
+    )
     .join_from(_tokens, _clients, _clients.c.id == _tokens.c.client_id)
     .join(_users, _users.c.id == _tokens.c.user_id)
     .where(_tokens.c.access_token_hash == bindparam("hash"))
@@ -166,21 +207,24 @@ def save_token(token: dict[str, Any], request: OAuth2Request) -> None:
     parent = request.authorization_code or request.refresh_token
     now = utcnow()
     refresh = token.get("refresh_token")
-    db.session.execute(_INSERT_TOKEN, {
-        "client_id": request.client.id,
-        "user_id": request.user.id,
-        "grant_id": parent.grant_id,
-        "auth_time": request.auth_time,
-        "amr": getattr(request, "amr", None) or "pwd",
-        "scope": token.get("scope", ""),
-        "access_token_hash": sha256_hex(token["access_token"]),
-        "refresh_token_hash": sha256_hex(refresh) if refresh else None,
-        "issued_at": now,
-        "access_expires_at": now + timedelta(seconds=int(token["expires_in"])),
-        "refresh_expires_at": (
-            now + timedelta(seconds=int(current_app.config["REFRESH_TOKEN_LIFETIME"])) if refresh else None
-        ),
-    })
+    db.session.execute(
+        _INSERT_TOKEN,
+        {
+            "client_id": request.client.id,
+            "user_id": request.user.id,
+            "grant_id": parent.grant_id,
+            "auth_time": request.auth_time,
+            "amr": getattr(request, "amr", None) or "pwd",
+            "scope": token.get("scope", ""),
+            "access_token_hash": sha256_hex(token["access_token"]),
+            "refresh_token_hash": sha256_hex(refresh) if refresh else None,
+            "issued_at": now,
+            "access_expires_at": now + timedelta(seconds=int(token["expires_in"])),
+            "refresh_expires_at": (
+                now + timedelta(seconds=int(current_app.config["REFRESH_TOKEN_LIFETIME"])) if refresh else None
+            ),
+        },
+    )
 
 
 def find_access_token(value: str) -> Token | None:
@@ -199,9 +243,16 @@ def find_bearer(value: str) -> Bearer | None:
     row = read_row(_BEARER, {"hash": sha256_hex(value)})
     if row is None:
         return None
-    return Bearer(row.scope, row.grant_id, row.user_id, row.issued_at, row.access_expires_at, row.revoked_at,
-                  BearerApp(row.client_id, row.status),
-                  BearerMember(row.user_id, row.sub, row.name, row.email, row.email_verified, row.tier, row.profile_id))
+    return Bearer(
+        row.scope,
+        row.grant_id,
+        row.user_id,
+        row.issued_at,
+        row.access_expires_at,
+        row.revoked_at,
+        BearerApp(row.client_id, row.status),
+        BearerMember(row.user_id, row.sub, row.name, row.email, row.email_verified, row.tier, row.profile_id),
+    )
 
 
 def live_bearer(value: str | None) -> Bearer | None:
@@ -226,8 +277,15 @@ def find_code(value: str) -> AuthorizationCode | None:
 
 
 def _member(row: Row[Any]) -> BearerMember:
-    return BearerMember(row.user_id, row.member_sub, row.member_name, row.member_email, row.member_email_verified,
-                        row.member_tier, row.member_profile_id)
+    return BearerMember(
+        row.user_id,
+        row.member_sub,
+        row.member_name,
+        row.member_email,
+        row.member_email_verified,
+        row.member_tier,
+        row.member_profile_id,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,12 +336,24 @@ def redeem_code(value: str, client: Client, now: datetime | None = None) -> Rede
     another client's, expired or already used: `find_code` tells which)."""
     if not value or len(value) > 512:
         return None
-    row = db.session.execute(_REDEEM_CODE, {"hash": sha256_hex(value), "client": client.id,
-                                            "now": now or utcnow()}).first()
+    row = db.session.execute(
+        _REDEEM_CODE, {"hash": sha256_hex(value), "client": client.id, "now": now or utcnow()}
+    ).first()
     if row is None:
         return None
-    return RedeemedCode(row.id, row.grant_id, row.user_id, row.redirect_uri, row.scope, row.nonce,
-                        row.code_challenge, row.code_challenge_method, row.auth_time, row.amr, _member(row))
+    return RedeemedCode(
+        row.id,
+        row.grant_id,
+        row.user_id,
+        row.redirect_uri,
+        row.scope,
+        row.nonce,
+        row.code_challenge,
+        row.code_challenge_method,
+        row.auth_time,
+        row.amr,
+        _member(row),
+    )
 
 
 def rotate_refresh_token(value: str, client: Client, now: datetime | None = None) -> RotatedRefresh | None:
@@ -291,8 +361,9 @@ def rotate_refresh_token(value: str, client: Client, now: datetime | None = None
     none (unknown, another client's, expired, revoked or rotated already: `find_refresh_token` tells)."""
     if not value or len(value) > 512:
         return None
-    row = db.session.execute(_ROTATE_REFRESH, {"hash": sha256_hex(value), "client": client.id,
-                                               "now": now or utcnow()}).first()
+    row = db.session.execute(
+        _ROTATE_REFRESH, {"hash": sha256_hex(value), "client": client.id, "now": now or utcnow()}
+    ).first()
     if row is None:
         return None
     return RotatedRefresh(row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, _member(row))

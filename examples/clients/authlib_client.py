@@ -32,8 +32,7 @@ def discover(issuer: str) -> dict:
 
 
 class CreditsIdClient:
-    def __init__(self, issuer: str, client_id: str, client_secret: str, redirect_uri: str,
-                 scope: str = DEFAULT_SCOPE):
+    def __init__(self, issuer: str, client_id: str, client_secret: str, redirect_uri: str, scope: str = DEFAULT_SCOPE):
         self.metadata = discover(issuer)
         self.session = OAuth2Session(
             client_id,
@@ -75,8 +74,10 @@ class CreditsIdClient:
         claims = CodeIDToken(
             decoded.claims,
             decoded.header,
-            {"iss": {"essential": True, "value": self.metadata["issuer"]},
-             "aud": {"essential": True, "value": self.session.client_id}},
+            {
+                "iss": {"essential": True, "value": self.metadata["issuer"]},
+                "aud": {"essential": True, "value": self.session.client_id},
+            },
             {"client_id": self.session.client_id, "nonce": nonce, "access_token": token["access_token"]},
         )
         claims.validate(leeway=60)

@@ -44,14 +44,17 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.config.update(settings_from_env())
     app.config.update(overrides or {})
     if not app.config["DEMO_CLIENT_SECRET"]:
-        raise RuntimeError("DEMO_CLIENT_SECRET is not set: `make run` passes the demo app's secret; "
-                           "or run `flask demo seed` and export the secret it prints for demo-web-app")
+        raise RuntimeError(
+            "DEMO_CLIENT_SECRET is not set: `make run` passes the demo app's secret; "
+            "or run `flask demo seed` and export the secret it prints for demo-web-app"
+        )
     # The provider also runs on 127.0.0.1, and cookies do not keep ports apart: use our own name.
     app.jinja_env.filters["names"] = names
     app.jinja_env.filters["roles"] = roles
     app.jinja_env.globals["app_name"] = APP_NAME
-    app.config.update(SESSION_COOKIE_NAME="demo_app_session", SESSION_COOKIE_HTTPONLY=True,
-                      SESSION_COOKIE_SAMESITE="Lax")
+    app.config.update(
+        SESSION_COOKIE_NAME="demo_app_session", SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax"
+    )
 
     oauth = OAuth(app)
     oauth.register(
@@ -87,17 +90,21 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
         if request.args.get("error"):
             # Only the member's own "Deny" is a cancellation; any other error is the sign-in failing.
             cancelled = request.args["error"] == "access_denied"
-            return render_template("problem.html", title="Sign-in cancelled" if cancelled else "Sign-in failed",
-                                   error=request.args["error"], detail=request.args.get("error_description")), 400
+            return render_template(
+                "problem.html",
+                title="Sign-in cancelled" if cancelled else "Sign-in failed",
+                error=request.args["error"],
+                detail=request.args.get("error_description"),
+            ), 400
         # RFC 9207: the response must come from the provider we sent the browser to.
         if request.args.get("iss") != oauth.credits_id.load_server_metadata()["issuer"]:
-            return render_template("problem.html", title="Unexpected sign-in response",
-                                   error="issuer mismatch", detail=None), 400
+            return render_template(
+                "problem.html", title="Unexpected sign-in response", error="issuer mismatch", detail=None
+            ), 400
         try:
             token = oauth.credits_id.authorize_access_token()  # state, PKCE, ID token checks
         except OAuthError as exc:
-            return render_template("problem.html", title="Sign-in failed", error=exc.error,
-                                   detail=exc.description), 400
+            return render_template("problem.html", title="Sign-in failed", error=exc.error, detail=exc.description), 400
         visit_id = secrets.token_urlsafe(24)
         visits[visit_id] = describe_visit(oauth, app.config["CREDITS_ID_API"], token)
         session.clear()
@@ -115,8 +122,9 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
             )
         except OAuthError as exc:
             visits.pop(session.pop("visit"), None)
-            return render_template("problem.html", title="The connection was ended", error=exc.error,
-                                   detail="Sign in again to reconnect."), 400
+            return render_template(
+                "problem.html", title="The connection was ended", error=exc.error, detail="Sign in again to reconnect."
+            ), 400
         token["userinfo"] = oauth.credits_id.parse_id_token(token, nonce=None)
         visits[session["visit"]] = describe_visit(oauth, app.config["CREDITS_ID_API"], token, refreshed=True)
         return redirect(url_for("home"))

@@ -70,7 +70,9 @@ def names(values) -> str:
     """A list of artists, albums... as text: their `name` (or `title`), comma-separated."""
     if not isinstance(values, list):
         return "" if values is None else str(values)
-    texts = [str(v.get("name") or v.get("title") or v.get("id") or "") if isinstance(v, dict) else str(v) for v in values]
+    texts = [
+        str(v.get("name") or v.get("title") or v.get("id") or "") if isinstance(v, dict) else str(v) for v in values
+    ]
     return ", ".join(t for t in texts if t)
 
 

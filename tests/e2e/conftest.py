@@ -23,8 +23,13 @@ from tests.conftest import ROOT, free_port, unavailable
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 ARTIFACTS = ROOT / "artifacts" / "e2e"
 TIMEOUT_MS = 60_000  # generous: a loaded 2-core machine runs several suites at once
@@ -161,8 +166,10 @@ def _handler(callback: Callback):
             callback.received.append(params)
             rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in params.items())
             title = "Sign-in cancelled" if "error" in params else "Signed in"
-            body = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{title} · Test App</title></head>"
-                    f"<body><h1>{title}</h1><p>The test app received:</p><table>{rows}</table></body></html>")
+            body = (
+                f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{title} · Test App</title></head>"
+                f"<body><h1>{title}</h1><p>The test app received:</p><table>{rows}</table></body></html>"
+            )
             data = body.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")

@@ -17,8 +17,9 @@ def test_connected_apps_show_logo_and_homepage_and_revoke_asks_first(live_server
 
     catalog = make_catalog(credits=3)
     member = make_member(name="Parker Pro", tier="pro", profile_id=catalog.mine)
-    client, secret = make_client(name="Liner Notes", redirect_uris=[callback.url],
-                                 homepage_url="https://liner.example.com/")
+    client, secret = make_client(
+        name="Liner Notes", redirect_uris=[callback.url], homepage_url="https://liner.example.com/"
+    )
     db.session.get(Client, client.id).logo_url = live_server("/static/favicon.svg")  # loads: this origin
     db.session.commit()
     rp = RelyingParty(live_server.url, client.client_id, secret, redirect_uri=callback.url)
@@ -70,12 +71,21 @@ def test_a_connected_app_without_a_working_logo_shows_its_initial(live_server, c
     client, secret = make_client(name="Setlist", redirect_uris=[callback.url])
     db.session.get(Client, client.id).logo_url = "https://127.0.0.1:1/logo.png"
     db.session.commit()
-    connect(page, live_server, callback, RelyingParty(live_server.url, client.client_id, secret,
-                                                      redirect_uri=callback.url), member.email, shots)
+    connect(
+        page,
+        live_server,
+        callback,
+        RelyingParty(live_server.url, client.client_id, secret, redirect_uri=callback.url),
+        member.email,
+        shots,
+    )
     page.goto(live_server("/account"))
     page.wait_for_load_state("networkidle")
-    card = page.get_by_role("region", name="Connected apps").get_by_role("listitem").filter(
-        has=page.get_by_role("heading", name="Setlist"))
+    card = (
+        page.get_by_role("region", name="Connected apps")
+        .get_by_role("listitem")
+        .filter(has=page.get_by_role("heading", name="Setlist"))
+    )
     expect(card.locator("img")).to_have_count(0)  # the failed logo is gone
     expect(card.locator(".app-initial")).to_have_text("S")
     shots.take("account-app-initial")

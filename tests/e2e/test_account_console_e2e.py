@@ -48,8 +48,9 @@ def connect(page, live_server, callback, rp: RelyingParty, email: str, shots) ->
 
 
 def userinfo_status(live_server, access_token: str) -> int:
-    return requests.get(live_server(USERINFO), headers={"Authorization": f"Bearer {access_token}"},
-                        timeout=30).status_code
+    return requests.get(
+        live_server(USERINFO), headers={"Authorization": f"Bearer {access_token}"}, timeout=30
+    ).status_code
 
 
 def test_account_page_revokes_a_connected_app(live_server, callback, page, shots):
@@ -73,7 +74,8 @@ def test_account_page_revokes_a_connected_app(live_server, callback, page, shots
     card = apps.get_by_role("listitem").filter(has=page.get_by_role("heading", name="Liner Notes"))
     expect(card).to_have_count(1)
     expect(card.get_by_role("list").get_by_role("listitem")).to_have_text(
-        [SCOPES[s].description for s in SCOPE.split()])
+        [SCOPES[s].description for s in SCOPE.split()]
+    )
 
     with page.expect_navigation():
         card.get_by_role("button", name="Revoke access for Liner Notes…").click()
@@ -85,7 +87,8 @@ def test_account_page_revokes_a_connected_app(live_server, callback, page, shots
     assert page.url == live_server("/account")
     shots.take("account-after-revoke")
     expect(page.get_by_role("status")).to_have_text(
-        "Liner Notes is disconnected: it can no longer read your data, and its sign-in has ended.")
+        "Liner Notes is disconnected: it can no longer read your data, and its sign-in has ended."
+    )
     expect(apps.get_by_role("heading", name="Liner Notes")).to_have_count(0)
     expect(apps).to_contain_text("No apps are connected to your account.")
     no_page_problems(page)
@@ -111,7 +114,9 @@ def test_console_registers_an_app_that_can_sign_in(live_server, callback, page, 
     sign_in_on_login_page(page, developer.email)
     assert page.url == live_server("/console"), page.url
     expect(page.get_by_role("heading", name="Your applications")).to_be_visible()
-    expect(page.locator("main")).to_contain_text(f"Each registered application costs {MONTHLY_FEE} {CURRENCY} per month")
+    expect(page.locator("main")).to_contain_text(
+        f"Each registered application costs {MONTHLY_FEE} {CURRENCY} per month"
+    )
     shots.take("console")
 
     page.get_by_role("link", name="Register an app", exact=True).click()

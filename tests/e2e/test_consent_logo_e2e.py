@@ -27,13 +27,16 @@ def logo_state(page) -> dict:
         """() => { const box = document.querySelector('.app-head .app-logo');
           const img = box.querySelector('img'); const initial = box.querySelector('.app-initial');
           return {img: img ? {complete: img.complete, width: img.naturalWidth} : null,
-                  initial: initial.innerText, initialVisible: initial.getBoundingClientRect().width > 0}; }""")
+                  initial: initial.innerText, initialVisible: initial.getBoundingClientRect().width > 0}; }"""
+    )
 
 
 def test_a_logo_that_fails_or_is_blocked_shows_the_initial(live_server, callback, page, shots):
     member = make_member()
-    cases = (("unreachable", "https://127.0.0.1:1/logo.png"),   # the fetch fails
-             ("blocked-by-csp", "http://127.0.0.2:9/logo.png"))  # plain http: img-src refuses it
+    cases = (
+        ("unreachable", "https://127.0.0.1:1/logo.png"),  # the fetch fails
+        ("blocked-by-csp", "http://127.0.0.2:9/logo.png"),
+    )  # plain http: img-src refuses it
     for label, logo in cases:
         rp = app_with_logo(live_server, callback, logo)
         page.goto(authorize_url(live_server.url, rp, "openid")[0])
@@ -46,8 +49,9 @@ def test_a_logo_that_fails_or_is_blocked_shows_the_initial(live_server, callback
         assert state["initial"] == "L" and state["initialVisible"], (label, state)
         shots.take(f"consent-logo-{label}")
     # The only complaints are about those two logos, never a script or style the CSP refused.
-    assert all("127.0.0.1:1/logo.png" in m or "127.0.0.2:9/logo.png" in m for m in page.problems.messages), \
+    assert all("127.0.0.1:1/logo.png" in m or "127.0.0.2:9/logo.png" in m for m in page.problems.messages), (
         page.problems.messages
+    )
 
 
 def test_a_working_logo_is_shown_and_the_page_works_without_script(live_server, callback, chromium, shots):

@@ -126,10 +126,26 @@ def test_audit_log_filters_by_part_of_a_name_event_type_and_day(live_server, pag
     setlist, _ = make_client(name="Setlist")
     now = utcnow()
     db.session.add_all(
-        [AuditEvent(action="consent.granted", actor_id=member.id, actor_email=member.email, client_id=liner.id,
-                    created_at=now - timedelta(days=1, minutes=i)) for i in range(60)]
-        + [AuditEvent(action="signin.ok", actor_id=member.id, actor_email=member.email, client_id=setlist.id,
-                      created_at=now - timedelta(days=9))])
+        [
+            AuditEvent(
+                action="consent.granted",
+                actor_id=member.id,
+                actor_email=member.email,
+                client_id=liner.id,
+                created_at=now - timedelta(days=1, minutes=i),
+            )
+            for i in range(60)
+        ]
+        + [
+            AuditEvent(
+                action="signin.ok",
+                actor_id=member.id,
+                actor_email=member.email,
+                client_id=setlist.id,
+                created_at=now - timedelta(days=9),
+            )
+        ]
+    )
     db.session.commit()
     open_console(page, live_server, admin.email, "/console/audit")
     page.get_by_label("App (name or client id)").fill("liner")
@@ -240,11 +256,18 @@ def test_activity_pictures_on_the_app_page_and_for_admins(live_server, page, sho
     now = utcnow()
     for day in range(30):
         for m in members[: 1 + day % 3]:
-            db.session.add(AuditEvent(action="signin.ok", actor_id=m.id, client_id=client.id,
-                                      created_at=now - timedelta(days=day)))
+            db.session.add(
+                AuditEvent(action="signin.ok", actor_id=m.id, client_id=client.id, created_at=now - timedelta(days=day))
+            )
         if day % 5 == 0:
-            db.session.add(AuditEvent(action="consent.granted", actor_id=members[0].id, client_id=client.id,
-                                      created_at=now - timedelta(days=day)))
+            db.session.add(
+                AuditEvent(
+                    action="consent.granted",
+                    actor_id=members[0].id,
+                    client_id=client.id,
+                    created_at=now - timedelta(days=day),
+                )
+            )
     db.session.commit()
 
     open_console(page, live_server, dev.email, f"/console/apps/{client.client_id}")

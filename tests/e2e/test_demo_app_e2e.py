@@ -24,8 +24,14 @@ def demo(live_server, app):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     client, secret = make_client(name=DEMO_APP_NAME, redirect_uris=[f"{base}/callback"])
-    demo_app = create_demo_app({"CREDITS_ID_ISSUER": live_server.url, "CREDITS_ID_API": live_server.url + "/v1",
-                                "DEMO_CLIENT_ID": client.client_id, "DEMO_CLIENT_SECRET": secret})
+    demo_app = create_demo_app(
+        {
+            "CREDITS_ID_ISSUER": live_server.url,
+            "CREDITS_ID_API": live_server.url + "/v1",
+            "DEMO_CLIENT_ID": client.client_id,
+            "DEMO_CLIENT_SECRET": secret,
+        }
+    )
     server = make_server("127.0.0.1", port, demo_app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -65,8 +71,11 @@ def test_demo_shows_claims_userinfo_and_the_members_data(live_server, app, demo,
     # Every row names the member's roles (the API gives {child, parent}), never an empty cell.
     role_cells = page.locator("#credits tbody tr td:nth-child(3)").all_inner_texts()
     assert role_cells and all(cell.strip() for cell in role_cells), role_cells
-    assert any(cell in {"Producer", "Co-Producer (Producer)", "Songwriter", "Composer (Songwriter)",
-                        "Lyricist (Songwriter)"} or "(" in cell for cell in role_cells), role_cells
+    assert any(
+        cell in {"Producer", "Co-Producer (Producer)", "Songwriter", "Composer (Songwriter)", "Lyricist (Songwriter)"}
+        or "(" in cell
+        for cell in role_cells
+    ), role_cells
     # The greeting names the account; the linked credits profile is named as such, not left unexplained.
     linked = page.locator("#linked-profile").inner_text()
     assert "linked to the credits profile Ada Mine" in linked, linked
@@ -104,8 +113,9 @@ def test_demo_deny_and_a_forged_callback(live_server, demo, page, shots):
     assert page.get_by_role("heading", level=1).inner_text() == "Sign-in cancelled"
     assert "Nothing was shared" in page.locator("main").inner_text()
 
-    forged = requests.get(f"{demo}/callback", params={"code": "x", "state": "y", "iss": "https://evil.example"},
-                          timeout=30)
+    forged = requests.get(
+        f"{demo}/callback", params={"code": "x", "state": "y", "iss": "https://evil.example"}, timeout=30
+    )
     assert forged.status_code == 400 and "Unexpected sign-in response" in forged.text
     # A protocol error other than the member's own "Deny" is a failure, not a cancellation.
     page.goto(f"{demo}/callback?error=invalid_scope&error_description=The+scope+is+not+allowed&state=x")

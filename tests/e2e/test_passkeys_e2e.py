@@ -32,9 +32,19 @@ def localhost_server(app, settings, tmp_path_factory):
 def test_add_a_passkey_then_sign_in_with_it_alone(localhost_server, page, shots):
     cdp = page.context.new_cdp_session(page)
     cdp.send("WebAuthn.enable")
-    authenticator = cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
-        "protocol": "ctap2", "transport": "internal", "hasResidentKey": True, "hasUserVerification": True,
-        "isUserVerified": True, "automaticPresenceSimulation": True}})["authenticatorId"]
+    authenticator = cdp.send(
+        "WebAuthn.addVirtualAuthenticator",
+        {
+            "options": {
+                "protocol": "ctap2",
+                "transport": "internal",
+                "hasResidentKey": True,
+                "hasUserVerification": True,
+                "isUserVerified": True,
+                "automaticPresenceSimulation": True,
+            }
+        },
+    )["authenticatorId"]
     member = make_member(name="Pat Passkey")
 
     page.goto(localhost_server + "/login?next=/account")

@@ -139,16 +139,18 @@ def test_prompt_login_asks_again_and_moves_auth_time(live_server, callback, page
     page.get_by_role("button", name="Allow").click()
     page.wait_for_url(callback.url + "*")
     shots.take("callback-first")
-    first = verify_id_token(live_server.url, rp.exchange(callback.last()["code"]).json()["id_token"],
-                           client.client_id, params["nonce"])
+    first = verify_id_token(
+        live_server.url, rp.exchange(callback.last()["code"]).json()["id_token"], client.client_id, params["nonce"]
+    )
 
     # Signed in and consented: without prompt the browser goes straight back to the app.
     url, params = authorize_url(live_server.url, rp, "openid profile")
     page.goto(url)
     page.wait_for_url(callback.url + "*")
     shots.take("callback-silent")
-    silent = verify_id_token(live_server.url, rp.exchange(callback.last()["code"]).json()["id_token"],
-                             client.client_id, params["nonce"])
+    silent = verify_id_token(
+        live_server.url, rp.exchange(callback.last()["code"]).json()["id_token"], client.client_id, params["nonce"]
+    )
     assert silent["auth_time"] == first["auth_time"]
 
     # prompt=login: the login page again, even though the member is signed in.
@@ -161,8 +163,9 @@ def test_prompt_login_asks_again_and_moves_auth_time(live_server, callback, page
     reenter_password_with_keyboard(page, member.email)
     page.wait_for_url(callback.url + "*")  # consent is remembered: no consent page this time
     shots.take("callback-after-prompt-login")
-    again = verify_id_token(live_server.url, rp.exchange(callback.last()["code"]).json()["id_token"],
-                            client.client_id, params["nonce"])
+    again = verify_id_token(
+        live_server.url, rp.exchange(callback.last()["code"]).json()["id_token"], client.client_id, params["nonce"]
+    )
     assert again["sub"] == first["sub"]
     assert again["auth_time"] > first["auth_time"]
     no_page_problems(page)
@@ -205,7 +208,7 @@ def test_error_pages_say_what_happened_and_what_to_do(live_server, callback, pag
     assert response.status == 404
     main = page.locator("main").inner_text()
     assert "Page not found" in main and "Check the address" in main
-    for internal in ("Traceback", "werkzeug", "sqlalchemy", "File \""):
+    for internal in ("Traceback", "werkzeug", "sqlalchemy", 'File "'):
         assert internal not in page.content()
     shots.take("not-found")
     assert callback.received == []
@@ -215,8 +218,9 @@ def test_error_pages_say_what_happened_and_what_to_do(live_server, callback, pag
 def test_pages_fit_a_phone_screen(live_server, callback, chromium, shots):
     member = make_member(tier="pro", name="Parker Pro")
     _, rp = app_for(live_server, callback, name="A Rather Long Application Name For Small Screens")
-    phone = chromium.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True,
-                                 color_scheme="dark")  # and the dark scheme
+    phone = chromium.new_context(
+        viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True, color_scheme="dark"
+    )  # and the dark scheme
     try:
         mobile = phone.new_page()
         shots.page = mobile

@@ -56,9 +56,11 @@ class SinglePageApp:
                 if urlsplit(self.path).path not in ("/app", "/probe"):
                     self.send_error(404)
                     return
-                page = ("<!doctype html><html lang=en><head><meta charset=utf-8><title>SPA</title></head><body>"
-                        f"<script type=application/json id=cfg>{html.escape(json.dumps(app.config), quote=False)}"
-                        f"</script><p id=out></p><script>{SCRIPT}</script></body></html>").encode()
+                page = (
+                    "<!doctype html><html lang=en><head><meta charset=utf-8><title>SPA</title></head><body>"
+                    f"<script type=application/json id=cfg>{html.escape(json.dumps(app.config), quote=False)}"
+                    f"</script><p id=out></p><script>{SCRIPT}</script></body></html>"
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(page)))
@@ -91,8 +93,13 @@ def other_site():
 
 
 def configure(site: SinglePageApp, live_server, client_id: str, redirect_uri: str, verifier: str) -> None:
-    site.config.update(token=live_server(TOKEN), userinfo=live_server(USERINFO), client_id=client_id,
-                       redirect_uri=redirect_uri, verifier=verifier)
+    site.config.update(
+        token=live_server(TOKEN),
+        userinfo=live_server(USERINFO),
+        client_id=client_id,
+        redirect_uri=redirect_uri,
+        verifier=verifier,
+    )
 
 
 def test_a_browser_app_signs_in_and_reads_userinfo_from_its_own_origin(live_server, spa, page):

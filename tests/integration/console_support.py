@@ -16,8 +16,9 @@ from tests.flows import TOKEN, USERINFO, Browser, csrf_token
 def signed_in(base: str, email: str, next_path: str = "/console") -> Browser:
     browser = Browser(base)
     page = browser.get(f"/login?next={next_path}")
-    response = browser.post("/login", data={"csrf_token": csrf_token(page.text), "email": email,
-                                            "password": PASSWORD, "next": next_path})
+    response = browser.post(
+        "/login", data={"csrf_token": csrf_token(page.text), "email": email, "password": PASSWORD, "next": next_path}
+    )
     assert response.status_code == 302 and response.headers["Location"] == next_path, response.text[:300]
     return browser
 
@@ -51,9 +52,17 @@ def client_id_on_page(html: str) -> str | None:
 def authenticates(base: str, client_id: str, secret: str) -> bool:
     """Does the token endpoint accept these client credentials? A bogus code tells them apart:
     authenticated clients get `invalid_grant`, the rest `invalid_client`."""
-    response = requests.post(base + TOKEN, auth=(client_id, secret), timeout=30,
-                             data={"grant_type": "authorization_code", "code": "bogus", "code_verifier": "x" * 43,
-                                   "redirect_uri": "http://127.0.0.1:7199/cb"})
+    response = requests.post(
+        base + TOKEN,
+        auth=(client_id, secret),
+        timeout=30,
+        data={
+            "grant_type": "authorization_code",
+            "code": "bogus",
+            "code_verifier": "x" * 43,
+            "redirect_uri": "http://127.0.0.1:7199/cb",
+        },
+    )
     error = response.json().get("error")
     assert error in ("invalid_grant", "invalid_client"), response.text
     return error == "invalid_grant"

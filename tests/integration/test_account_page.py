@@ -10,8 +10,9 @@ from tests.flows import Browser, RelyingParty, sign_in
 from tests.integration.console_support import flashes, fresh, post_form, signed_in, userinfo
 
 
-def connect(live_server, member, name="Liner Notes", scope="openid profile email credits:read offline_access",
-            **client_kw):
+def connect(
+    live_server, member, name="Liner Notes", scope="openid profile email credits:read offline_access", **client_kw
+):
     client, secret = make_client(name=name, **client_kw)
     rp = RelyingParty(live_server.url, client.client_id, secret)
     params, _ = sign_in(live_server.url, rp, member.email, scope=scope)

@@ -21,16 +21,24 @@ def login_attempt(live_server, email: str, password: str) -> int:
     """One password tried on the login page, as a stranger's browser would."""
     stranger = Browser(live_server.url)
     page = stranger.get("/login")
-    return stranger.post("/login", data={"csrf_token": csrf_token(page.text), "email": email,
-                                         "password": password}).status_code
+    return stranger.post(
+        "/login", data={"csrf_token": csrf_token(page.text), "email": email, "password": password}
+    ).status_code
 
 
 def change(browser, current=PASSWORD, new=NEW, confirm=None, **extra):
     page = browser.get("/account/password")
     assert page.status_code == 200
-    return browser.post("/account/password", data={"csrf_token": csrf_token(page.text), "current": current,
-                                                  "new": new, "confirm": new if confirm is None else confirm,
-                                                  **extra})
+    return browser.post(
+        "/account/password",
+        data={
+            "csrf_token": csrf_token(page.text),
+            "current": current,
+            "new": new,
+            "confirm": new if confirm is None else confirm,
+            **extra,
+        },
+    )
 
 
 def test_a_member_changes_their_password_and_every_other_session_ends(live_server, mailbox):
@@ -47,8 +55,14 @@ def test_a_member_changes_their_password_and_every_other_session_ends(live_serve
     fresh()
     user = db.session.get(User, member.id)
     assert passwords.verify(user, NEW) and not passwords.verify(user, PASSWORD)
-    assert db.session.scalar(db.select(db.func.count(LoginSession.id)).where(
-        LoginSession.user_id == member.id, LoginSession.ended_at.is_(None))) == 1
+    assert (
+        db.session.scalar(
+            db.select(db.func.count(LoginSession.id)).where(
+                LoginSession.user_id == member.id, LoginSession.ended_at.is_(None)
+            )
+        )
+        == 1
+    )
     [event] = db.session.scalars(db.select(AuditEvent).where(AuditEvent.action == "password.changed")).all()
     assert event.actor_id == event.subject_id == member.id and event.detail == {"sessions_ended": 2}
     assert NEW not in str(event.detail) and PASSWORD not in str(event.detail)
@@ -87,12 +101,16 @@ def test_after_a_compromise_the_member_disconnects_every_app_too(live_server):
     assert event.detail["tokens_revoked"] == 1
 
 
-@pytest.mark.parametrize(("current", "new", "confirm", "status", "says"), [
-    ("not my password", NEW, None, 401, "Your current password is not right."),
-    (PASSWORD, "short", None, 400, "Use 10 to 1024 characters."),
-    (PASSWORD, NEW, NEW + "!", 400, "The two new passwords differ."),
-    ("", NEW, None, 400, "This field is required."),
-], ids=["wrong-current", "too-short", "confirm-differs", "no-current"])
+@pytest.mark.parametrize(
+    ("current", "new", "confirm", "status", "says"),
+    [
+        ("not my password", NEW, None, 401, "Your current password is not right."),
+        (PASSWORD, "short", None, 400, "Use 10 to 1024 characters."),
+        (PASSWORD, NEW, NEW + "!", 400, "The two new passwords differ."),
+        ("", NEW, None, 400, "This field is required."),
+    ],
+    ids=["wrong-current", "too-short", "confirm-differs", "no-current"],
+)
 def test_refusals_change_nothing(live_server, current, new, confirm, status, says):
     member = make_member()
     browser = signed_in(live_server.url, member.email, "/account")

@@ -54,8 +54,9 @@ def test_an_app_reads_its_members_own_data_and_a_downgrade_bites_at_once(app, li
     catalog = make_catalog(credits=60)
     member = make_member(tier="pro", profile_id=catalog.mine)
     client, secret = make_client()
-    issued = tokens_for(live_server, member.email, "openid credits:read analytics:read offline_access",
-                        client.client_id, secret)
+    issued = tokens_for(
+        live_server, member.email, "openid credits:read analytics:read offline_access", client.client_id, secret
+    )
     assert set(issued["scope"].split()) >= {"credits:read", "analytics:read"}
     token = issued["access_token"]
 
@@ -131,8 +132,11 @@ def two_servers(settings, tmp_path_factory):
     try:
         for n in range(2):
             port = free_port()
-            procs.append(start_server(settings, port, logs / f"server{n}.log", REDIS_URL=REDIS_URL,
-                                      API_RATE_LIMIT_PER_MINUTE="5"))
+            procs.append(
+                start_server(
+                    settings, port, logs / f"server{n}.log", REDIS_URL=REDIS_URL, API_RATE_LIMIT_PER_MINUTE="5"
+                )
+            )
             urls.append(f"http://127.0.0.1:{port}")
         yield urls
     finally:
@@ -166,8 +170,11 @@ def test_the_budget_is_shared_by_every_server_process(two_servers):
         for base in (second, first):
             refused = call(base, "/v1/me", token)
             assert refused.status_code == 429
-            assert refused.json() == {"result": "error", "code": 429,
-                                      "message": "Too many requests: the budget is 5 per minute for each sign-in of a member to an app (its refreshed tokens included)"}
+            assert refused.json() == {
+                "result": "error",
+                "code": 429,
+                "message": "Too many requests: the budget is 5 per minute for each sign-in of a member to an app (its refreshed tokens included)",
+            }
             assert 1 <= int(refused.headers["Retry-After"]) <= 60
         keys = [k.decode() for k in store.scan_iter(match=f"*{grant}*")]
         assert keys, "the count lives in Redis, by grant"

@@ -23,8 +23,15 @@ from tests.key_support import index_catalog, make_key
 
 pytestmark = pytest.mark.live
 REDIS_URL = "redis://127.0.0.1:6379/5"  # the key-door tests' Redis database
-LIMIT_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Limit-Minute",
-                 "X-RateLimit-Remaining-Minute", "X-Gateway-Request-Id", "x-service-version")
+LIMIT_HEADERS = (
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "X-RateLimit-Limit-Minute",
+    "X-RateLimit-Remaining-Minute",
+    "X-Gateway-Request-Id",
+    "x-service-version",
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,25 +62,52 @@ def test_what_a_client_sees_at_the_key_door(live_server, spec):
 
     ok = validated(spec, session.get(f"{base}/v1/track/isrc/USAAA2000000", headers={"x-api-key": secret}, timeout=30))
     assert ok.status_code == 200 and ok.json()["data"]["id"] == uid(1, 2)
-    found = validated(spec, session.post(f"{base}/v1/search", json={"keyword": "otto", "type": ["profile"]},
-                                         headers={"x-api-key": secret}, timeout=30))
+    found = validated(
+        spec,
+        session.post(
+            f"{base}/v1/search",
+            json={"keyword": "otto", "type": ["profile"]},
+            headers={"x-api-key": secret},
+            timeout=30,
+        ),
+    )
     assert found.json()["data"]["profiles"]["items"][0]["id"] == catalog.other
 
     gateway_body(validated(spec, session.get(f"{base}/v1/roles", timeout=30)), 401, "No API key found in request")
-    gateway_body(validated(spec, session.get(f"{base}/v1/roles", headers={"x-api-key": "msk_nope"}, timeout=30)),
-                 401, "Unauthorized")
-    gateway_body(validated(spec, session.get(f"{base}/v1/roles", headers={"x-api-key": publishable}, timeout=30)),
-                 403, "You cannot consume this service")
-    widget = validated(spec, session.get(f"{base}/embed/v1/profile/{catalog.other}/charts",
-                                         headers={"x-api-key": publishable, "Origin": "https://widgets.example"},
-                                         timeout=30))
+    gateway_body(
+        validated(spec, session.get(f"{base}/v1/roles", headers={"x-api-key": "msk_nope"}, timeout=30)),
+        401,
+        "Unauthorized",
+    )
+    gateway_body(
+        validated(spec, session.get(f"{base}/v1/roles", headers={"x-api-key": publishable}, timeout=30)),
+        403,
+        "You cannot consume this service",
+    )
+    widget = validated(
+        spec,
+        session.get(
+            f"{base}/embed/v1/profile/{catalog.other}/charts",
+            headers={"x-api-key": publishable, "Origin": "https://widgets.example"},
+            timeout=30,
+        ),
+    )
     assert widget.status_code == 200 and widget.headers["Access-Control-Allow-Origin"] == "*"
 
-    too_big = validated(spec, session.get(f"{base}/v1/profile/{catalog.mine}/credits?limit=51",
-                                          headers={"x-api-key": secret}, timeout=30))
+    too_big = validated(
+        spec,
+        session.get(f"{base}/v1/profile/{catalog.mine}/credits?limit=51", headers={"x-api-key": secret}, timeout=30),
+    )
     assert too_big.json() == {"result": "error", "code": 400, "message": "Too big page, max page size is 50"}
-    bad = validated(spec, session.post(f"{base}/v1/search", data="{not json", headers={
-        "x-api-key": secret, "Content-Type": "application/json"}, timeout=30))
+    bad = validated(
+        spec,
+        session.post(
+            f"{base}/v1/search",
+            data="{not json",
+            headers={"x-api-key": secret, "Content-Type": "application/json"},
+            timeout=30,
+        ),
+    )
     assert bad.json() == {"result": "error", "code": 400, "message": "Invalid parameters supplied"}
     missing = validated(spec, session.get(f"{base}/v1/album/upc/000", headers={"x-api-key": secret}, timeout=30))
     assert missing.json() == {"result": "error", "code": 404, "message": "Not found"}
@@ -95,11 +129,20 @@ def test_an_access_token_reads_nothing_of_the_catalog_over_http(live_server, spe
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {token}"
     base = live_server.url
-    paths = [f"/v1/profile/{catalog.other}", f"/v1/profile/{catalog.other}/credits",
-             f"/v1/profile/{catalog.other}/charts", f"/v1/profile/{catalog.other}/collaborators",
-             f"/v1/profile/{catalog.mine}/collaborators", f"/v1/track/id/{uid(1, 2)}",
-             "/v1/track/isrc/USAAA2000000/albums", "/v1/album/upc/000000000000", f"/v1/album/id/{uid(1, 3)}/credits",
-             "/v1/search/autocomplete?q=a", "/v1/roles", f"/v1/profiles/search?names=otto&track_ids={uid(1, 2)}"]
+    paths = [
+        f"/v1/profile/{catalog.other}",
+        f"/v1/profile/{catalog.other}/credits",
+        f"/v1/profile/{catalog.other}/charts",
+        f"/v1/profile/{catalog.other}/collaborators",
+        f"/v1/profile/{catalog.mine}/collaborators",
+        f"/v1/track/id/{uid(1, 2)}",
+        "/v1/track/isrc/USAAA2000000/albums",
+        "/v1/album/upc/000000000000",
+        f"/v1/album/id/{uid(1, 3)}/credits",
+        "/v1/search/autocomplete?q=a",
+        "/v1/roles",
+        f"/v1/profiles/search?names=otto&track_ids={uid(1, 2)}",
+    ]
     for path in paths:
         response = validated(spec, session.get(base + path, timeout=30))
         assert response.status_code == 403 and "data" not in response.json(), (path, response.text)
@@ -117,8 +160,7 @@ def test_the_start_plan_is_5_a_second_then_429_with_retry_after(live_server, spe
     for _attempt in range(3):
         while time.time() % 1 > 0.3:  # start early in a second so the burst fits in one window
             time.sleep(0.02)
-        burst = [session.get(f"{live_server.url}/v1/roles", headers={"x-api-key": start}, timeout=30)
-                 for _ in range(6)]
+        burst = [session.get(f"{live_server.url}/v1/roles", headers={"x-api-key": start}, timeout=30) for _ in range(6)]
         if [r.status_code for r in burst] == [200] * 5 + [429]:
             break
         time.sleep(1.1)  # the burst crossed a second boundary (a slow machine): again, in a fresh window
@@ -158,8 +200,12 @@ def test_a_keys_budget_is_shared_by_every_server_process(two_servers):
         for _attempt in range(3):
             while time.time() % 1 > 0.3:
                 time.sleep(0.02)
-            statuses = [sessions[n % 2].get(f"{two_servers[n % 2]}/v1/roles", headers={"x-api-key": start},
-                                            timeout=30).status_code for n in range(6)]
+            statuses = [
+                sessions[n % 2]
+                .get(f"{two_servers[n % 2]}/v1/roles", headers={"x-api-key": start}, timeout=30)
+                .status_code
+                for n in range(6)
+            ]
             if statuses == [200] * 5 + [429]:
                 break
             time.sleep(1.1)

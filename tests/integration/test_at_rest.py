@@ -9,8 +9,15 @@ def test_database_holds_only_hashes_after_a_full_flow(live_server, rp, member):
     code = params["code"]
     first = rp.exchange(code).json()
     second = rp.refresh(first["refresh_token"]).json()
-    secrets = [code, first["access_token"], first["refresh_token"], second["access_token"],
-               second["refresh_token"], rp.client_secret, PASSWORD]
+    secrets = [
+        code,
+        first["access_token"],
+        first["refresh_token"],
+        second["access_token"],
+        second["refresh_token"],
+        rp.client_secret,
+        PASSWORD,
+    ]
     dump = "\n".join(" ".join(row) for rows in db_state().values() for row in rows)
     assert dump, "the dump is empty: the test would prove nothing"
     for value in secrets:

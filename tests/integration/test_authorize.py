@@ -29,17 +29,29 @@ def assert_error_page(response, status=400):
 # -- the trust gate: errors that must never redirect -------------------------------------------
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda p: p.pop("client_id"),
-    lambda p: p.update(client_id="no-such-client"),
-    lambda p: p.update(redirect_uri="http://127.0.0.1:7199/other"),
-    lambda p: p.update(redirect_uri=REDIRECT_URI + "/"),
-    lambda p: p.update(redirect_uri=REDIRECT_URI + "?x=1"),
-    lambda p: p.update(redirect_uri="HTTP://127.0.0.1:7199/cb"),
-    lambda p: p.update(redirect_uri="https://evil.example/cb"),
-    lambda p: p.update(redirect_uri="http://127.0.0.1:7198/cb"),
-], ids=["missing-client", "unknown-client", "other-path", "trailing-slash", "extra-query", "case", "foreign",
-        "other-port-of-a-web-app"])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda p: p.pop("client_id"),
+        lambda p: p.update(client_id="no-such-client"),
+        lambda p: p.update(redirect_uri="http://127.0.0.1:7199/other"),
+        lambda p: p.update(redirect_uri=REDIRECT_URI + "/"),
+        lambda p: p.update(redirect_uri=REDIRECT_URI + "?x=1"),
+        lambda p: p.update(redirect_uri="HTTP://127.0.0.1:7199/cb"),
+        lambda p: p.update(redirect_uri="https://evil.example/cb"),
+        lambda p: p.update(redirect_uri="http://127.0.0.1:7198/cb"),
+    ],
+    ids=[
+        "missing-client",
+        "unknown-client",
+        "other-path",
+        "trailing-slash",
+        "extra-query",
+        "case",
+        "foreign",
+        "other-port-of-a-web-app",
+    ],
+)
 def test_untrusted_requests_show_an_error_page_and_never_redirect(live_server, rp, mutate):
     params = rp.auth_params()
     mutate(params)
@@ -47,7 +59,7 @@ def test_untrusted_requests_show_an_error_page_and_never_redirect(live_server, r
     response = Browser(live_server.url).get(AUTHORIZE, params=params)
     assert_error_page(response)
     # The refused address may be named as text (issue 21, item 7), never offered as a link.
-    assert 'href="https://evil' not in response.text and "src=\"https://evil" not in response.text
+    assert 'href="https://evil' not in response.text and 'src="https://evil' not in response.text
     if params.get("redirect_uri") and "client_id" in params and params["client_id"] == rp.client_id:
         assert f'<code id="error-redirect-uri">{params["redirect_uri"]}</code>' in response.text
     assert db_state() == before
@@ -86,25 +98,43 @@ def test_disabled_app_gets_an_error_page(live_server, rp):
 # -- validation errors: redirected to the registered URI with state and iss -----------------------
 
 
-@pytest.mark.parametrize("mutate,error", [
-    (lambda p: p.pop("response_type"), "invalid_request"),
-    (lambda p: p.update(response_type="token"), "unsupported_response_type"),
-    (lambda p: p.update(response_type="code id_token"), "unsupported_response_type"),
-    (lambda p: p.pop("code_challenge"), "invalid_request"),
-    (lambda p: p.pop("code_challenge_method"), "invalid_request"),
-    (lambda p: p.update(code_challenge_method="plain"), "invalid_request"),
-    (lambda p: p.update(code_challenge="short"), "invalid_request"),
-    (lambda p: p.update(scope="profile email"), "invalid_scope"),
-    (lambda p: p.update(max_age="soon"), "invalid_request"),
-    (lambda p: p.update(max_age="\u00b2"), "invalid_request"),  # "²".isdigit() is True; int() refuses it
-    (lambda p: p.update(prompt="none login"), "invalid_request"),
-    (lambda p: p.update(response_mode="fragment"), "invalid_request"),
-    (lambda p: p.update(request="eyJhbGciOiJub25lIn0.eyJzY29wZSI6Im9wZW5pZCJ9."), "request_not_supported"),
-    (lambda p: p.update(request_uri="https://app.example/request.jwt"), "request_uri_not_supported"),
-    (lambda p: (p.pop("response_type"), p.update(request="e30.e30.")), "request_not_supported"),
-], ids=["no-response-type", "token", "hybrid", "no-challenge", "no-method", "plain", "bad-challenge",
-        "no-openid", "bad-max-age", "superscript-max-age", "none-plus-login", "fragment", "request-object",
-        "request-uri", "everything-inside-a-request-object"])
+@pytest.mark.parametrize(
+    "mutate,error",
+    [
+        (lambda p: p.pop("response_type"), "invalid_request"),
+        (lambda p: p.update(response_type="token"), "unsupported_response_type"),
+        (lambda p: p.update(response_type="code id_token"), "unsupported_response_type"),
+        (lambda p: p.pop("code_challenge"), "invalid_request"),
+        (lambda p: p.pop("code_challenge_method"), "invalid_request"),
+        (lambda p: p.update(code_challenge_method="plain"), "invalid_request"),
+        (lambda p: p.update(code_challenge="short"), "invalid_request"),
+        (lambda p: p.update(scope="profile email"), "invalid_scope"),
+        (lambda p: p.update(max_age="soon"), "invalid_request"),
+        (lambda p: p.update(max_age="\u00b2"), "invalid_request"),  # "²".isdigit() is True; int() refuses it
+        (lambda p: p.update(prompt="none login"), "invalid_request"),
+        (lambda p: p.update(response_mode="fragment"), "invalid_request"),
+        (lambda p: p.update(request="eyJhbGciOiJub25lIn0.eyJzY29wZSI6Im9wZW5pZCJ9."), "request_not_supported"),
+        (lambda p: p.update(request_uri="https://app.example/request.jwt"), "request_uri_not_supported"),
+        (lambda p: (p.pop("response_type"), p.update(request="e30.e30.")), "request_not_supported"),
+    ],
+    ids=[
+        "no-response-type",
+        "token",
+        "hybrid",
+        "no-challenge",
+        "no-method",
+        "plain",
+        "bad-challenge",
+        "no-openid",
+        "bad-max-age",
+        "superscript-max-age",
+        "none-plus-login",
+        "fragment",
+        "request-object",
+        "request-uri",
+        "everything-inside-a-request-object",
+    ],
+)
 def test_invalid_requests_redirect_an_error_with_state_and_iss(live_server, rp, settings, mutate, error):
     params = rp.auth_params()
     mutate(params)
@@ -130,9 +160,13 @@ def test_a_native_apps_loopback_redirect_uri_matches_any_port(live_server, membe
     params, _ = sign_in(live_server.url, rp, member.email, scope="openid")
     rp.redirect_uri = "http://127.0.0.1:51005/callback"  # a code is bound to the exact URI it went to
     assert rp.exchange(params["code"]).json()["error"] == "invalid_grant"
-    for elsewhere in ("http://127.0.0.1:51004/other", "http://127.0.0.2:51004/callback",
-                      "http://localhost:51004/callback", "https://127.0.0.1:51004/callback",
-                      "http://127.0.0.1:51004/callback?x=1"):
+    for elsewhere in (
+        "http://127.0.0.1:51004/other",
+        "http://127.0.0.2:51004/callback",
+        "http://localhost:51004/callback",
+        "https://127.0.0.1:51004/callback",
+        "http://127.0.0.1:51004/callback?x=1",
+    ):
         params = RelyingParty(live_server.url, client.client_id, None, redirect_uri=elsewhere).auth_params()
         assert_error_page(Browser(live_server.url).get(AUTHORIZE, params=params))
 
@@ -197,8 +231,13 @@ def test_consent_page_words_each_scope_and_marks_analytics_for_basic(live_server
     browser = Browser(live_server.url)
     browser.authorize(rp.auth_params(scope="openid profile email offline_access credits:read analytics:read"))
     page = browser.login(member.email)
-    for words in ("Read your credits", "Read your analytics", "See your name", "See your email address",
-                  "Stay connected when you are away"):
+    for words in (
+        "Read your credits",
+        "Read your analytics",
+        "See your name",
+        "See your email address",
+        "Stay connected when you are away",
+    ):
         assert words in page.text
     assert "Not included in your basic membership" in page.text
     assert 'value="analytics:read"' not in page.text  # nothing to tick: it cannot be granted
@@ -338,8 +377,10 @@ def test_the_consent_page_is_no_way_around_a_required_login(live_server, rp, mem
     assert shown.status_code == 302 and shown.headers["Location"].startswith(f"/login?interaction={uid}")
     token = csrf_token(browser.get("/login", params={"interaction": uid}).text)
     before = AuthorizationCode.query.count()
-    answered = browser.post("/consent", data={"csrf_token": token, "interaction": uid, "decision": "allow",
-                                              "scope": ["openid", "profile", "email"]})
+    answered = browser.post(
+        "/consent",
+        data={"csrf_token": token, "interaction": uid, "decision": "allow", "scope": ["openid", "profile", "email"]},
+    )
     assert answered.status_code == 302 and answered.headers["Location"].startswith(f"/login?interaction={uid}")
     db.session.remove()
     assert AuthorizationCode.query.count() == before

@@ -37,16 +37,24 @@ def code(live_server, member):
 
 
 def exchange_data(rp: RelyingParty, code: str) -> dict:
-    return {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
-            "code_verifier": rp.verifier}
+    return {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": REDIRECT_URI,
+        "code_verifier": rp.verifier,
+    }
 
 
 def test_basic_and_a_secret_in_the_body_is_refused_even_with_the_right_secret(live_server, code):
     rp, the_code, _ = code
     before = db_state()
     for body_secret in ("wrong", rp.client_secret):
-        response = requests.post(live_server(TOKEN), timeout=30, auth=(rp.client_id, rp.client_secret),
-                                 data={**exchange_data(rp, the_code), "client_secret": body_secret})
+        response = requests.post(
+            live_server(TOKEN),
+            timeout=30,
+            auth=(rp.client_id, rp.client_secret),
+            data={**exchange_data(rp, the_code), "client_secret": body_secret},
+        )
         assert_invalid_request(response, "one client authentication method")
     assert db_state() == before  # the code is not spent
     assert rp.exchange(the_code).status_code == 200
@@ -54,8 +62,12 @@ def test_basic_and_a_secret_in_the_body_is_refused_even_with_the_right_secret(li
 
 def test_credentials_in_the_url_are_refused(live_server, code):
     rp, the_code, _ = code
-    response = requests.post(live_server(TOKEN), params={"client_secret": rp.client_secret}, timeout=30,
-                             data={**exchange_data(rp, the_code), "client_id": rp.client_id})
+    response = requests.post(
+        live_server(TOKEN),
+        params={"client_secret": rp.client_secret},
+        timeout=30,
+        data={**exchange_data(rp, the_code), "client_id": rp.client_id},
+    )
     assert_invalid_request(response, "never in the URL")
     assert rp.exchange(the_code).status_code == 200
 
@@ -65,8 +77,14 @@ def test_a_request_naming_another_client_beside_the_one_that_authenticates_is_re
     rp, the_code, decoy = code
     kwargs = {"params": {"client_id": decoy.client_id}} if where == "query" else {}
     data = exchange_data(rp, the_code) | ({"client_id": decoy.client_id} if where == "body" else {})
-    response = requests.post(live_server(TOKEN), timeout=30, auth=(rp.client_id, rp.client_secret),
-                             headers={"Origin": DECOY_ORIGIN}, data=data, **kwargs)
+    response = requests.post(
+        live_server(TOKEN),
+        timeout=30,
+        auth=(rp.client_id, rp.client_secret),
+        headers={"Origin": DECOY_ORIGIN},
+        data=data,
+        **kwargs,
+    )
     assert_invalid_request(response, "more than one client")
     assert rp.exchange(the_code).status_code == 200
 
@@ -77,36 +95,66 @@ def test_a_public_client_named_in_the_query_and_another_in_the_body_is_refused(l
     decoy, _ = make_client(public=True, redirect_uris=[DECOY_ORIGIN + "/cb"])
     rp = RelyingParty(live_server.url, spa.client_id, None)
     params, _ = sign_in(live_server.url, rp, member.email, scope="openid")
-    response = requests.post(live_server(TOKEN), params={"client_id": spa.client_id}, timeout=30,
-                             headers={"Origin": DECOY_ORIGIN},
-                             data={**exchange_data(rp, params["code"]), "client_id": decoy.client_id})
+    response = requests.post(
+        live_server(TOKEN),
+        params={"client_id": spa.client_id},
+        timeout=30,
+        headers={"Origin": DECOY_ORIGIN},
+        data={**exchange_data(rp, params["code"]), "client_id": decoy.client_id},
+    )
     assert_invalid_request(response, "more than one client")
     # Named once (query and body agreeing), the app that authenticates gets its own origin only.
-    agreeing = requests.post(live_server(TOKEN), params={"client_id": spa.client_id}, timeout=30,
-                             headers={"Origin": APP_ORIGIN},
-                             data={**exchange_data(rp, params["code"]), "client_id": spa.client_id})
+    agreeing = requests.post(
+        live_server(TOKEN),
+        params={"client_id": spa.client_id},
+        timeout=30,
+        headers={"Origin": APP_ORIGIN},
+        data={**exchange_data(rp, params["code"]), "client_id": spa.client_id},
+    )
     assert agreeing.status_code == 200 and agreeing.headers["Access-Control-Allow-Origin"] == APP_ORIGIN
 
 
 def test_cors_answers_the_origin_of_the_client_that_authenticated_only(live_server, code):
     rp, the_code, _ = code
     for origin in (DECOY_ORIGIN, "https://evil.example"):
-        wrong = requests.post(live_server(TOKEN), headers={"Origin": origin}, timeout=30,
-                              auth=(rp.client_id, rp.client_secret), data=exchange_data(rp, "not-a-code"))
+        wrong = requests.post(
+            live_server(TOKEN),
+            headers={"Origin": origin},
+            timeout=30,
+            auth=(rp.client_id, rp.client_secret),
+            data=exchange_data(rp, "not-a-code"),
+        )
         assert wrong.status_code == 400 and "Access-Control-Allow-Origin" not in wrong.headers
-    unauthenticated = requests.post(live_server(TOKEN), headers={"Origin": APP_ORIGIN}, timeout=30,
-                                    auth=(rp.client_id, "wrong secret"), data=exchange_data(rp, the_code))
+    unauthenticated = requests.post(
+        live_server(TOKEN),
+        headers={"Origin": APP_ORIGIN},
+        timeout=30,
+        auth=(rp.client_id, "wrong secret"),
+        data=exchange_data(rp, the_code),
+    )
     assert unauthenticated.status_code == 401 and "Access-Control-Allow-Origin" not in unauthenticated.headers
-    right = requests.post(live_server(TOKEN), headers={"Origin": APP_ORIGIN}, timeout=30,
-                          auth=(rp.client_id, rp.client_secret), data=exchange_data(rp, the_code))
+    right = requests.post(
+        live_server(TOKEN),
+        headers={"Origin": APP_ORIGIN},
+        timeout=30,
+        auth=(rp.client_id, rp.client_secret),
+        data=exchange_data(rp, the_code),
+    )
     assert right.status_code == 200 and right.headers["Access-Control-Allow-Origin"] == APP_ORIGIN
 
 
 def test_a_client_id_sent_twice_is_refused(live_server, member):
     spa, _ = make_client(public=True)
-    response = requests.post(live_server(TOKEN), timeout=30, data=[
-        ("grant_type", "authorization_code"), ("code", "x"), ("client_id", spa.client_id),
-        ("client_id", spa.client_id)])
+    response = requests.post(
+        live_server(TOKEN),
+        timeout=30,
+        data=[
+            ("grant_type", "authorization_code"),
+            ("code", "x"),
+            ("client_id", spa.client_id),
+            ("client_id", spa.client_id),
+        ],
+    )
     assert_invalid_request(response, "must be sent once")
 
 
@@ -114,14 +162,22 @@ def test_a_client_id_sent_twice_is_refused(live_server, member):
 def test_revocation_and_introspection_take_one_method_and_one_client_too(live_server, path):
     client, secret = make_client()
     decoy, _ = make_client(public=True)
-    both = requests.post(live_server(path), timeout=30, auth=(client.client_id, secret),
-                         data={"token": "x", "client_secret": secret})
+    both = requests.post(
+        live_server(path), timeout=30, auth=(client.client_id, secret), data={"token": "x", "client_secret": secret}
+    )
     assert_invalid_request(both, "one client authentication method")
-    two = requests.post(live_server(path), params={"client_id": decoy.client_id}, timeout=30,
-                        auth=(client.client_id, secret), data={"token": "x"})
+    two = requests.post(
+        live_server(path),
+        params={"client_id": decoy.client_id},
+        timeout=30,
+        auth=(client.client_id, secret),
+        data={"token": "x"},
+    )
     assert_invalid_request(two, "more than one client")
-    assert requests.post(live_server(path), timeout=30, auth=(client.client_id, secret),
-                         data={"token": "x"}).status_code == 200
+    assert (
+        requests.post(live_server(path), timeout=30, auth=(client.client_id, secret), data={"token": "x"}).status_code
+        == 200
+    )
 
 
 # -- the throttle counts the client that can authenticate, never a decoy -------------------------

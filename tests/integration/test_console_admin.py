@@ -27,14 +27,29 @@ def test_sign_ins_and_consents_are_recorded_with_ip_and_app(live_server):
     rp = RelyingParty(live_server.url, client.client_id, secret)
     browser = Browser(live_server.url)
     browser.authorize(rp.auth_params(scope="openid profile"))
-    failed = browser.post("/login", data={"csrf_token": csrf_token(browser.last.text), "email": member.email,
-                                          "password": "wrong password!", "interaction": re.search(
-                                              r'name="interaction"[^>]*value="([^"]*)"', browser.last.text).group(1)})
+    failed = browser.post(
+        "/login",
+        data={
+            "csrf_token": csrf_token(browser.last.text),
+            "email": member.email,
+            "password": "wrong password!",
+            "interaction": re.search(r'name="interaction"[^>]*value="([^"]*)"', browser.last.text).group(1),
+        },
+    )
     assert failed.status_code == 401
     unknown = Browser(live_server.url)
     unknown.get("/login")
-    assert unknown.post("/login", data={"csrf_token": csrf_token(unknown.last.text), "email": "ghost@example.test",
-                                        "password": "whatever-it-is"}).status_code == 401
+    assert (
+        unknown.post(
+            "/login",
+            data={
+                "csrf_token": csrf_token(unknown.last.text),
+                "email": "ghost@example.test",
+                "password": "whatever-it-is",
+            },
+        ).status_code
+        == 401
+    )
     sign_in(live_server.url, rp, member.email, scope="openid profile", browser=browser)
 
     fresh()
@@ -57,10 +72,26 @@ def test_admin_filters_by_app_and_member_and_pages(live_server):
     second, _ = make_client(name="Second")
     now = utcnow()
     for i in range(60):  # oldest first; ana's sign-ins to First
-        db.session.add(AuditEvent(action="signin.ok", actor_id=ana.id, actor_email=ana.email, client_id=first.id,
-                                  ip="10.0.0.1", created_at=now - timedelta(hours=2, minutes=i)))
-    db.session.add(AuditEvent(action="app.changed", actor_id=admin.id, actor_email=admin.email,
-                              client_id=second.id, created_at=now - timedelta(hours=1), detail={"fields": ["name"]}))
+        db.session.add(
+            AuditEvent(
+                action="signin.ok",
+                actor_id=ana.id,
+                actor_email=ana.email,
+                client_id=first.id,
+                ip="10.0.0.1",
+                created_at=now - timedelta(hours=2, minutes=i),
+            )
+        )
+    db.session.add(
+        AuditEvent(
+            action="app.changed",
+            actor_id=admin.id,
+            actor_email=admin.email,
+            client_id=second.id,
+            created_at=now - timedelta(hours=1),
+            detail={"fields": ["name"]},
+        )
+    )
     db.session.commit()
     browser = signed_in(live_server.url, admin.email)
 
@@ -88,9 +119,13 @@ def test_developer_sees_only_their_apps_events(live_server):
     dev = make_member(role="developer")
     mine, _ = make_client(name="Mine", owner_id=dev.id)
     theirs, _ = make_client(name="Theirs")
-    db.session.add_all([AuditEvent(action="app.disabled", client_id=mine.id),
-                        AuditEvent(action="app.deleted", client_id=theirs.id),
-                        AuditEvent(action="key.rotated", detail={"kid": "k"})])
+    db.session.add_all(
+        [
+            AuditEvent(action="app.disabled", client_id=mine.id),
+            AuditEvent(action="app.deleted", client_id=theirs.id),
+            AuditEvent(action="key.rotated", detail={"kid": "k"}),
+        ]
+    )
     db.session.commit()
     page = signed_in(live_server.url, dev.email).get("/console/audit").text
     assert audit_rows(page) == ["app-disabled"]
@@ -102,11 +137,27 @@ def test_developers_see_what_members_did_through_their_app_but_not_who_or_from_w
     admin = make_member(role="admin")
     member = make_member(email="private.person@example.test")
     mine, _ = make_client(name="Mine", owner_id=dev.id)
-    db.session.add_all([
-        AuditEvent(action="signin.failed", client_id=mine.id, actor_id=member.id, actor_email=member.email, ip="203.0.113.9"),
-        AuditEvent(action="consent.granted", client_id=mine.id, actor_id=member.id, actor_email=member.email, ip="203.0.113.9"),
-        AuditEvent(action="app.changed", client_id=mine.id, actor_id=dev.id, actor_email=dev.email, ip="198.51.100.7"),
-    ])
+    db.session.add_all(
+        [
+            AuditEvent(
+                action="signin.failed",
+                client_id=mine.id,
+                actor_id=member.id,
+                actor_email=member.email,
+                ip="203.0.113.9",
+            ),
+            AuditEvent(
+                action="consent.granted",
+                client_id=mine.id,
+                actor_id=member.id,
+                actor_email=member.email,
+                ip="203.0.113.9",
+            ),
+            AuditEvent(
+                action="app.changed", client_id=mine.id, actor_id=dev.id, actor_email=dev.email, ip="198.51.100.7"
+            ),
+        ]
+    )
     db.session.commit()
     browser = signed_in(live_server.url, dev.email)
     for page in (browser.get("/console/audit").text, browser.get(f"/console/apps/{mine.client_id}").text):
@@ -160,7 +211,8 @@ def test_rotate_now_publishes_before_signing(live_server, restore_keys):
     assert "only signing key" in " ".join(flashes(browser.get("/console/keys").text))
     fresh()
     assert [e.action for e in db.session.scalars(db.select(AuditEvent).where(AuditEvent.action.like("key.%")))] == [
-        "key.rotated"]
+        "key.rotated"
+    ]
 
 
 def test_retire_a_key(live_server, restore_keys):
@@ -194,7 +246,8 @@ def test_admin_sets_role_and_tier(live_server):
     response = post_form(browser, "/console/users", f"/console/users/{ana.id}", {"role": "developer", "tier": "pro"})
     assert response.status_code == 302
     assert "ana@example.test: role developer, pro membership." in " ".join(
-        flashes(browser.get(response.headers["Location"]).text))
+        flashes(browser.get(response.headers["Location"]).text)
+    )
     fresh()
     user = db.session.get(User, ana.id)
     assert (user.role, user.tier) == ("developer", "pro")
@@ -202,14 +255,19 @@ def test_admin_sets_role_and_tier(live_server):
     assert actions["user.role_changed"].detail == {"role": "developer", "previous": "member"}
     assert actions["user.tier_changed"].actor_id == admin.id
     # Bad values are refused; the last admin cannot demote themself.
-    assert post_form(browser, "/console/users", f"/console/users/{ana.id}",
-                     {"role": "owner", "tier": "pro"}).status_code == 400
+    assert (
+        post_form(browser, "/console/users", f"/console/users/{ana.id}", {"role": "owner", "tier": "pro"}).status_code
+        == 400
+    )
     post_form(browser, "/console/users", f"/console/users/{admin.id}", {"role": "member", "tier": "basic"})
     assert "only administrator" in " ".join(flashes(browser.get("/console/users").text))
     fresh()
     assert db.session.get(User, admin.id).role == "admin"
     assert browser.get("/console/users/nope").status_code == 405
-    assert post_form(browser, "/console/users", "/console/users/nope", {"role": "member", "tier": "basic"}).status_code == 404
+    assert (
+        post_form(browser, "/console/users", "/console/users/nope", {"role": "member", "tier": "basic"}).status_code
+        == 404
+    )
 
 
 # -- fees page ---------------------------------------------------------------------------------
@@ -244,13 +302,27 @@ def test_audit_filters_partial_names_event_types_and_days(live_server):
     other, _ = make_client(name="Setlist")
     now = utcnow()
     for i in range(55):
-        db.session.add(AuditEvent(action="consent.granted", actor_id=ana.id, actor_email=ana.email, client_id=liner.id,
-                                  created_at=now - timedelta(days=2, minutes=i)))
-    db.session.add_all([
-        AuditEvent(action="signin.ok", actor_id=ana.id, actor_email=ana.email, client_id=liner.id,
-                   created_at=now - timedelta(days=10)),
-        AuditEvent(action="app.changed", client_id=other.id, created_at=now - timedelta(days=2)),
-    ])
+        db.session.add(
+            AuditEvent(
+                action="consent.granted",
+                actor_id=ana.id,
+                actor_email=ana.email,
+                client_id=liner.id,
+                created_at=now - timedelta(days=2, minutes=i),
+            )
+        )
+    db.session.add_all(
+        [
+            AuditEvent(
+                action="signin.ok",
+                actor_id=ana.id,
+                actor_email=ana.email,
+                client_id=liner.id,
+                created_at=now - timedelta(days=10),
+            ),
+            AuditEvent(action="app.changed", client_id=other.id, created_at=now - timedelta(days=2)),
+        ]
+    )
     db.session.commit()
     browser = signed_in(live_server.url, admin.email)
     two_days_ago = (now - timedelta(days=2)).date().isoformat()
@@ -259,21 +331,27 @@ def test_audit_filters_partial_names_event_types_and_days(live_server):
     assert audit_rows(by_name) == ["signin-ok"]
     by_part_of_id = browser.get("/console/audit", params={"app": other.client_id[2:10]}).text
     assert audit_rows(by_part_of_id) == ["app-changed"]
-    by_email = browser.get("/console/audit", params={"member": "PARTIAL@", "from": two_days_ago, "to": two_days_ago}).text
+    by_email = browser.get(
+        "/console/audit", params={"member": "PARTIAL@", "from": two_days_ago, "to": two_days_ago}
+    ).text
     assert len(audit_rows(by_email)) == 50 and set(audit_rows(by_email)) == {"consent-granted"}
     # the next page keeps every filter
     pager = re.search(r"<nav class=\"pager\".*?</nav>", by_email, re.S).group(0)
     assert f"from={two_days_ago}" in pager and "member=PARTIAL" in pager and 'rel="next"' in pager, pager
-    page2 = browser.get("/console/audit", params={"member": "PARTIAL@", "from": two_days_ago, "to": two_days_ago,
-                                                  "page": 2}).text
+    page2 = browser.get(
+        "/console/audit", params={"member": "PARTIAL@", "from": two_days_ago, "to": two_days_ago, "page": 2}
+    ).text
     assert len(audit_rows(page2)) == 5
     old = browser.get("/console/audit", params={"to": (now - timedelta(days=5)).date().isoformat()}).text
     assert audit_rows(old) == ["signin-ok"]
     assert '<option value="consent.granted">Consent granted</option>' in old
 
-    for params, message in (({"action": "nope"}, "Unknown event type"), ({"from": "24/11/2026"}, "From must be a date"),
-                            ({"from": "2026-11-20", "to": "2026-11-01"}, "starts after it ends"),
-                            ({"app": "no-such-app"}, "No application of yours")):
+    for params, message in (
+        ({"action": "nope"}, "Unknown event type"),
+        ({"from": "24/11/2026"}, "From must be a date"),
+        ({"from": "2026-11-20", "to": "2026-11-01"}, "starts after it ends"),
+        ({"app": "no-such-app"}, "No application of yours"),
+    ):
         refused = browser.get("/console/audit", params=params)
         assert refused.status_code == 400 and message in alerts(refused.text), params
 
@@ -298,6 +376,8 @@ def test_rotating_and_retiring_keys_ask_first(live_server, restore_keys):
     assert post_form(browser, f"/console/keys/{old}/retire", f"/console/keys/{old}/retire").status_code == 302
     assert f"Key {old} no longer signs" in " ".join(flashes(browser.get("/console/keys").text))
     refused = browser.get(f"/console/keys/{old}/retire").text
-    assert "cannot be retired: it is already retired" in refused and f'action="/console/keys/{old}/retire"' not in refused
+    assert (
+        "cannot be retired: it is already retired" in refused and f'action="/console/keys/{old}/retire"' not in refused
+    )
     dev = make_member(role="developer")
     assert signed_in(live_server.url, dev.email).get("/console/keys/rotate").status_code == 403

@@ -62,16 +62,24 @@ def test_create_see_the_key_once_use_it_rotate_and_revoke(live_server):
     assert value not in detail and f"<td>{utc_day().isoformat()}</td><td>1</td>" in detail
 
     # Rotate without grace: a new value shown once, the old one refused at once.
-    rotated = post_form(browser, f"/console/api-keys/{key.id}", f"/console/api-keys/{key.id}/rotate",
-                        {"grace": "0", "submission": "s" * 22})
+    rotated = post_form(
+        browser,
+        f"/console/api-keys/{key.id}",
+        f"/console/api-keys/{key.id}/rotate",
+        {"grace": "0", "submission": "s" * 22},
+    )
     new_value = value_on_page(rotated.text)
     assert rotated.status_code == 200 and new_value and new_value != value
     assert "The old value has stopped working" in rotated.text
     old = requests.get(live_server.url + "/v1/roles", headers={"x-api-key": value}, timeout=30)
     assert old.status_code == 401 and old.json()["message"] == "Unauthorized"
     # The same form sent again does not rotate twice.
-    again = post_form(browser, f"/console/api-keys/{key.id}", f"/console/api-keys/{key.id}/rotate",
-                      {"grace": "0", "submission": "s" * 22})
+    again = post_form(
+        browser,
+        f"/console/api-keys/{key.id}",
+        f"/console/api-keys/{key.id}/rotate",
+        {"grace": "0", "submission": "s" * 22},
+    )
     assert again.status_code == 303 and again.headers["Location"] == f"/console/api-keys/{key.id}"
     assert "already rotated" in browser.get(again.headers["Location"]).text
     assert requests.get(live_server.url + "/v1/roles", headers={"x-api-key": new_value}, timeout=30).status_code == 200
@@ -79,8 +87,7 @@ def test_create_see_the_key_once_use_it_rotate_and_revoke(live_server):
     # Revoke: refused at once.
     revoked = post_form(browser, f"/console/api-keys/{key.id}", f"/console/api-keys/{key.id}/revoke")
     assert revoked.status_code == 302 and "is revoked" in browser.get(revoked.headers["Location"]).text
-    assert requests.get(live_server.url + "/v1/roles", headers={"x-api-key": new_value},
-                        timeout=30).status_code == 401
+    assert requests.get(live_server.url + "/v1/roles", headers={"x-api-key": new_value}, timeout=30).status_code == 401
     fresh()
     actions = [e.action for e in db.session.scalars(db.select(AuditEvent).order_by(AuditEvent.id))]
     assert actions == ["signin.ok", "apikey.created", "apikey.rotated", "apikey.revoked"]
@@ -89,9 +96,12 @@ def test_create_see_the_key_once_use_it_rotate_and_revoke(live_server):
 def test_publishable_keys_need_domains_and_bad_input_is_a_400_that_writes_nothing(live_server):
     dev = make_member(role="developer")
     browser = signed_in(live_server.url, dev.email)
-    for fields, message in (({"kind": "publishable"}, "at least one domain"),
-                            ({"kind": "publishable", "domains": "https://shop.example/path"}, "origin"),
-                            ({"plan": "gold"}, "Check the fields"), ({"name": ""}, "Check the fields")):
+    for fields, message in (
+        ({"kind": "publishable"}, "at least one domain"),
+        ({"kind": "publishable", "domains": "https://shop.example/path"}, "origin"),
+        ({"plan": "gold"}, "Check the fields"),
+        ({"name": ""}, "Check the fields"),
+    ):
         response = create(browser, **fields)
         assert response.status_code == 400 and message in alerts(response.text), (fields, alerts(response.text))
         assert 'aria-invalid="true"' in response.text, fields  # and on its field (issue 21, item 5)

@@ -78,7 +78,9 @@ def test_developer_is_refused_admin_pages(live_server):
         page = browser.get(path)
         assert page.status_code == 403 and "administrators only" in page.text
     assert post_form(browser, "/console", "/console/keys/rotate").status_code == 403
-    assert post_form(browser, "/console", f"/console/users/{dev.id}", {"role": "admin", "tier": "pro"}).status_code == 403
+    assert (
+        post_form(browser, "/console", f"/console/users/{dev.id}", {"role": "admin", "tier": "pro"}).status_code == 403
+    )
     fresh()
     assert db.session.get(type(dev), dev.id).role == "developer"
 
@@ -101,8 +103,18 @@ def test_register_with_every_field_and_see_the_secret_once(live_server):
     dev = make_member(role="developer")
     browser = signed_in(live_server.url, dev.email)
     form = browser.get("/console/apps/new")
-    for field in ("name", "homepage_url", "logo_url", "policy_url", "tos_url", "redirect_uris",
-                  "post_logout_redirect_uris", "client_type", "auth_method", "scopes"):
+    for field in (
+        "name",
+        "homepage_url",
+        "logo_url",
+        "policy_url",
+        "tos_url",
+        "redirect_uris",
+        "post_logout_redirect_uris",
+        "client_type",
+        "auth_method",
+        "scopes",
+    ):
         assert f'name="{field}"' in form.text, field
     assert 'name="trusted"' not in form.text  # admin only
 
@@ -122,7 +134,11 @@ def test_register_with_every_field_and_see_the_secret_once(live_server):
     assert client.allowed_scopes == "openid profile credits:read"
     assert client.token_endpoint_auth_method == "client_secret_post" and client.require_pkce and not client.trusted
     assert (client.homepage_url, client.logo_url, client.policy_url, client.tos_url) == (
-        NEW_APP["homepage_url"], NEW_APP["logo_url"], NEW_APP["policy_url"], NEW_APP["tos_url"])
+        NEW_APP["homepage_url"],
+        NEW_APP["logo_url"],
+        NEW_APP["policy_url"],
+        NEW_APP["tos_url"],
+    )
     assert client.client_secret_hash == sha256_hex(secret)
     # The secret appears nowhere in the database, and never again on a page.
     assert secret not in str(db_state())
@@ -152,14 +168,30 @@ def test_register_public_app_has_no_secret(live_server):
 def test_each_bad_redirect_uri_is_named_on_the_page(live_server):
     dev = make_member(role="developer")
     browser = signed_in(live_server.url, dev.email)
-    bad = ["/relative", "https://a.example/cb#frag", "https://me:pw@a.example/cb", "https://*.a.example/cb",
-           "http://a.example/cb", "myapp:/cb"]
+    bad = [
+        "/relative",
+        "https://a.example/cb#frag",
+        "https://me:pw@a.example/cb",
+        "https://*.a.example/cb",
+        "http://a.example/cb",
+        "myapp:/cb",
+    ]
     before = db_state()
     response = register(browser, {"redirect_uris": "\n".join(bad)})
     assert response.status_code == 400
     text = alerts(response.text)
-    for uri, why in zip(bad, ["must be absolute", "must not contain a fragment", "must not contain a user name",
-                              "must not contain a wildcard", "must use https", "reverse-DNS"], strict=True):
+    for uri, why in zip(
+        bad,
+        [
+            "must be absolute",
+            "must not contain a fragment",
+            "must not contain a user name",
+            "must not contain a wildcard",
+            "must use https",
+            "reverse-DNS",
+        ],
+        strict=True,
+    ):
         assert re.search(re.escape(f"'{uri}' ") + "[^']*" + re.escape(why), text), (uri, text)
     assert db_state() == before
 
@@ -207,10 +239,15 @@ def test_edit_details_and_uris(live_server, dev_app):
     dev, client, _, browser = dev_app
     page = browser.get(f"/console/apps/{client.client_id}/edit")
     assert page.status_code == 200 and "http://127.0.0.1:7199/cb" in page.text
-    data = {**NEW_APP, "name": "Dev App 2", "redirect_uris": "http://127.0.0.1:7199/cb\nhttps://new.example/cb",
-            "client_type": "public"}
-    response = post_form(browser, f"/console/apps/{client.client_id}/edit", f"/console/apps/{client.client_id}/edit",
-                         data)
+    data = {
+        **NEW_APP,
+        "name": "Dev App 2",
+        "redirect_uris": "http://127.0.0.1:7199/cb\nhttps://new.example/cb",
+        "client_type": "public",
+    }
+    response = post_form(
+        browser, f"/console/apps/{client.client_id}/edit", f"/console/apps/{client.client_id}/edit", data
+    )
     assert response.status_code == 302
     assert "Saved: name, " in " ".join(flashes(browser.get(response.headers["Location"]).text))
     fresh()
@@ -395,8 +432,13 @@ def test_developer_touching_another_developers_app_gets_403(live_server):
     for get in (path, f"{path}/edit", f"{path}/delete"):
         page = browser.get(get)
         assert page.status_code == 403 and "belongs to another developer" in page.text, get
-    for action, data in ((f"{path}/edit", {**NEW_APP, "name": "Mine now"}), (f"{path}/rotate-secret", {"grace": "0"}),
-                         (f"{path}/disable", {}), (f"{path}/enable", {}), (f"{path}/delete", {})):
+    for action, data in (
+        (f"{path}/edit", {**NEW_APP, "name": "Mine now"}),
+        (f"{path}/rotate-secret", {"grace": "0"}),
+        (f"{path}/disable", {}),
+        (f"{path}/enable", {}),
+        (f"{path}/delete", {}),
+    ):
         response = post_form(browser, "/console", action, data)
         assert response.status_code == 403, action
         assert secret_on_page(response.text) is None
@@ -531,8 +573,12 @@ def test_apps_list_names_owners_searches_and_pages(live_server):
     assert '<th scope="col">Owner</th>' in page
     assert "ada.dev@example.com" in page and "bo.dev@example.com" in page and "command line" in page
     # Part of the name, in any case; part of the client id; part of the owner's email (admins).
-    for q, shown, hidden in (("liner", mine, theirs), (theirs.client_id[3:12], theirs, mine),
-                             ("BO.DEV", theirs, cli_app), ("%", None, mine)):
+    for q, shown, hidden in (
+        ("liner", mine, theirs),
+        (theirs.client_id[3:12], theirs, mine),
+        ("BO.DEV", theirs, cli_app),
+        ("%", None, mine),
+    ):
         found = browser.get("/console", params={"q": q}).text
         if shown is not None:
             assert shown.client_id in found, q
@@ -559,22 +605,34 @@ def test_every_problem_is_named_at_once_and_on_its_field(live_server):
     form = browser.get("/console/apps/new").text
     assert "Fee: 99 USD per month" in form and "Register (99 USD per month)" in form
     before = db_state()
-    response = register(browser, {"name": "", "redirect_uris": "http://a.example/cb",
-                                  "logo_url": "ftp://logo.example/x.png", "post_logout_redirect_uris": "/bye"})
+    response = register(
+        browser,
+        {
+            "name": "",
+            "redirect_uris": "http://a.example/cb",
+            "logo_url": "ftp://logo.example/x.png",
+            "post_logout_redirect_uris": "/bye",
+        },
+    )
     assert response.status_code == 400 and db_state() == before
     summary = alerts(response.text)
-    for field, words in (("name", "Name is required"), ("redirect_uris", "must use https"),
-                         ("logo_url", "must be an absolute https:// URL"),
-                         ("post_logout_redirect_uris", "must be absolute")):
+    for field, words in (
+        ("name", "Name is required"),
+        ("redirect_uris", "must use https"),
+        ("logo_url", "must be an absolute https:// URL"),
+        ("post_logout_redirect_uris", "must be absolute"),
+    ):
         assert words in summary, (field, summary)
-        assert re.search(rf'id="{field}"[^>]*aria-invalid="true"|aria-invalid="true"[^>]*id="{field}"',
-                         response.text), field
+        assert re.search(
+            rf'id="{field}"[^>]*aria-invalid="true"|aria-invalid="true"[^>]*id="{field}"', response.text
+        ), field
         assert re.search(rf'id="{field}-error-1">[^<]*{re.escape(words)}', response.text), field
         assert f'href="#{field}"' in response.text
     # The same on edit.
     client, _ = make_client(name="Editable", owner_id=dev.id)
     path = f"/console/apps/{client.client_id}/edit"
-    edited = post_form(browser, path, path, {**NEW_APP, "redirect_uris": "http://a.example/cb",
-                                             "homepage_url": "javascript:alert(1)"})
+    edited = post_form(
+        browser, path, path, {**NEW_APP, "redirect_uris": "http://a.example/cb", "homepage_url": "javascript:alert(1)"}
+    )
     assert edited.status_code == 400
     assert 'id="redirect_uris-error-1"' in edited.text and 'id="homepage_url-error-1"' in edited.text

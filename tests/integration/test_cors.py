@@ -21,9 +21,18 @@ def spa(live_server, member):
     client, _ = make_client(public=True)
     rp = RelyingParty(live_server.url, client.client_id, None)
     params, _ = sign_in(live_server.url, rp, member.email, scope="openid profile credits:read offline_access")
-    response = requests.post(live_server(TOKEN), headers={"Origin": APP_ORIGIN}, timeout=30, data={
-        "grant_type": "authorization_code", "code": params["code"], "redirect_uri": REDIRECT_URI,
-        "code_verifier": rp.verifier, "client_id": client.client_id})
+    response = requests.post(
+        live_server(TOKEN),
+        headers={"Origin": APP_ORIGIN},
+        timeout=30,
+        data={
+            "grant_type": "authorization_code",
+            "code": params["code"],
+            "redirect_uri": REDIRECT_URI,
+            "code_verifier": rp.verifier,
+            "client_id": client.client_id,
+        },
+    )
     return rp, response
 
 
@@ -38,8 +47,12 @@ def test_a_browser_app_reads_its_token_response_from_its_own_origin(spa):
 def test_other_sites_cannot_read_an_apps_token_answers(live_server, spa):
     rp, tokens = spa
     for origin in ("https://evil.example", "http://127.0.0.1:7198", "null"):
-        refreshed = requests.post(live_server(TOKEN), headers={"Origin": origin}, timeout=30, data={
-            "grant_type": "refresh_token", "refresh_token": "not-a-token", "client_id": rp.client_id})
+        refreshed = requests.post(
+            live_server(TOKEN),
+            headers={"Origin": origin},
+            timeout=30,
+            data={"grant_type": "refresh_token", "refresh_token": "not-a-token", "client_id": rp.client_id},
+        )
         assert refreshed.status_code == 400
         assert "Access-Control-Allow-Origin" not in refreshed.headers
         assert "Origin" in refreshed.headers["Vary"]
@@ -48,16 +61,26 @@ def test_other_sites_cannot_read_an_apps_token_answers(live_server, spa):
 def test_no_preflight_for_the_token_endpoint(live_server, spa):
     """A browser app needs none (form body, no Authorization header); allowing one would let a
     page send a client secret from the browser."""
-    preflight = requests.options(live_server(TOKEN), timeout=30, headers={
-        "Origin": APP_ORIGIN, "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "authorization"})
+    preflight = requests.options(
+        live_server(TOKEN),
+        timeout=30,
+        headers={
+            "Origin": APP_ORIGIN,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization",
+        },
+    )
     assert "Access-Control-Allow-Origin" not in preflight.headers
 
 
 def test_revocation_from_the_apps_origin(live_server, spa):
     rp, tokens = spa
-    response = requests.post(live_server(REVOKE), headers={"Origin": APP_ORIGIN}, timeout=30, data={
-        "token": tokens.json()["refresh_token"], "client_id": rp.client_id})
+    response = requests.post(
+        live_server(REVOKE),
+        headers={"Origin": APP_ORIGIN},
+        timeout=30,
+        data={"token": tokens.json()["refresh_token"], "client_id": rp.client_id},
+    )
     assert response.status_code == 200
     assert response.headers["Access-Control-Allow-Origin"] == APP_ORIGIN
 
@@ -66,8 +89,15 @@ def test_revocation_from_the_apps_origin(live_server, spa):
 def test_bearer_endpoints_answer_any_origin_without_cookies(live_server, spa, path):
     _, tokens = spa
     origin = "https://app.example"
-    preflight = requests.options(live_server(path), timeout=30, headers={
-        "Origin": origin, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization"})
+    preflight = requests.options(
+        live_server(path),
+        timeout=30,
+        headers={
+            "Origin": origin,
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "authorization",
+        },
+    )
     assert preflight.status_code == 200
     assert preflight.headers["Access-Control-Allow-Origin"] == "*"
     assert "Authorization" in preflight.headers["Access-Control-Allow-Headers"]
@@ -89,27 +119,34 @@ def test_a_preflight_does_not_spend_the_api_budget(live_server, spa):
     bearer = {"Authorization": f"Bearer {tokens.json()['access_token']}"}
     first = int(requests.get(live_server("/v1/me"), headers=bearer, timeout=30).headers["RateLimit-Remaining"])
     for _ in range(3):
-        requests.options(live_server("/v1/me"), timeout=30, headers={
-            "Origin": "https://app.example", "Access-Control-Request-Method": "GET"})
+        requests.options(
+            live_server("/v1/me"),
+            timeout=30,
+            headers={"Origin": "https://app.example", "Access-Control-Request-Method": "GET"},
+        )
     second = int(requests.get(live_server("/v1/me"), headers=bearer, timeout=30).headers["RateLimit-Remaining"])
     assert second == first - 1
 
 
 @pytest.mark.parametrize("path", ["/login", "/account", "/console", "/api/auth/oauth2/introspect"])
 def test_pages_and_introspection_carry_no_cors_headers(live_server, path):
-    response = requests.get(live_server(path), headers={"Origin": "https://evil.example"}, timeout=30,
-                            allow_redirects=False)
+    response = requests.get(
+        live_server(path), headers={"Origin": "https://evil.example"}, timeout=30, allow_redirects=False
+    )
     assert not any(name.lower().startswith("access-control-") for name in response.headers)
 
 
-@pytest.mark.parametrize(("uri", "origin"), [
-    ("https://spa.example/callback", "https://spa.example"),
-    ("https://SPA.example:443/cb?x=1", "https://spa.example"),
-    ("http://127.0.0.1:7199/cb", "http://127.0.0.1:7199"),
-    ("http://localhost:80/cb", "http://localhost"),
-    ("http://[::1]:8080/cb", "http://[::1]:8080"),
-    ("com.example.app:/oauth2redirect", None),
-    ("https://spa.example:99999/cb", None),
-])
+@pytest.mark.parametrize(
+    ("uri", "origin"),
+    [
+        ("https://spa.example/callback", "https://spa.example"),
+        ("https://SPA.example:443/cb?x=1", "https://spa.example"),
+        ("http://127.0.0.1:7199/cb", "http://127.0.0.1:7199"),
+        ("http://localhost:80/cb", "http://localhost"),
+        ("http://[::1]:8080/cb", "http://[::1]:8080"),
+        ("com.example.app:/oauth2redirect", None),
+        ("https://spa.example:99999/cb", None),
+    ],
+)
 def test_the_origin_of_a_redirect_uri(uri, origin):
     assert web_origin(uri) == origin

@@ -2,8 +2,15 @@
 
 import requests
 
-REQUIRED = {"issuer", "authorization_endpoint", "token_endpoint", "jwks_uri", "response_types_supported",
-            "subject_types_supported", "id_token_signing_alg_values_supported"}
+REQUIRED = {
+    "issuer",
+    "authorization_endpoint",
+    "token_endpoint",
+    "jwks_uri",
+    "response_types_supported",
+    "subject_types_supported",
+    "id_token_signing_alg_values_supported",
+}
 RECOMMENDED = {"userinfo_endpoint", "scopes_supported", "claims_supported"}
 
 
@@ -25,8 +32,14 @@ def test_discovery_document(live_server, settings):
     assert set(doc["token_endpoint_auth_methods_supported"]) == {"client_secret_basic", "client_secret_post", "none"}
     assert "RS256" in doc["id_token_signing_alg_values_supported"]
     assert "none" not in doc["id_token_signing_alg_values_supported"]
-    assert set(doc["scopes_supported"]) == {"openid", "profile", "email", "offline_access", "credits:read",
-                                            "analytics:read"}
+    assert set(doc["scopes_supported"]) == {
+        "openid",
+        "profile",
+        "email",
+        "offline_access",
+        "credits:read",
+        "analytics:read",
+    }
     assert issuer + "/claims/user_id" in doc["claims_supported"]
     assert {"sub", "email", "email_verified", "name", "auth_time", "nonce"} <= set(doc["claims_supported"])
     assert doc["authorization_response_iss_parameter_supported"] is True

@@ -80,11 +80,13 @@ def test_changing_the_email_address_requires_verifying_the_new_one(live_server, 
     browser = signed_in(live_server.url, old, "/account")
     assert 'href="/account/email"' in browser.get("/account").text
     page = browser.get("/account/email")
-    wrong = browser.post("/account/email", data={"csrf_token": csrf_token(page.text), "email": new,
-                                                 "current": "not my password"})
+    wrong = browser.post(
+        "/account/email", data={"csrf_token": csrf_token(page.text), "email": new, "current": "not my password"}
+    )
     assert wrong.status_code == 401 and "Your current password is not right." in wrong.text
-    asked = browser.post("/account/email", data={"csrf_token": csrf_token(page.text), "email": new.upper(),
-                                                 "current": PASSWORD})
+    asked = browser.post(
+        "/account/email", data={"csrf_token": csrf_token(page.text), "email": new.upper(), "current": PASSWORD}
+    )
     assert asked.status_code == 303
     account = browser.get("/account").text
     assert f"A link is on its way to {new}" in " ".join(flashes(account)) and "Waiting for you to open" in account
@@ -117,11 +119,13 @@ def test_an_address_of_another_member_is_refused(live_server, mailbox):
     member, other = make_member(), make_member()
     browser = signed_in(live_server.url, member.email, "/account")
     page = browser.get("/account/email")
-    taken = browser.post("/account/email", data={"csrf_token": csrf_token(page.text), "email": other.email,
-                                                 "current": PASSWORD})
+    taken = browser.post(
+        "/account/email", data={"csrf_token": csrf_token(page.text), "email": other.email, "current": PASSWORD}
+    )
     assert taken.status_code == 400 and "Another account uses that address." in taken.text
-    invalid = browser.post("/account/email", data={"csrf_token": csrf_token(page.text), "email": "nope@",
-                                                   "current": PASSWORD})
+    invalid = browser.post(
+        "/account/email", data={"csrf_token": csrf_token(page.text), "email": "nope@", "current": PASSWORD}
+    )
     assert invalid.status_code == 400
     mailbox.assert_none_to(other.email, wait=0.3)
 
@@ -153,23 +157,33 @@ def test_an_invited_member_sets_a_password_which_verifies_the_address(app, live_
     # No password works before the invitation is accepted.
     stranger = Browser(live_server.url)
     page = stranger.get("/login")
-    assert stranger.post("/login", data={"csrf_token": csrf_token(page.text), "email": "invited@example.test",
-                                         "password": PASSWORD}).status_code == 401
+    assert (
+        stranger.post(
+            "/login", data={"csrf_token": csrf_token(page.text), "email": "invited@example.test", "password": PASSWORD}
+        ).status_code
+        == 401
+    )
 
     browser = Browser(live_server.url)
     form = browser.get(url)
     assert form.status_code == 200 and "Welcome to Credits ID" in form.text
     token = re.search(r'name="token" type="hidden" value="([^"]+)"', form.text).group(1)
-    short = browser.post("/invitation", data={"csrf_token": csrf_token(form.text), "token": token, "new": "short",
-                                              "confirm": "short"})
+    short = browser.post(
+        "/invitation", data={"csrf_token": csrf_token(form.text), "token": token, "new": "short", "confirm": "short"}
+    )
     assert short.status_code == 400
-    done = browser.post("/invitation", data={"csrf_token": csrf_token(form.text), "token": token, "new": PASSWORD,
-                                             "confirm": PASSWORD})
+    done = browser.post(
+        "/invitation", data={"csrf_token": csrf_token(form.text), "token": token, "new": PASSWORD, "confirm": PASSWORD}
+    )
     assert done.status_code == 303 and done.headers["Location"] == "/login"
     login = browser.get("/login")
     assert "Your password is set" in " ".join(flashes(login.text))
-    assert browser.post("/login", data={"csrf_token": csrf_token(login.text), "email": "invited@example.test",
-                                        "password": PASSWORD}).status_code == 302
+    assert (
+        browser.post(
+            "/login", data={"csrf_token": csrf_token(login.text), "email": "invited@example.test", "password": PASSWORD}
+        ).status_code
+        == 302
+    )
     fresh()
     assert db.session.get(User, user.id).email_verified is True
     assert Browser(live_server.url).get(url).status_code == 400  # single use
@@ -182,12 +196,28 @@ def test_an_admin_invites_a_member_from_the_console(live_server, mailbox):
     console = signed_in(live_server.url, admin.email, "/console/users")
     page = console.get("/console/users")
     assert "Invite a member" in page.text
-    sent = console.post("/console/users/invite", data={"csrf_token": csrf_token(page.text), "email": "Newbie@Example.test",
-                                                       "name": "New Bie", "role": "developer", "tier": "pro"})
+    sent = console.post(
+        "/console/users/invite",
+        data={
+            "csrf_token": csrf_token(page.text),
+            "email": "Newbie@Example.test",
+            "name": "New Bie",
+            "role": "developer",
+            "tier": "pro",
+        },
+    )
     assert sent.status_code == 303
     assert "newbie@example.test is invited" in " ".join(flashes(console.get("/console/users").text))
-    again = console.post("/console/users/invite", data={"csrf_token": csrf_token(page.text), "email": "newbie@example.test",
-                                                        "name": "Again", "role": "member", "tier": "basic"})
+    again = console.post(
+        "/console/users/invite",
+        data={
+            "csrf_token": csrf_token(page.text),
+            "email": "newbie@example.test",
+            "name": "Again",
+            "role": "member",
+            "tier": "basic",
+        },
+    )
     assert again.status_code == 303
     assert "already exists" in " ".join(flashes(console.get("/console/users").text))
     fresh()
@@ -200,8 +230,9 @@ def test_an_admin_invites_a_member_from_the_console(live_server, mailbox):
     browser = Browser(live_server.url)
     form = browser.get(url)
     token = re.search(r'name="token" type="hidden" value="([^"]+)"', form.text).group(1)
-    done = browser.post("/invitation", data={"csrf_token": csrf_token(form.text), "token": token, "new": PASSWORD,
-                                             "confirm": PASSWORD})
+    done = browser.post(
+        "/invitation", data={"csrf_token": csrf_token(form.text), "token": token, "new": PASSWORD, "confirm": PASSWORD}
+    )
     assert done.status_code == 303
     fresh()
     assert db.session.get(User, user.id).email_verified is True

@@ -42,10 +42,16 @@ def test_valid_hint_signs_out_and_returns_to_the_app_with_state(live_server):
     assert prompt_none_error(issued) is None  # signed in, consent remembered: silent sign-in works
     assert len(live_sessions(issued.member.id)) == 1
 
-    response = issued.browser.get(END_SESSION, params={
-        "id_token_hint": issued.id_token, "post_logout_redirect_uri": LOGOUT_URI, "state": "st-123",
-        "client_id": issued.client_id, "ui_locales": "en",
-    })
+    response = issued.browser.get(
+        END_SESSION,
+        params={
+            "id_token_hint": issued.id_token,
+            "post_logout_redirect_uri": LOGOUT_URI,
+            "state": "st-123",
+            "client_id": issued.client_id,
+            "ui_locales": "en",
+        },
+    )
 
     assert response.status_code == 302
     assert response.headers["Location"] == LOGOUT_URI + "?state=st-123"
@@ -69,18 +75,27 @@ def test_an_expired_hint_is_still_accepted_and_post_works(live_server):
 
 def test_unregistered_post_logout_uri_means_no_redirect(live_server):
     issued = app_with_logout(live_server)
-    response = issued.browser.get(END_SESSION, params={
-        "id_token_hint": issued.id_token, "post_logout_redirect_uri": "https://evil.example/cb", "state": "x",
-    })
+    response = issued.browser.get(
+        END_SESSION,
+        params={
+            "id_token_hint": issued.id_token,
+            "post_logout_redirect_uri": "https://evil.example/cb",
+            "state": "x",
+        },
+    )
     assert response.status_code == 200
     assert "You are signed out" in response.text
     assert "evil.example" not in response.text
     assert live_sessions(issued.member.id) == []
     # A registered URI of *another* app is not registered for this one either.
     other = app_with_logout(live_server)
-    response = other.browser.get(END_SESSION, params={
-        "id_token_hint": other.id_token, "post_logout_redirect_uri": LOGOUT_URI + "/",
-    })
+    response = other.browser.get(
+        END_SESSION,
+        params={
+            "id_token_hint": other.id_token,
+            "post_logout_redirect_uri": LOGOUT_URI + "/",
+        },
+    )
     assert response.status_code == 200 and "Location" not in response.headers
 
 
@@ -94,7 +109,9 @@ def test_forged_or_foreign_hints_are_refused_and_the_session_stays(live_server):
     before = db_state()
 
     for hint in (forged, foreign_issuer, tampered, "not.a.jwt", "x" * 9000, "e30.e30.", "\u00e9\u00e9"):
-        response = issued.browser.post(END_SESSION, data={"id_token_hint": hint, "post_logout_redirect_uri": LOGOUT_URI})
+        response = issued.browser.post(
+            END_SESSION, data={"id_token_hint": hint, "post_logout_redirect_uri": LOGOUT_URI}
+        )
         assert response.status_code == 400, hint[:40]
         assert "Location" not in response.headers
         assert "Sign-out request not valid" in response.text
@@ -107,33 +124,50 @@ def test_forged_or_foreign_hints_are_refused_and_the_session_stays(live_server):
 def test_client_id_must_be_the_hints_audience(live_server):
     issued = app_with_logout(live_server)
     other = app_with_logout(live_server, member=issued.member, browser=issued.browser)
-    response = issued.browser.get(END_SESSION, params={
-        "id_token_hint": issued.id_token, "client_id": other.client_id, "post_logout_redirect_uri": LOGOUT_URI,
-    })
+    response = issued.browser.get(
+        END_SESSION,
+        params={
+            "id_token_hint": issued.id_token,
+            "client_id": other.client_id,
+            "post_logout_redirect_uri": LOGOUT_URI,
+        },
+    )
     assert response.status_code == 400
     assert len(live_sessions(issued.member.id)) == 1
 
 
 def test_without_a_hint_the_member_confirms_first(live_server):
     issued = app_with_logout(live_server)
-    page = issued.browser.get(END_SESSION, params={
-        "client_id": issued.client_id, "post_logout_redirect_uri": LOGOUT_URI, "state": "s1",
-    })
+    page = issued.browser.get(
+        END_SESSION,
+        params={
+            "client_id": issued.client_id,
+            "post_logout_redirect_uri": LOGOUT_URI,
+            "state": "s1",
+        },
+    )
     assert page.status_code == 200
     assert "Sign out of Credits ID?" in page.text
     assert "Test App" in page.text
     assert len(live_sessions(issued.member.id)) == 1  # nothing happened yet
 
     # A forged confirmation (no CSRF token) does nothing.
-    forged = issued.browser.post(END_SESSION + "/confirm", data={"client_id": issued.client_id,
-                                                                  "post_logout_redirect_uri": LOGOUT_URI})
+    forged = issued.browser.post(
+        END_SESSION + "/confirm", data={"client_id": issued.client_id, "post_logout_redirect_uri": LOGOUT_URI}
+    )
     assert forged.status_code == 400
     assert len(live_sessions(issued.member.id)) == 1
 
-    confirm = issued.browser.post(END_SESSION + "/confirm", data={
-        "csrf_token": csrf_token(page.text),
-        **{name: hidden(page.text, name) or "" for name in ("id_token_hint", "client_id", "post_logout_redirect_uri", "state")},
-    })
+    confirm = issued.browser.post(
+        END_SESSION + "/confirm",
+        data={
+            "csrf_token": csrf_token(page.text),
+            **{
+                name: hidden(page.text, name) or ""
+                for name in ("id_token_hint", "client_id", "post_logout_redirect_uri", "state")
+            },
+        },
+    )
     assert confirm.status_code == 302
     assert confirm.headers["Location"] == LOGOUT_URI + "?state=s1"
     assert live_sessions(issued.member.id) == []
@@ -144,8 +178,9 @@ def test_without_a_client_confirmation_ends_on_our_page(live_server):
     issued = app_with_logout(live_server)
     page = issued.browser.get(END_SESSION, params={"post_logout_redirect_uri": LOGOUT_URI})
     assert "Sign out of Credits ID?" in page.text
-    confirm = issued.browser.post(END_SESSION + "/confirm", data={
-        "csrf_token": csrf_token(page.text), "post_logout_redirect_uri": LOGOUT_URI})
+    confirm = issued.browser.post(
+        END_SESSION + "/confirm", data={"csrf_token": csrf_token(page.text), "post_logout_redirect_uri": LOGOUT_URI}
+    )
     assert confirm.status_code == 200
     assert "You are signed out" in confirm.text
     assert live_sessions(issued.member.id) == []
@@ -155,8 +190,9 @@ def test_a_hint_for_another_member_asks_before_signing_this_one_out(live_server)
     issued = app_with_logout(live_server)
     someone_else = make_member()
     claims = jwt_claims(issued.id_token) | {"sub": someone_else.sub}
-    response = issued.browser.get(END_SESSION, params={
-        "id_token_hint": mint_id_token(claims), "post_logout_redirect_uri": LOGOUT_URI})
+    response = issued.browser.get(
+        END_SESSION, params={"id_token_hint": mint_id_token(claims), "post_logout_redirect_uri": LOGOUT_URI}
+    )
     assert response.status_code == 200
     assert "Sign out of Credits ID?" in response.text
     assert len(live_sessions(issued.member.id)) == 1
@@ -164,8 +200,12 @@ def test_a_hint_for_another_member_asks_before_signing_this_one_out(live_server)
 
 def test_without_any_session_a_valid_hint_just_returns_to_the_app(live_server):
     issued = app_with_logout(live_server)
-    response = requests.get(live_server(END_SESSION), params={
-        "id_token_hint": issued.id_token, "post_logout_redirect_uri": LOGOUT_URI}, allow_redirects=False, timeout=30)
+    response = requests.get(
+        live_server(END_SESSION),
+        params={"id_token_hint": issued.id_token, "post_logout_redirect_uri": LOGOUT_URI},
+        allow_redirects=False,
+        timeout=30,
+    )
     assert response.status_code == 302 and response.headers["Location"] == LOGOUT_URI
     assert len(live_sessions(issued.member.id)) == 1  # that browser's session is not this one
 

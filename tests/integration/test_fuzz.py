@@ -61,11 +61,37 @@ class Target:
     form_csrf: bool = False  # a same-site form: CSRF token and session cookie matter
 
 
-OAUTH_AUTHORIZE = ("response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge",
-                   "code_challenge_method", "prompt", "max_age", "id_token_hint", "login_hint", "display",
-                   "ui_locales", "claims_locales", "acr_values", "response_mode", "request", "request_uri")
-TOKEN_PARAMS = ("grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "client_id", "client_secret",
-                "scope")
+OAUTH_AUTHORIZE = (
+    "response_type",
+    "client_id",
+    "redirect_uri",
+    "scope",
+    "state",
+    "nonce",
+    "code_challenge",
+    "code_challenge_method",
+    "prompt",
+    "max_age",
+    "id_token_hint",
+    "login_hint",
+    "display",
+    "ui_locales",
+    "claims_locales",
+    "acr_values",
+    "response_mode",
+    "request",
+    "request_uri",
+)
+TOKEN_PARAMS = (
+    "grant_type",
+    "code",
+    "redirect_uri",
+    "code_verifier",
+    "refresh_token",
+    "client_id",
+    "client_secret",
+    "scope",
+)
 TOKEN_QUERY = ("token", "token_type_hint", "client_id", "client_secret")
 LOGOUT_PARAMS = ("id_token_hint", "client_id", "post_logout_redirect_uri", "state", "ui_locales", "logout_hint")
 
@@ -86,9 +112,33 @@ TARGETS: tuple[Target, ...] = (
     Target("jwks", "/api/auth/jwks", ("GET",), ()),
 )
 
-NASTY = ["", " ", "%", "%zz", "%ff%fe", "\x00", "\u0000\u202e", "null", "[]", "{}", "../../etc/passwd", "'\"<>",
-         "javascript:alert(1)", "https://evil.example/cb", "//evil.example", "/\\evil.example", "\ud7ff\ue000",
-         "é" * 3, "\u2028", "a" * 4097, "1e309", "-1", "0", "99999999999999999999", "openid " * 50]
+NASTY = [
+    "",
+    " ",
+    "%",
+    "%zz",
+    "%ff%fe",
+    "\x00",
+    "\u0000\u202e",
+    "null",
+    "[]",
+    "{}",
+    "../../etc/passwd",
+    "'\"<>",
+    "javascript:alert(1)",
+    "https://evil.example/cb",
+    "//evil.example",
+    "/\\evil.example",
+    "\ud7ff\ue000",
+    "é" * 3,
+    "\u2028",
+    "a" * 4097,
+    "1e309",
+    "-1",
+    "0",
+    "99999999999999999999",
+    "openid " * 50,
+]
 
 
 # -- the world the fuzzer plays in ----------------------------------------------------------
@@ -116,10 +166,20 @@ def seed_token(member, client) -> tuple[str, str]:
     from app.models import Token
 
     access, refresh, now = secrets.token_urlsafe(32), secrets.token_urlsafe(32), utcnow()
-    db.session.add(Token(client_id=client.id, user_id=member.id, grant_id="fuzz-grant", scope="openid profile",
-                         access_token_hash=sha256_hex(access), refresh_token_hash=sha256_hex(refresh),
-                         issued_at=now, access_expires_at=now + timedelta(hours=1),
-                         refresh_expires_at=now + timedelta(days=1), auth_time=now))
+    db.session.add(
+        Token(
+            client_id=client.id,
+            user_id=member.id,
+            grant_id="fuzz-grant",
+            scope="openid profile",
+            access_token_hash=sha256_hex(access),
+            refresh_token_hash=sha256_hex(refresh),
+            issued_at=now,
+            access_expires_at=now + timedelta(hours=1),
+            refresh_expires_at=now + timedelta(days=1),
+            auth_time=now,
+        )
+    )
     db.session.commit()
     return access, refresh
 
@@ -136,22 +196,38 @@ def build_world(settings) -> World:
     web, web_secret = make_client(redirect_uris=[WEB_URI, WEB_URI + "2"], post_logout_redirect_uris=[LOGOUT_URI])
     native, _ = make_client(public=True, redirect_uris=[NATIVE_URI])
     verifier, challenge = pkce_pair()
-    hint = mint_id_token({"iss": settings["ISSUER_URL"], "sub": member.sub, "aud": web.client_id,
-                          "iat": 1, "exp": 2, "auth_time": 1})
+    hint = mint_id_token(
+        {"iss": settings["ISSUER_URL"], "sub": member.sub, "aud": web.client_id, "iat": 1, "exp": 2, "auth_time": 1}
+    )
     csrf = URLSafeTimedSerializer(app.secret_key, salt="wtf-csrf-token")
     sessions, interactions = [], []
     now = utcnow()
-    params = {"response_type": "code", "client_id": web.client_id, "redirect_uri": WEB_URI, "state": "st",
-              "scope": "openid profile email offline_access", "nonce": "n", "code_challenge": challenge,
-              "code_challenge_method": "S256"}
+    params = {
+        "response_type": "code",
+        "client_id": web.client_id,
+        "redirect_uri": WEB_URI,
+        "state": "st",
+        "scope": "openid profile email offline_access",
+        "nonce": "n",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
     for _ in range(40):
         sid, bid, raw = secrets.token_urlsafe(32), secrets.token_urlsafe(16), secrets.token_hex(20)
-        login = LoginSession(session_hash=sha256_hex(sid), user_id=member.id, auth_time=now,
-                             expires_at=now + timedelta(days=1))
+        login = LoginSession(
+            session_hash=sha256_hex(sid), user_id=member.id, auth_time=now, expires_at=now + timedelta(days=1)
+        )
         db.session.add(login)
         uid = secrets.token_urlsafe(24)
-        db.session.add(Interaction(id=uid, client_id=web.id, params=params, browser_hash=sha256_hex(bid),
-                                   expires_at=now + timedelta(hours=1)))
+        db.session.add(
+            Interaction(
+                id=uid,
+                client_id=web.id,
+                params=params,
+                browser_hash=sha256_hex(bid),
+                expires_at=now + timedelta(hours=1),
+            )
+        )
         interactions.append(uid)
         cookie = _session_cookie(app, {"sid": sid, "bid": bid, "csrf_token": raw, "_permanent": True})
         sessions.append((cookie, csrf.dumps(raw)))
@@ -159,8 +235,17 @@ def build_world(settings) -> World:
     values = {
         "client_id": [web.client_id, native.client_id, "unknown-client", web.client_id.upper()],
         "client_secret": [web_secret, web_secret[:-1], "secret"],
-        "redirect_uri": [WEB_URI, WEB_URI + "2", NATIVE_URI, WEB_URI + "/", WEB_URI + "?x=1", WEB_URI + "#f",
-                         "https://evil.example/cb", WEB_URI.upper(), LOGOUT_URI],
+        "redirect_uri": [
+            WEB_URI,
+            WEB_URI + "2",
+            NATIVE_URI,
+            WEB_URI + "/",
+            WEB_URI + "?x=1",
+            WEB_URI + "#f",
+            "https://evil.example/cb",
+            WEB_URI.upper(),
+            LOGOUT_URI,
+        ],
         "post_logout_redirect_uri": [LOGOUT_URI, LOGOUT_URI + "/", WEB_URI, "https://evil.example/"],
         "response_type": ["code", "token", "id_token", "code id_token", "none", "CODE"],
         "scope": ["openid", "openid profile email offline_access credits:read analytics:read", "profile", "openid x"],
@@ -177,7 +262,14 @@ def build_world(settings) -> World:
         "decision": ["allow", "deny", "maybe"],
         "token_type_hint": ["access_token", "refresh_token", "id_token"],
         "response_mode": ["query", "fragment", "form_post"],
-        "next": ["/signed-in", "//evil.example", "https://evil.example", "/\\evil.example", "/%2f%2fevil.example", "/\t/evil.example"],
+        "next": [
+            "/signed-in",
+            "//evil.example",
+            "https://evil.example",
+            "/\\evil.example",
+            "/%2f%2fevil.example",
+            "/\t/evil.example",
+        ],
         # Never the member's real password: a change would end the sessions the fuzzer plays with.
         "current": ["wrong-password-123", ""],
         "new": ["a brand new passphrase", "short", ""],
@@ -190,8 +282,12 @@ def build_world(settings) -> World:
     values["refresh_token"] = ["unknown-refresh-token"]  # never a live one: reuse would revoke by design
     bases = {
         "authorize": list(params.items()),
-        "token": [("grant_type", "authorization_code"), ("code", "unknown-code"), ("redirect_uri", WEB_URI),
-                  ("code_verifier", verifier)],
+        "token": [
+            ("grant_type", "authorization_code"),
+            ("code", "unknown-code"),
+            ("redirect_uri", WEB_URI),
+            ("code_verifier", verifier),
+        ],
         "userinfo": [("access_token", access)],
         "revoke": [("token", "unknown-token"), ("token_type_hint", "access_token")],
         "introspect": [("token", access), ("token_type_hint", "refresh_token")],
@@ -199,13 +295,22 @@ def build_world(settings) -> World:
         "endsession-confirm": [("client_id", web.client_id), ("post_logout_redirect_uri", LOGOUT_URI)],
         "login": [("email", member.email), ("password", "wrong-password-123"), ("interaction", OWN_INTERACTION)],
         "consent": [("interaction", OWN_INTERACTION), ("decision", "allow"), ("scope", "profile")],
-        "account-password": [("current", "wrong-password-123"), ("new", "a brand new passphrase"),
-                             ("confirm", "a brand new passphrase")],
+        "account-password": [
+            ("current", "wrong-password-123"),
+            ("new", "a brand new passphrase"),
+            ("confirm", "a brand new passphrase"),
+        ],
     }
-    return World(app=app, values=values, registered=registered, sessions=sessions, bases=bases,
-                 interactions=interactions,
-                 valid_basic="Basic " + base64.b64encode(f"{web.client_id}:{web_secret}".encode()).decode(),
-                 session_indexes=st.integers(min_value=0, max_value=len(sessions) - 1))
+    return World(
+        app=app,
+        values=values,
+        registered=registered,
+        sessions=sessions,
+        bases=bases,
+        interactions=interactions,
+        valid_basic="Basic " + base64.b64encode(f"{web.client_id}:{web_secret}".encode()).decode(),
+        session_indexes=st.integers(min_value=0, max_value=len(sessions) - 1),
+    )
 
 
 # -- strategies (built once: building strategies per example would dominate the run time) ---------
@@ -248,9 +353,13 @@ def target_strategies() -> dict[str, tuple]:
         names = list(target.params) + ["csrf_token"] * target.form_csrf + ["unexpected"]
         # Mostly a method the endpoint takes (alternating), sometimes any method.
         methods = st.integers(min_value=0, max_value=11).flatmap(
-            lambda i, own=target.methods: st.just(own[i % len(own)]) if i < 10 else st.sampled_from(METHODS))
-        plans[target.name] = (methods, st.lists(st.sampled_from(names), max_size=len(names) + 3),
-                              st.sampled_from(names))
+            lambda i, own=target.methods: st.just(own[i % len(own)]) if i < 10 else st.sampled_from(METHODS)
+        )
+        plans[target.name] = (
+            methods,
+            st.lists(st.sampled_from(names), max_size=len(names) + 3),
+            st.sampled_from(names),
+        )
     return plans
 
 
@@ -299,10 +408,19 @@ def fuzz_request(draw, world: World, values: dict, plans: dict) -> dict:
     if forwarded is not None:
         headers["X-Forwarded-For"] = forwarded
     cookie = draw(COOKIES)
-    return {"target": target, "method": method, "path": path, "pairs": pairs, "encoding": draw(ENCODINGS),
-            "headers": headers, "cookie": cookie, "session": draw(world.session_indexes),
-            "valid_csrf": target.form_csrf and cookie == "session" and draw(ONE_IN_TWO), "raw": draw(RAW),
-            "ip": draw(CLIENT_IPS)}
+    return {
+        "target": target,
+        "method": method,
+        "path": path,
+        "pairs": pairs,
+        "encoding": draw(ENCODINGS),
+        "headers": headers,
+        "cookie": cookie,
+        "session": draw(world.session_indexes),
+        "valid_csrf": target.form_csrf and cookie == "session" and draw(ONE_IN_TWO),
+        "raw": draw(RAW),
+        "ip": draw(CLIENT_IPS),
+    }
 
 
 # -- sending and checking -----------------------------------------------------------------------
@@ -314,7 +432,9 @@ def send(world: World, case: dict):
     if case["cookie"] == "session":
         client.set_cookie("credits_id_session", cookie_value)
     elif case["cookie"] == "tampered":
-        client.set_cookie("credits_id_session", cookie_value[:-3] + ("abc" if not cookie_value.endswith("abc") else "xyz"))
+        client.set_cookie(
+            "credits_id_session", cookie_value[:-3] + ("abc" if not cookie_value.endswith("abc") else "xyz")
+        )
     elif case["cookie"] == "garbage":
         client.set_cookie("credits_id_session", "not.a.session")
     own = world.interactions[case["session"]]
@@ -418,8 +538,14 @@ def world(settings):
 
 def test_malformed_requests_never_break_the_provider(world, capsys):
     @seed(int(os.environ.get("FUZZ_SEED", "0")))
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize="FUZZ_SEED" not in os.environ,
-              suppress_health_check=list(HealthCheck), print_blob=True)
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize="FUZZ_SEED" not in os.environ,
+        suppress_health_check=list(HealthCheck),
+        print_blob=True,
+    )
     @given(case=fuzz_request(world, value_strategies(world), target_strategies()))
     def run(case):
         check(world, case)
@@ -427,11 +553,15 @@ def test_malformed_requests_never_break_the_provider(world, capsys):
     run()
 
     total = sum(world.stats.values())
-    lines = [f"fuzz: {total} requests across {len(world.per_target)} endpoints; statuses "
-             + ", ".join(f"{status}: {count}" for status, count in sorted(world.stats.items()))]
+    lines = [
+        f"fuzz: {total} requests across {len(world.per_target)} endpoints; statuses "
+        + ", ".join(f"{status}: {count}" for status, count in sorted(world.stats.items()))
+    ]
     for name, counts in sorted(world.per_target.items()):
-        lines.append(f"  {name:<19} {sum(counts.values()):>5}  " +
-                     " ".join(f"{status}x{count}" for status, count in sorted(counts.items())))
+        lines.append(
+            f"  {name:<19} {sum(counts.values()):>5}  "
+            + " ".join(f"{status}x{count}" for status, count in sorted(counts.items()))
+        )
     with capsys.disabled():
         print("\n" + "\n".join(lines))
     assert total >= MINIMUM_REQUESTS

@@ -50,8 +50,14 @@ def test_a_code_issued_before_a_disconnect_does_not_redeem_after_it(live_server)
     assert response.status_code == 400 and response.json()["error"] == "invalid_grant"
     assert live_tokens(client.id) == 0
     assert f"/account/apps/{client.client_id}/revoke" not in browser.get("/account").text  # not connected again
-    assert db.session.scalar(db.select(db.func.count(AuthorizationCode.id)).where(
-        AuthorizationCode.client_id == client.id, AuthorizationCode.used_at.is_(None))) == 0
+    assert (
+        db.session.scalar(
+            db.select(db.func.count(AuthorizationCode.id)).where(
+                AuthorizationCode.client_id == client.id, AuthorizationCode.used_at.is_(None)
+            )
+        )
+        == 0
+    )
 
 
 def test_a_first_party_apps_code_dies_with_the_disconnect_too(live_server):

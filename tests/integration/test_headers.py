@@ -43,8 +43,16 @@ def assert_html_hardened(response) -> None:
 
 def authorize_params(client_id: str, redirect_uri: str, scope: str = "openid profile") -> dict:
     _, challenge = pkce_pair()
-    return {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "scope": scope,
-            "state": "s", "nonce": "n", "code_challenge": challenge, "code_challenge_method": "S256"}
+    return {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": redirect_uri,
+        "scope": scope,
+        "state": "s",
+        "nonce": "n",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
 
 
 def to_consent(client, redirect_uri: str = "http://127.0.0.1:7199/cb", **client_kw):
@@ -58,8 +66,10 @@ def to_consent(client, redirect_uri: str = "http://127.0.0.1:7199/cb", **client_
     assert page.headers["Cache-Control"] == "no-store"
     html = page.get_data(as_text=True)
     interaction = re.search(r'name="interaction"[^>]*value="([^"]+)"', html).group(1)
-    response = client.post("/login", data={"csrf_token": csrf_token(html), "email": member.email,
-                                           "password": PASSWORD, "interaction": interaction})
+    response = client.post(
+        "/login",
+        data={"csrf_token": csrf_token(html), "email": member.email, "password": PASSWORD, "interaction": interaction},
+    )
     while response.status_code == 302 and response.headers["Location"].startswith("/"):
         response = client.get(response.headers["Location"])
     return response
@@ -95,8 +105,12 @@ def test_error_pages_and_json_endpoints(client):
     assert_html_hardened(untrusted)
     assert untrusted.headers["Cache-Control"] == "no-store"
 
-    for path, method in (("/api/auth/oauth2/token", "post"), ("/api/auth/oauth2/userinfo", "get"),
-                         ("/api/auth/oauth2/revoke", "post"), ("/api/auth/oauth2/introspect", "post")):
+    for path, method in (
+        ("/api/auth/oauth2/token", "post"),
+        ("/api/auth/oauth2/userinfo", "get"),
+        ("/api/auth/oauth2/revoke", "post"),
+        ("/api/auth/oauth2/introspect", "post"),
+    ):
         response = getattr(client, method)(path)
         assert response.status_code in (400, 401), path
         assert response.headers["Cache-Control"] == "no-store", path
@@ -139,8 +153,12 @@ def test_https_issuer_adds_hsts_and_still_accepts_sign_in_without_a_referer(sett
     # must arrive with the member's session (OIDC Core 3.1.2.1, RP-Initiated Logout 2).
     assert "; Secure" in set_cookie and "; HttpOnly" in set_cookie and "SameSite=None" in set_cookie
 
-    response = client.post("/login", data={"csrf_token": token, "email": member.email, "password": PASSWORD},
-                           headers=proxied, base_url="http://internal:8000")
+    response = client.post(
+        "/login",
+        data={"csrf_token": token, "email": member.email, "password": PASSWORD},
+        headers=proxied,
+        base_url="http://internal:8000",
+    )
     assert response.status_code == 302, response.get_data(as_text=True)[:300]
     assert response.headers["Strict-Transport-Security"].startswith("max-age=")
     discovery = client.get("/.well-known/openid-configuration", headers=proxied, base_url="http://internal:8000")

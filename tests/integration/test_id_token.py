@@ -18,8 +18,14 @@ from tests.issued import OFFLINE, jwt_claims
 def verify(live_server, id_token: str, audience: str) -> dict:
     jwks = pyjwt.PyJWKClient(live_server(JWKS))
     key = jwks.get_signing_key_from_jwt(id_token)
-    return pyjwt.decode(id_token, key.key, algorithms=["RS256"], audience=audience, issuer=live_server.url,
-                        options={"require": ["iss", "sub", "aud", "exp", "iat", "auth_time"]})
+    return pyjwt.decode(
+        id_token,
+        key.key,
+        algorithms=["RS256"],
+        audience=audience,
+        issuer=live_server.url,
+        options={"require": ["iss", "sub", "aud", "exp", "iat", "auth_time"]},
+    )
 
 
 def test_id_token_claims_and_signature(live_server, rp, member, settings):

@@ -88,7 +88,9 @@ def test_another_clients_token_is_inactive(live_server):
 def test_scope_follows_a_membership_downgrade(live_server):
     member = make_member(tier="pro")
     issued = issue(live_server.url, scope="openid analytics:read credits:read", member=member)
-    assert introspect(live_server.url, issued, issued.access_token).json()["scope"] == "openid analytics:read credits:read"
+    assert (
+        introspect(live_server.url, issued, issued.access_token).json()["scope"] == "openid analytics:read credits:read"
+    )
     db.session.remove()
     user = db.session.get(User, member.id)
     user.tier = "basic"
@@ -101,8 +103,9 @@ def test_client_authentication_is_required_401(live_server):
     public = issue(live_server.url, public=True)
     before = db_state()
     anonymous = requests.post(live_server(INTROSPECT), data={"token": issued.access_token}, timeout=30)
-    wrong = requests.post(live_server(INTROSPECT), data={"token": issued.access_token},
-                          auth=(issued.client_id, "nope"), timeout=30)
+    wrong = requests.post(
+        live_server(INTROSPECT), data={"token": issued.access_token}, auth=(issued.client_id, "nope"), timeout=30
+    )
     # A public client cannot prove who it is, so it cannot introspect (even its own token).
     public_attempt = post_as(live_server.url, INTROSPECT, public.client_id, None, {"token": public.access_token})
     for response in (anonymous, wrong, public_attempt):
@@ -117,7 +120,9 @@ def test_missing_token_and_wrong_method(live_server):
     client, secret = make_client()
     missing = post_as(live_server.url, INTROSPECT, client.client_id, secret, {})
     assert missing.status_code == 400 and missing.json()["error"] == "invalid_request"
-    unknown_hint = post_as(live_server.url, INTROSPECT, client.client_id, secret, {"token": "t", "token_type_hint": "x"})
+    unknown_hint = post_as(
+        live_server.url, INTROSPECT, client.client_id, secret, {"token": "t", "token_type_hint": "x"}
+    )
     assert unknown_hint.status_code == 200 and unknown_hint.json() == INACTIVE  # a hint is only a hint
     wrong_method = requests.get(live_server(INTROSPECT), timeout=30)
     assert wrong_method.status_code == 405 and wrong_method.json()["error"] == "invalid_request"

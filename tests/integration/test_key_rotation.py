@@ -59,8 +59,12 @@ def test_rotation_keeps_old_tokens_verifiable_until_the_old_key_expires(live_ser
     assert verifies(before.id_token, key_set)
     assert verifies(after.id_token, key_set)
     # The end-session endpoint verifies hints from the same published set.
-    assert requests.get(live_server(END_SESSION), params={"id_token_hint": before.id_token},
-                        allow_redirects=False, timeout=30).status_code == 200
+    assert (
+        requests.get(
+            live_server(END_SESSION), params={"id_token_hint": before.id_token}, allow_redirects=False, timeout=30
+        ).status_code
+        == 200
+    )
 
     # Once the retired key's tokens have all expired, it leaves the key set: its tokens no longer verify.
     db.session.remove()
@@ -74,8 +78,12 @@ def test_rotation_keeps_old_tokens_verifiable_until_the_old_key_expires(live_ser
     assert old_kid not in {k.kid for k in key_set.keys}
     assert not verifies(before.id_token, key_set)
     assert verifies(after.id_token, key_set)
-    assert requests.get(live_server(END_SESSION), params={"id_token_hint": before.id_token},
-                        allow_redirects=False, timeout=30).status_code == 400
+    assert (
+        requests.get(
+            live_server(END_SESSION), params={"id_token_hint": before.id_token}, allow_redirects=False, timeout=30
+        ).status_code
+        == 400
+    )
 
 
 def test_a_scheduled_rotation_publishes_before_it_signs(live_server):

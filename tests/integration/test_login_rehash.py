@@ -23,8 +23,11 @@ def stored_hash(user_id: str) -> str:
 
 
 def configured(app) -> tuple[int, int, int]:
-    return (int(app.config["ARGON2_TIME_COST"]), int(app.config["ARGON2_MEMORY_COST"]),
-            int(app.config["ARGON2_PARALLELISM"]))
+    return (
+        int(app.config["ARGON2_TIME_COST"]),
+        int(app.config["ARGON2_MEMORY_COST"]),
+        int(app.config["ARGON2_PARALLELISM"]),
+    )
 
 
 def cost(hash_: str) -> tuple[int, int, int]:

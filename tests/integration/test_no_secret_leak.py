@@ -49,10 +49,31 @@ def chatty_server(app, settings, tmp_path):
     env = server_env({**settings, "ISSUER_URL": issuer, "LOG_LEVEL": "DEBUG"})
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
-             "--workers", "1", "--blocking-threads", "4", "--log-level", "debug", "--log-config", str(config),
-             "--access-log", "wsgi:app"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "granian",
+                "--interface",
+                "wsgi",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+                "--blocking-threads",
+                "4",
+                "--log-level",
+                "debug",
+                "--log-config",
+                str(config),
+                "--access-log",
+                "wsgi:app",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     try:
         for _ in range(600):
@@ -78,8 +99,14 @@ def test_a_full_flow_leaves_no_secret_in_the_logs(chatty_server):
     client, client_secret = make_client(post_logout_redirect_uris=[LOGOUT_URI])
     client_id = client.client_id
     rp = RelyingParty(base, client_id, client_secret)
-    secrets = {"password": PASSWORD, "client_secret": client_secret, "wrong password": WRONG_PASSWORD,
-               "wrong client secret": WRONG_SECRET, "bogus code": BOGUS_CODE, "bogus token": BOGUS_TOKEN}
+    secrets = {
+        "password": PASSWORD,
+        "client_secret": client_secret,
+        "wrong password": WRONG_PASSWORD,
+        "wrong client secret": WRONG_SECRET,
+        "bogus code": BOGUS_CODE,
+        "bogus token": BOGUS_TOKEN,
+    }
 
     # A failed sign-in first, then the whole flow.
     browser = Browser(base)
@@ -87,8 +114,9 @@ def test_a_full_flow_leaves_no_secret_in_the_logs(chatty_server):
     failed = browser.login(member.email, password=WRONG_PASSWORD)
     assert failed.status_code == 401
     params, browser = sign_in(base, rp, member.email, scope="openid profile email offline_access", browser=browser)
-    secrets.update(code=params["code"], code_verifier=rp.verifier,
-                   session_cookie=browser.session.cookies.get("credits_id_session"))
+    secrets.update(
+        code=params["code"], code_verifier=rp.verifier, session_cookie=browser.session.cookies.get("credits_id_session")
+    )
     tokens = rp.exchange(params["code"]).json()
     replay = rp.exchange(params["code"])  # a replayed code: rejected, and it revokes the grant
     assert replay.status_code == 400
@@ -98,18 +126,24 @@ def test_a_full_flow_leaves_no_secret_in_the_logs(chatty_server):
     secrets["second code"] = params["code"]
     tokens = rp.exchange(params["code"]).json()
     secrets.update(access=tokens["access_token"], refresh=tokens["refresh_token"], id_token=tokens["id_token"])
-    userinfo = requests.get(base + "/api/auth/oauth2/userinfo", timeout=30,
-                            headers={"Authorization": f"Bearer {tokens['access_token']}"})
+    userinfo = requests.get(
+        base + "/api/auth/oauth2/userinfo", timeout=30, headers={"Authorization": f"Bearer {tokens['access_token']}"}
+    )
     assert userinfo.status_code == 200
     rotated = rp.refresh(tokens["refresh_token"]).json()
     secrets.update(access2=rotated["access_token"], refresh2=rotated["refresh_token"], id_token2=rotated["id_token"])
 
     # Failures that carry secrets in the request.
     bad_code = rp.exchange(BOGUS_CODE)
-    bad_secret = requests.post(base + "/api/auth/oauth2/token", auth=(client_id, WRONG_SECRET), timeout=30,
-                               data={"grant_type": "refresh_token", "refresh_token": rotated["refresh_token"]})
-    bad_bearer = requests.get(base + "/api/auth/oauth2/userinfo", headers={"Authorization": f"Bearer {BOGUS_TOKEN}"},
-                              timeout=30)
+    bad_secret = requests.post(
+        base + "/api/auth/oauth2/token",
+        auth=(client_id, WRONG_SECRET),
+        timeout=30,
+        data={"grant_type": "refresh_token", "refresh_token": rotated["refresh_token"]},
+    )
+    bad_bearer = requests.get(
+        base + "/api/auth/oauth2/userinfo", headers={"Authorization": f"Bearer {BOGUS_TOKEN}"}, timeout=30
+    )
     for response in (bad_code, bad_secret, bad_bearer):
         assert response.status_code in (400, 401)
         for value in (BOGUS_CODE, WRONG_SECRET, BOGUS_TOKEN, rotated["refresh_token"]):
@@ -117,13 +151,20 @@ def test_a_full_flow_leaves_no_secret_in_the_logs(chatty_server):
             assert value not in str(response.headers)
 
     auth = (client_id, client_secret)
-    introspected = requests.post(base + "/api/auth/oauth2/introspect", auth=auth, timeout=30,
-                                 data={"token": rotated["access_token"]})
+    introspected = requests.post(
+        base + "/api/auth/oauth2/introspect", auth=auth, timeout=30, data={"token": rotated["access_token"]}
+    )
     assert introspected.json()["active"] is True
-    assert requests.post(base + "/api/auth/oauth2/revoke", auth=auth, timeout=30,
-                         data={"token": rotated["refresh_token"]}).status_code == 200
-    logout = browser.get("/api/auth/oauth2/endsession", params={
-        "id_token_hint": rotated["id_token"], "post_logout_redirect_uri": LOGOUT_URI, "state": "bye"})
+    assert (
+        requests.post(
+            base + "/api/auth/oauth2/revoke", auth=auth, timeout=30, data={"token": rotated["refresh_token"]}
+        ).status_code
+        == 200
+    )
+    logout = browser.get(
+        "/api/auth/oauth2/endsession",
+        params={"id_token_hint": rotated["id_token"], "post_logout_redirect_uri": LOGOUT_URI, "state": "bye"},
+    )
     assert logout.status_code == 302 and query(logout.headers["Location"]) == {"state": "bye"}
 
     proc.terminate()
@@ -161,28 +202,57 @@ def test_member_account_flows_leave_no_secret_in_the_logs_or_the_database(chatty
     browser.post("/password/forgot", data={"csrf_token": csrf_token(page.text), "email": member.email})
     link = mailbox.wait_for(member.email)
     reset = browser.get(link.link())
-    browser.post("/password/reset", data={"csrf_token": csrf_token(reset.text), "token": link.token(),
-                                          "new": new_password, "confirm": new_password})
+    browser.post(
+        "/password/reset",
+        data={
+            "csrf_token": csrf_token(reset.text),
+            "token": link.token(),
+            "new": new_password,
+            "confirm": new_password,
+        },
+    )
     login = browser.get("/login?next=/account")
-    assert browser.post("/login", data={"csrf_token": csrf_token(login.text), "email": member.email,
-                                        "password": new_password, "next": "/account"}).status_code == 302
+    assert (
+        browser.post(
+            "/login",
+            data={
+                "csrf_token": csrf_token(login.text),
+                "email": member.email,
+                "password": new_password,
+                "next": "/account",
+            },
+        ).status_code
+        == 302
+    )
     setup = browser.get("/account/two-step/setup")
     totp_secret = unescape(re.search(r'id="totp-secret">([^<]+)<', setup.text).group(1)).replace(" ", "")
     code = pyotp.TOTP(totp_secret).now()
-    shown = browser.post("/account/two-step/setup", data={"csrf_token": csrf_token(setup.text),
-                                                          "current": new_password, "code": code})
+    shown = browser.post(
+        "/account/two-step/setup", data={"csrf_token": csrf_token(setup.text), "current": new_password, "code": code}
+    )
     recovery = re.findall(r"<li><code>([a-z0-9-]{19})</code></li>", shown.text)
     assert len(recovery) == 10
     stranger = Browser(base)
     login = stranger.get("/login")
-    step = stranger.follow(stranger.post("/login", data={"csrf_token": csrf_token(login.text), "email": member.email,
-                                                         "password": new_password}))
-    assert stranger.post("/login/second-factor", data={"csrf_token": csrf_token(step.text),
-                                                       "code": recovery[0]}).status_code == 302
+    step = stranger.follow(
+        stranger.post(
+            "/login", data={"csrf_token": csrf_token(login.text), "email": member.email, "password": new_password}
+        )
+    )
+    assert (
+        stranger.post(
+            "/login/second-factor", data={"csrf_token": csrf_token(step.text), "code": recovery[0]}
+        ).status_code
+        == 302
+    )
 
-    secrets = {"reset token": link.token(), "new password": new_password, "totp secret": totp_secret,
-               **{f"recovery code {i}": c for i, c in enumerate(recovery)},
-               **{f"recovery code {i} (typed form)": c.replace("-", "") for i, c in enumerate(recovery)}}
+    secrets = {
+        "reset token": link.token(),
+        "new password": new_password,
+        "totp secret": totp_secret,
+        **{f"recovery code {i}": c for i, c in enumerate(recovery)},
+        **{f"recovery code {i} (typed form)": c.replace("-", "") for i, c in enumerate(recovery)},
+    }
     proc.terminate()
     proc.wait(timeout=30)
     log = log_path.read_text(errors="replace")

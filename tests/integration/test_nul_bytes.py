@@ -13,12 +13,15 @@ def web(app):
     return app.test_client()
 
 
-@pytest.mark.parametrize("path", [
-    "/api/auth/oauth2/authorize?client_id=a%00b&response_type=code",
-    "/login?interaction=%00",
-    "/consent?interaction=x%00",
-    "/v1/profile/%00/credits",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/auth/oauth2/authorize?client_id=a%00b&response_type=code",
+        "/login?interaction=%00",
+        "/consent?interaction=x%00",
+        "/v1/profile/%00/credits",
+    ],
+)
 def test_nul_in_a_page_or_path_is_a_400(web, path):
     response = web.get(path)
     assert response.status_code == 400
@@ -27,15 +30,25 @@ def test_nul_in_a_page_or_path_is_a_400(web, path):
 
 def test_nul_in_a_token_request_is_a_json_invalid_request(web):
     client, secret = make_client()
-    response = web.post("/api/auth/oauth2/token", data={"grant_type": "authorization_code", "code": "a\x00b",
-                                                         "client_id": client.client_id, "client_secret": secret})
+    response = web.post(
+        "/api/auth/oauth2/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": "a\x00b",
+            "client_id": client.client_id,
+            "client_secret": secret,
+        },
+    )
     assert response.status_code == 400 and response.json["error"] == "invalid_request"
 
 
 def test_nul_in_basic_credentials_is_invalid_client(web):
     basic = base64.b64encode(b"ab\x00cd:secret").decode()
-    response = web.post("/api/auth/oauth2/token", data={"grant_type": "refresh_token", "refresh_token": "x"},
-                        headers={"Authorization": f"Basic {basic}"})
+    response = web.post(
+        "/api/auth/oauth2/token",
+        data={"grant_type": "refresh_token", "refresh_token": "x"},
+        headers={"Authorization": f"Basic {basic}"},
+    )
     assert response.status_code == 401 and response.json["error"] == "invalid_client"
 
 

@@ -39,8 +39,9 @@ class Node:
     def find_all(self, tag: str | None = None, **attrs: str) -> list[Node]:
         found = []
         for child in self.elements():
-            if (tag is None or child.tag == tag) and all(child.attrs.get(k.rstrip("_").replace("_", "-")) == v
-                                                         for k, v in attrs.items()):
+            if (tag is None or child.tag == tag) and all(
+                child.attrs.get(k.rstrip("_").replace("_", "-")) == v for k, v in attrs.items()
+            ):
                 found.append(child)
             found.extend(child.find_all(tag, **attrs))
         return found
@@ -123,9 +124,19 @@ def assert_unique_ids(doc: Node) -> None:
 def refused_registration(live_server, **broken):
     """The register form sent by a developer with one field `broken`: the page it comes back as."""
     browser = signed_in(live_server.url, make_member(role="developer").email)
-    response = post_form(browser, "/console/apps/new", "/console/apps/new", {
-        "name": "Form App", "redirect_uris": "https://a.example/cb", "client_type": "confidential",
-        "auth_method": "client_secret_basic", "scopes": ["openid"], **broken})
+    response = post_form(
+        browser,
+        "/console/apps/new",
+        "/console/apps/new",
+        {
+            "name": "Form App",
+            "redirect_uris": "https://a.example/cb",
+            "client_type": "confidential",
+            "auth_method": "client_secret_basic",
+            "scopes": ["openid"],
+            **broken,
+        },
+    )
     assert response.status_code == 400
     return parse(response.text)
 
@@ -245,8 +256,9 @@ def test_signed_in_page_says_what_apps_can_read(live_server):
 def test_revoke_note_does_not_promise_a_consent_screen_for_first_party_apps(live_server):
     member = make_member()
     client, secret = make_client(name="Liner Notes")
-    sign_in(live_server.url, RelyingParty(live_server.url, client.client_id, secret), member.email,
-            scope="openid profile")
+    sign_in(
+        live_server.url, RelyingParty(live_server.url, client.client_id, secret), member.email, scope="openid profile"
+    )
     doc = parse(signed_in(live_server.url, member.email, "/account").get("/account").text)
     section = doc.find("section", aria_labelledby="apps-h")
     assert "Liner Notes" in section.text()  # the note is shown under a connected app

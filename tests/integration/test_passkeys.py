@@ -28,7 +28,9 @@ def options_on(html: str) -> dict:
     return json.loads(unescape(re.search(r'data-options="([^"]+)"', html).group(1)))
 
 
-def add_passkey(live_server, member, name: str = "Laptop", codes: list | None = None) -> tuple[Browser, SoftAuthenticator]:
+def add_passkey(
+    live_server, member, name: str = "Laptop", codes: list | None = None
+) -> tuple[Browser, SoftAuthenticator]:
     """Add a passkey through the account pages; the first second factor also shows recovery codes
     (appended to `codes` when given)."""
     browser = signed_in(live_server.url, member.email, "/account")
@@ -38,14 +40,17 @@ def add_passkey(live_server, member, name: str = "Laptop", codes: list | None = 
     assert "Add a passkey" not in account.text and "not an IP address" in account.text
     ask = browser.post("/account/two-step/passkeys/new", data={"csrf_token": csrf_token(account.text)})
     assert ask.status_code == 200 and 'autocomplete="current-password"' in ask.text
-    create = browser.post("/account/two-step/passkeys/new", data={"csrf_token": csrf_token(ask.text), "name": name,
-                                                                 "current": PASSWORD})
+    create = browser.post(
+        "/account/two-step/passkeys/new", data={"csrf_token": csrf_token(ask.text), "name": name, "current": PASSWORD}
+    )
     assert create.status_code == 200 and 'data-webauthn="create"' in create.text, alerts(create.text)
     options = options_on(create.text)
     assert options["rp"]["id"] == "127.0.0.1" and options["authenticatorSelection"]["residentKey"] == "required"
     authenticator = SoftAuthenticator(live_server.url)
-    done = browser.post("/account/two-step/passkeys", data={"csrf_token": csrf_token(create.text), "name": name,
-                                                            "credential": authenticator.create(options)})
+    done = browser.post(
+        "/account/two-step/passkeys",
+        data={"csrf_token": csrf_token(create.text), "name": name, "credential": authenticator.create(options)},
+    )
     assert done.status_code == 200 and f'Passkey "{name}" added' in done.text
     shown = re.findall(r"<li><code>([a-z0-9-]{19})</code></li>", done.text)
     assert len(shown) == 10  # the first second factor: recovery codes for a lost device
@@ -64,15 +69,28 @@ def app_and_browser(live_server):
 
 
 def passwordless(browser: Browser, login, authenticator: SoftAuthenticator, **get_kw):
-    page = browser.post("/login/passkey", data={"csrf_token": csrf_token(login.text),
-                                                "interaction": hidden(login.text, "interaction") or ""})
+    page = browser.post(
+        "/login/passkey",
+        data={"csrf_token": csrf_token(login.text), "interaction": hidden(login.text, "interaction") or ""},
+    )
     assert page.status_code == 200 and 'data-webauthn="get"' in page.text
     options = options_on(page.text)
     assert options["userVerification"] == "required" and not options.get("allowCredentials")
     answer = authenticator.get(options, **get_kw)
-    return browser.follow(browser.post("/login/passkey", data={
-        "csrf_token": csrf_token(page.text), "interaction": hidden(page.text, "interaction") or "",
-        "credential": answer})), answer, page
+    return (
+        browser.follow(
+            browser.post(
+                "/login/passkey",
+                data={
+                    "csrf_token": csrf_token(page.text),
+                    "interaction": hidden(page.text, "interaction") or "",
+                    "credential": answer,
+                },
+            )
+        ),
+        answer,
+        page,
+    )
 
 
 def test_a_member_adds_a_passkey_and_signs_in_with_it_alone(live_server):
@@ -93,8 +111,9 @@ def test_a_member_adds_a_passkey_and_signs_in_with_it_alone(live_server):
     assert db.session.get(Passkey, row.id).sign_count == 1 and db.session.get(Passkey, row.id).last_used_at
 
     # The same answer again: its challenge was used up.
-    replay = browser.post("/login/passkey", data={"csrf_token": csrf_token(browser.get("/login").text),
-                                                  "credential": answer})
+    replay = browser.post(
+        "/login/passkey", data={"csrf_token": csrf_token(browser.get("/login").text), "credential": answer}
+    )
     assert replay.status_code == 401 and "expired" in alerts(replay.text)
 
 
@@ -123,13 +142,21 @@ def test_a_passkey_is_the_second_step_after_the_password(live_server):
     allowed = [c["id"] for c in options["allowCredentials"]]
     assert len(allowed) == 1
     # Another member's passkey does not pass for this one.
-    wrong = browser.post("/login/second-factor/passkey", data={
-        "csrf_token": csrf_token(step.text),
-        "credential": other_authenticator.get({"challenge": options["challenge"]})})
+    wrong = browser.post(
+        "/login/second-factor/passkey",
+        data={
+            "csrf_token": csrf_token(step.text),
+            "credential": other_authenticator.get({"challenge": options["challenge"]}),
+        },
+    )
     assert wrong.status_code == 401 and "not registered for this account" in alerts(wrong.text)
     options = options_on(wrong.text)  # a fresh challenge
-    done = browser.follow(browser.post("/login/second-factor/passkey", data={
-        "csrf_token": csrf_token(wrong.text), "credential": authenticator.get(options)}))
+    done = browser.follow(
+        browser.post(
+            "/login/second-factor/passkey",
+            data={"csrf_token": csrf_token(wrong.text), "credential": authenticator.get(options)},
+        )
+    )
     assert done.status_code == 302
     token = claims(rp.exchange(query(done.headers["Location"])["code"]).json()["id_token"])
     assert token["amr"] == ["pwd", "hwk"] and token["acr"] == MFA
@@ -144,12 +171,16 @@ def test_removing_the_passkey(live_server):
     assert "Laptop" in account.text
     other = make_member()
     intruder = signed_in(live_server.url, other.email, "/account")
-    refused = intruder.post(f"/account/two-step/passkeys/{passkey_id}/remove",
-                            data={"csrf_token": csrf_token(intruder.get("/account").text)})
+    refused = intruder.post(
+        f"/account/two-step/passkeys/{passkey_id}/remove",
+        data={"csrf_token": csrf_token(intruder.get("/account").text)},
+    )
     assert refused.status_code == 303
     fresh()
     assert Passkey.query.filter_by(user_id=member.id).count() == 1
-    removed = browser.post(f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": csrf_token(account.text)})
+    removed = browser.post(
+        f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": csrf_token(account.text)}
+    )
     assert removed.status_code == 303
     fresh()
     assert Passkey.query.count() == 0
@@ -168,16 +199,18 @@ def test_a_member_whose_only_second_factor_is_a_lost_passkey_uses_a_recovery_cod
     rp, stranger, _ = app_and_browser(live_server)
     step = stranger.login(member.email)
     assert "Lost your passkey?" in step.text and 'name="code"' in step.text
-    done = stranger.follow(stranger.post("/login/second-factor", data={"csrf_token": csrf_token(step.text),
-                                                                       "code": codes[0]}))
+    done = stranger.follow(
+        stranger.post("/login/second-factor", data={"csrf_token": csrf_token(step.text), "code": codes[0]})
+    )
     assert done.status_code == 302
     token = claims(rp.exchange(query(done.headers["Location"])["code"]).json()["id_token"])
     assert token["amr"] == ["pwd", "otp"]
     # Removing the last passkey (the only second factor) takes the recovery codes with it.
     fresh()
     passkey_id = Passkey.query.filter_by(user_id=member.id).one().id
-    browser.post(f"/account/two-step/passkeys/{passkey_id}/remove",
-                 data={"csrf_token": csrf_token(browser.get("/account").text)})
+    browser.post(
+        f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": csrf_token(browser.get("/account").text)}
+    )
     fresh()
     assert RecoveryCode.query.filter_by(user_id=member.id).count() == 0
     assert "Two-step verification: off" in browser.get("/account").text

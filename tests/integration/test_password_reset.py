@@ -30,15 +30,27 @@ def set_new_password(browser: Browser, url: str, new: str = NEW, confirm: str | 
     page = browser.get(url)
     assert page.status_code == 200, page.text[:300]
     token = re.search(r'name="token" type="hidden" value="([^"]+)"', page.text).group(1)
-    return browser.post("/password/reset", data={"csrf_token": csrf_token(page.text), "token": token, "new": new,
-                                                 "confirm": new if confirm is None else confirm, **extra})
+    return browser.post(
+        "/password/reset",
+        data={
+            "csrf_token": csrf_token(page.text),
+            "token": token,
+            "new": new,
+            "confirm": new if confirm is None else confirm,
+            **extra,
+        },
+    )
 
 
 def can_sign_in(live_server, email: str, password: str) -> bool:
     stranger = Browser(live_server.url)
     page = stranger.get("/login")
-    return stranger.post("/login", data={"csrf_token": csrf_token(page.text), "email": email,
-                                         "password": password}).status_code == 302
+    return (
+        stranger.post(
+            "/login", data={"csrf_token": csrf_token(page.text), "email": email, "password": password}
+        ).status_code
+        == 302
+    )
 
 
 def test_a_member_who_forgot_the_password_sets_a_new_one_from_the_mailed_link(live_server, mailbox):
@@ -80,8 +92,15 @@ def test_a_member_who_forgot_the_password_sets_a_new_one_from_the_mailed_link(li
     again = browser.get(url)
     assert again.status_code == 400 and "no longer works" in again.text
     assert 'href="/password/forgot"' in again.text
-    replay = browser.post("/password/reset", data={"csrf_token": csrf_token(browser.get("/password/forgot").text),
-                                                   "token": mail.token(), "new": "x" * 12, "confirm": "x" * 12})
+    replay = browser.post(
+        "/password/reset",
+        data={
+            "csrf_token": csrf_token(browser.get("/password/forgot").text),
+            "token": mail.token(),
+            "new": "x" * 12,
+            "confirm": "x" * 12,
+        },
+    )
     assert replay.status_code == 400
     fresh()
     assert passwords.verify(db.session.get(User, member.id), NEW)
@@ -176,13 +195,15 @@ def test_the_browser_that_reset_the_password_is_a_known_browser(live_server, mai
     attacker = Browser(live_server.url)
     for i in range(8):
         page = attacker.get("/login")
-        attacker.post("/login", data={"csrf_token": csrf_token(page.text), "email": member.email,
-                                      "password": f"guess {i} wrong"})
+        attacker.post(
+            "/login", data={"csrf_token": csrf_token(page.text), "email": member.email, "password": f"guess {i} wrong"}
+        )
     assert not can_sign_in(live_server, member.email, PASSWORD)  # an unknown browser must wait
     browser = Browser(live_server.url)
     ask_for_link(live_server, member.email, browser)
     assert set_new_password(browser, mailbox.wait_for(member.email).link()).status_code == 303
     page = browser.get("/login")
-    response = browser.post("/login", data={"csrf_token": csrf_token(page.text), "email": member.email,
-                                            "password": NEW})
+    response = browser.post(
+        "/login", data={"csrf_token": csrf_token(page.text), "email": member.email, "password": NEW}
+    )
     assert response.status_code == 302, alerts(response.text)

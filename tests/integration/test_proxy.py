@@ -14,15 +14,23 @@ from tests.flows import csrf_token, query
 from tests.issued import separate_app
 
 ISSUER = "https://id.example.test"
-SPOOF = {"X-Forwarded-For": "6.6.6.6", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil.example",
-         "Host": "evil.example"}
+SPOOF = {
+    "X-Forwarded-For": "6.6.6.6",
+    "X-Forwarded-Proto": "https",
+    "X-Forwarded-Host": "evil.example",
+    "Host": "evil.example",
+}
 
 
 def sign_in(client, email: str, headers: dict, remote_addr: str) -> int:
     env = {"REMOTE_ADDR": remote_addr}
     page = client.get("/login", headers=headers, environ_base=env)
-    response = client.post("/login", data={"csrf_token": csrf_token(page.get_data(as_text=True)), "email": email,
-                                           "password": PASSWORD}, headers=headers, environ_base=env)
+    response = client.post(
+        "/login",
+        data={"csrf_token": csrf_token(page.get_data(as_text=True)), "email": email, "password": PASSWORD},
+        headers=headers,
+        environ_base=env,
+    )
     return response.status_code
 
 
@@ -54,8 +62,11 @@ def test_behind_one_proxy_the_client_ip_is_the_one_the_proxy_saw(settings):
     proxy = "10.0.0.2"
     member = make_member()
     # The client sent its own X-Forwarded-For; the proxy appended the address it really saw.
-    headers = {"X-Forwarded-For": "6.6.6.6, 198.51.100.7", "X-Forwarded-Proto": "https",
-               "X-Forwarded-Host": "id.example.test"}
+    headers = {
+        "X-Forwarded-For": "6.6.6.6, 198.51.100.7",
+        "X-Forwarded-Proto": "https",
+        "X-Forwarded-Host": "id.example.test",
+    }
     assert sign_in(client, member.email, headers, remote_addr=proxy) == 302
     assert recorded_ip(member.id) == "198.51.100.7"
 
@@ -63,15 +74,23 @@ def test_behind_one_proxy_the_client_ip_is_the_one_the_proxy_saw(settings):
 def test_behind_one_proxy_the_issuer_is_still_configuration(settings):
     web = separate_app(settings, ISSUER_URL=ISSUER, TRUSTED_PROXY_HOPS=1)
     client = web.test_client()
-    doc = client.get("/.well-known/openid-configuration",
-                     headers={"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "http"}).json
+    doc = client.get(
+        "/.well-known/openid-configuration", headers={"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "http"}
+    ).json
     assert doc["issuer"] == ISSUER
     assert doc["authorization_endpoint"] == ISSUER + "/api/auth/oauth2/authorize"
     # An authorization error carries our issuer (RFC 9207), whatever host the request named.
     app_client, _ = make_client()
-    response = client.get("/api/auth/oauth2/authorize", query_string={
-        "client_id": app_client.client_id, "redirect_uri": "http://127.0.0.1:7199/cb", "response_type": "token",
-        "state": "s"}, headers={"X-Forwarded-Host": "evil.example"})
+    response = client.get(
+        "/api/auth/oauth2/authorize",
+        query_string={
+            "client_id": app_client.client_id,
+            "redirect_uri": "http://127.0.0.1:7199/cb",
+            "response_type": "token",
+            "state": "s",
+        },
+        headers={"X-Forwarded-Host": "evil.example"},
+    )
     params = query(response.headers["Location"])
     assert params["error"] == "unsupported_response_type" and params["iss"] == ISSUER
 
@@ -84,18 +103,32 @@ def test_per_ip_throttling_follows_the_trusted_ip(settings, monkeypatch):
     behind = {"X-Forwarded-For": "198.51.100.20", "X-Forwarded-Proto": "https"}
     for i in range(2):
         page = client.get("/login", headers=behind)
-        assert client.post("/login", data={"csrf_token": csrf_token(page.get_data(as_text=True)),
-                                           "email": f"x{i}@example.test", "password": "wrong-password"},
-                           headers=behind).status_code == 401
+        assert (
+            client.post(
+                "/login",
+                data={
+                    "csrf_token": csrf_token(page.get_data(as_text=True)),
+                    "email": f"x{i}@example.test",
+                    "password": "wrong-password",
+                },
+                headers=behind,
+            ).status_code
+            == 401
+        )
     page = client.get("/login", headers=behind)
     token = csrf_token(page.get_data(as_text=True))
-    blocked = client.post("/login", data={"csrf_token": token, "email": "y@example.test", "password": "p" * 12},
-                          headers=behind)
+    blocked = client.post(
+        "/login", data={"csrf_token": token, "email": "y@example.test", "password": "p" * 12}, headers=behind
+    )
     assert blocked.status_code == 429
     # Another client behind the same proxy is a different IP.
     other = {"X-Forwarded-For": "198.51.100.21", "X-Forwarded-Proto": "https"}
-    assert client.post("/login", data={"csrf_token": token, "email": "y@example.test", "password": "p" * 12},
-                       headers=other).status_code == 401
+    assert (
+        client.post(
+            "/login", data={"csrf_token": token, "email": "y@example.test", "password": "p" * 12}, headers=other
+        ).status_code
+        == 401
+    )
 
 
 def test_hops_setting_comes_from_the_environment(monkeypatch):

@@ -70,8 +70,12 @@ def test_front_answers_without_flask(app):
     front = PublishedDocuments(app, flask_must_not_run)
     for path in PATHS:
         statuses = []
-        body = b"".join(front({"REQUEST_METHOD": "GET", "PATH_INFO": path, "REMOTE_ADDR": "127.0.0.1"},
-                              lambda status, headers: statuses.append(status)))
+        body = b"".join(
+            front(
+                {"REQUEST_METHOD": "GET", "PATH_INFO": path, "REMOTE_ADDR": "127.0.0.1"},
+                lambda status, headers: statuses.append(status),
+            )
+        )
         assert statuses == ["200 OK"] and body.startswith(b"{")
 
 
@@ -85,9 +89,12 @@ def test_unusual_requests_and_stale_keys_go_to_flask(app):
 
     front = PublishedDocuments(app, flask)
     base = {"PATH_INFO": DISCOVERY_PATH, "REMOTE_ADDR": "127.0.0.1"}
-    cases = [{**base, "REQUEST_METHOD": "POST"}, {**base, "REQUEST_METHOD": "GET", "QUERY_STRING": "a=b"},
-             {**base, "REQUEST_METHOD": "GET", "HTTP_AUTHORIZATION": "Basic eDp5"},
-             {**base, "REQUEST_METHOD": "GET", "PATH_INFO": "/api/auth/jwks/"}]
+    cases = [
+        {**base, "REQUEST_METHOD": "POST"},
+        {**base, "REQUEST_METHOD": "GET", "QUERY_STRING": "a=b"},
+        {**base, "REQUEST_METHOD": "GET", "HTTP_AUTHORIZATION": "Basic eDp5"},
+        {**base, "REQUEST_METHOD": "GET", "PATH_INFO": "/api/auth/jwks/"},
+    ]
     for environ in cases:
         assert front(environ, lambda *a: None) == [b"flask"]
     keystore.invalidate()  # the snapshot is due for a reload, which needs the database: Flask
@@ -103,8 +110,13 @@ def test_front_writes_the_access_line_and_counts_the_request(client, caplog, pat
         response = client.get(path, headers={"X-Request-Id": "lb-7f3a.42"})
     assert response.headers["X-Request-Id"] == "lb-7f3a.42"
     line = next(r for r in caplog.records if r.name == "credits_id.access")
-    assert (line.method, line.path, line.endpoint, line.status, line.request_id) == ("GET", path, endpoint, 200,
-                                                                                     "lb-7f3a.42")
+    assert (line.method, line.path, line.endpoint, line.status, line.request_id) == (
+        "GET",
+        path,
+        endpoint,
+        200,
+        "lb-7f3a.42",
+    )
     assert line.client_id is None and line.member is None and line.remote_addr == "127.0.0.1"
     assert line.latency_ms >= 0
     assert REQUESTS.labels(endpoint, "GET", "200")._value.get() == before + 1

@@ -75,8 +75,17 @@ class Member:
 
     def authorize_url(self, scope: str = SCOPE, **extra) -> tuple[str, str]:
         verifier, challenge = pkce_pair()
-        params = {"response_type": "code", "client_id": self.client_id, "redirect_uri": REDIRECT_URI, "scope": scope,
-                  "state": "st", "nonce": "nn", "code_challenge": challenge, "code_challenge_method": "S256", **extra}
+        params = {
+            "response_type": "code",
+            "client_id": self.client_id,
+            "redirect_uri": REDIRECT_URI,
+            "scope": scope,
+            "state": "st",
+            "nonce": "nn",
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            **extra,
+        }
         return AUTHORIZE + "?" + urlencode(params), verifier
 
     def follow(self, response):
@@ -90,24 +99,49 @@ class Member:
         page = self.follow(self.browser.get(url))
         html = page.get_data(as_text=True)
         assert 'type="password"' in html
-        page = self.follow(self.browser.post("/login", data={
-            "csrf_token": csrf_token(html), "interaction": hidden(html, "interaction"),
-            "email": self.member.email, "password": PASSWORD}))
+        page = self.follow(
+            self.browser.post(
+                "/login",
+                data={
+                    "csrf_token": csrf_token(html),
+                    "interaction": hidden(html, "interaction"),
+                    "email": self.member.email,
+                    "password": PASSWORD,
+                },
+            )
+        )
         html = page.get_data(as_text=True)
         assert 'name="decision"' in html
-        done = self.follow(self.browser.post("/consent", data={
-            "csrf_token": csrf_token(html), "interaction": hidden(html, "interaction"), "decision": "allow",
-            "scope": re.findall(r'name="scope" value="([^"]+)" checked', html)}))
+        done = self.follow(
+            self.browser.post(
+                "/consent",
+                data={
+                    "csrf_token": csrf_token(html),
+                    "interaction": hidden(html, "interaction"),
+                    "decision": "allow",
+                    "scope": re.findall(r'name="scope" value="([^"]+)" checked', html),
+                },
+            )
+        )
         assert done.status_code == 302, done.get_data(as_text=True)
         return query(done.headers["Location"])["code"], verifier
 
     def exchange(self, code: str, verifier: str):
-        return self.rp.post(TOKEN, headers=self.basic, data={
-            "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI, "code_verifier": verifier})
+        return self.rp.post(
+            TOKEN,
+            headers=self.basic,
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": REDIRECT_URI,
+                "code_verifier": verifier,
+            },
+        )
 
     def refresh(self, refresh_token: str):
-        return self.rp.post(TOKEN, headers=self.basic, data={"grant_type": "refresh_token",
-                                                             "refresh_token": refresh_token})
+        return self.rp.post(
+            TOKEN, headers=self.basic, data={"grant_type": "refresh_token", "refresh_token": refresh_token}
+        )
 
 
 def test_token_exchange_runs_three_statements(counted_app):
@@ -190,7 +224,11 @@ def test_sso_authorize_runs_four_statements(counted_app):
         response = m.browser.get(url)
     assert response.status_code == 302 and response.headers["Location"].startswith(REDIRECT_URI)
     assert [shape(s) for s in seen] == [
-        "SELECT clients", "SELECT login_sessions", "SELECT consents", "INSERT authorization_codes"]
+        "SELECT clients",
+        "SELECT login_sessions",
+        "SELECT consents",
+        "INSERT authorization_codes",
+    ]
     assert m.exchange(query(response.headers["Location"])["code"], verifier).status_code == 200
 
 
@@ -239,16 +277,30 @@ def test_interactive_sign_in_reads_no_row_it_just_wrote(counted_app):
         code, verifier = m.sign_in()
     assert [shape(s) for s in seen] == [
         # /authorize: the app, the parked request
-        "SELECT clients", "INSERT interactions",
+        "SELECT clients",
+        "INSERT interactions",
         # the login page, then the login (member, session, audit, the request moves on), which
         # goes on with the parked request at once: no consent remembered yet, so to the consent page.
         # (Does the member have a second factor to ask for? One primary-key read.)
-        "SELECT interactions", "SELECT interactions", "SELECT users", "SELECT totp_factors", "INSERT login_sessions",
+        "SELECT interactions",
+        "SELECT interactions",
+        "SELECT users",
+        "SELECT totp_factors",
+        "INSERT login_sessions",
         "INSERT audit_events",
-        "UPDATE interactions", "SELECT clients", "SELECT consents",
+        "UPDATE interactions",
+        "SELECT clients",
+        "SELECT consents",
         # the consent page, then the decision (consent, audit, code)
-        "SELECT interactions", "SELECT login_sessions",
-        "SELECT interactions", "SELECT login_sessions", "SELECT clients", "UPDATE interactions", "SELECT consents",
-        "INSERT consents", "INSERT audit_events", "INSERT authorization_codes",
+        "SELECT interactions",
+        "SELECT login_sessions",
+        "SELECT interactions",
+        "SELECT login_sessions",
+        "SELECT clients",
+        "UPDATE interactions",
+        "SELECT consents",
+        "INSERT consents",
+        "INSERT audit_events",
+        "INSERT authorization_codes",
     ]
     assert m.exchange(code, verifier).status_code == 200

@@ -114,8 +114,13 @@ def test_once_the_family_was_revoked_a_retry_is_reuse(grace_server):
     issued = issue(grace_server)
     first = issued.rp.refresh(issued.refresh_token)
     assert first.status_code == 200, first.text
-    revoked = post_as(grace_server, REVOKE, issued.client_id, issued.rp.client_secret,
-                      {"token": first.json()["refresh_token"], "token_type_hint": "refresh_token"})
+    revoked = post_as(
+        grace_server,
+        REVOKE,
+        issued.client_id,
+        issued.rp.client_secret,
+        {"token": first.json()["refresh_token"], "token_type_hint": "refresh_token"},
+    )
     assert revoked.status_code == 200, revoked.text
 
     retry = issued.rp.refresh(issued.refresh_token)

@@ -29,8 +29,13 @@ def test_revoking_a_refresh_token_revokes_the_whole_grant_family(live_server):
     second = rotated.json()
     grant_id = family_rows_for(first.access_token).grant_id
 
-    response = post_as(live_server.url, REVOKE, first.client_id, first.rp.client_secret,
-                       {"token": second["refresh_token"], "token_type_hint": "refresh_token"})
+    response = post_as(
+        live_server.url,
+        REVOKE,
+        first.client_id,
+        first.rp.client_secret,
+        {"token": second["refresh_token"], "token_type_hint": "refresh_token"},
+    )
 
     assert response.status_code == 200
     assert response.json() == {}
@@ -57,8 +62,9 @@ def test_revoking_an_access_token_ends_it_and_leaves_other_grants_alone(live_ser
     one = issue(live_server.url, member=member, client=client)
     two = issue(live_server.url, member=member, client=client, browser=one.browser)
 
-    response = post_as(live_server.url, REVOKE, one.client_id, one.rp.client_secret,
-                       {"token": one.access_token})  # no hint: the server looks everywhere
+    response = post_as(
+        live_server.url, REVOKE, one.client_id, one.rp.client_secret, {"token": one.access_token}
+    )  # no hint: the server looks everywhere
 
     assert response.status_code == 200
     assert userinfo_status(live_server.url, one.access_token) == 401
@@ -70,8 +76,13 @@ def test_revoking_an_access_token_ends_it_and_leaves_other_grants_alone(live_ser
 
 def test_a_wrong_hint_is_only_a_hint(live_server):
     issued = issue(live_server.url)
-    response = post_as(live_server.url, REVOKE, issued.client_id, issued.rp.client_secret,
-                       {"token": issued.refresh_token, "token_type_hint": "access_token"})
+    response = post_as(
+        live_server.url,
+        REVOKE,
+        issued.client_id,
+        issued.rp.client_secret,
+        {"token": issued.refresh_token, "token_type_hint": "access_token"},
+    )
     assert response.status_code == 200
     assert issued.rp.refresh(issued.refresh_token).json()["error"] == "invalid_grant"
     assert userinfo_status(live_server.url, issued.access_token) == 401
@@ -114,10 +125,15 @@ def test_client_authentication_is_required(live_server):
     issued = issue(live_server.url)
     before = db_state()
     anonymous = requests.post(live_server(REVOKE), data={"token": issued.access_token}, timeout=30)
-    wrong_secret = requests.post(live_server(REVOKE), data={"token": issued.access_token},
-                                 auth=(issued.client_id, "wrong"), timeout=30)
-    garbage_basic = requests.post(live_server(REVOKE), data={"token": issued.access_token},
-                                  headers={"Authorization": "Basic %%%not-base64"}, timeout=30)
+    wrong_secret = requests.post(
+        live_server(REVOKE), data={"token": issued.access_token}, auth=(issued.client_id, "wrong"), timeout=30
+    )
+    garbage_basic = requests.post(
+        live_server(REVOKE),
+        data={"token": issued.access_token},
+        headers={"Authorization": "Basic %%%not-base64"},
+        timeout=30,
+    )
     for response in (anonymous, wrong_secret, garbage_basic):
         assert response.status_code == 401, response.text
         assert response.json()["error"] == "invalid_client"
@@ -130,7 +146,9 @@ def test_malformed_requests(live_server):
     client, secret = make_client()
     missing = post_as(live_server.url, REVOKE, client.client_id, secret, {})
     assert missing.status_code == 400 and missing.json()["error"] == "invalid_request"
-    unknown_hint = post_as(live_server.url, REVOKE, client.client_id, secret, {"token": "x", "token_type_hint": "id_token"})
+    unknown_hint = post_as(
+        live_server.url, REVOKE, client.client_id, secret, {"token": "x", "token_type_hint": "id_token"}
+    )
     assert unknown_hint.status_code == 200  # a hint is only a hint
     wrong_method = requests.get(live_server(REVOKE), timeout=30)
     assert wrong_method.status_code == 405

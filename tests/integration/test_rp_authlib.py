@@ -12,11 +12,17 @@ from tests.flows import Browser, pkce_pair, query
 
 def test_authlib_client_signs_a_member_in(live_server, rp, member, settings):
     metadata = requests.get(live_server("/.well-known/openid-configuration"), timeout=10).json()
-    client = OAuth2Session(rp.client_id, rp.client_secret, scope="openid profile email offline_access",
-                           redirect_uri=rp.redirect_uri, code_challenge_method="S256")
+    client = OAuth2Session(
+        rp.client_id,
+        rp.client_secret,
+        scope="openid profile email offline_access",
+        redirect_uri=rp.redirect_uri,
+        code_challenge_method="S256",
+    )
     verifier, _ = pkce_pair()
-    url, state = client.create_authorization_url(metadata["authorization_endpoint"], code_verifier=verifier,
-                                                 nonce="authlib-nonce")
+    url, state = client.create_authorization_url(
+        metadata["authorization_endpoint"], code_verifier=verifier, nonce="authlib-nonce"
+    )
 
     browser = Browser(live_server.url)
     browser.follow(browser.get(url))
@@ -31,8 +37,10 @@ def test_authlib_client_signs_a_member_in(live_server, rp, member, settings):
     claims = CodeIDToken(
         decoded.claims,
         decoded.header,
-        options={"iss": {"essential": True, "value": metadata["issuer"]},
-                 "aud": {"essential": True, "value": rp.client_id}},
+        options={
+            "iss": {"essential": True, "value": metadata["issuer"]},
+            "aud": {"essential": True, "value": rp.client_id},
+        },
         params={"nonce": "authlib-nonce", "client_id": rp.client_id, "access_token": token["access_token"]},
     )
     claims.validate(leeway=60)  # iss, aud, exp, iat, auth_time, nonce, azp and at_hash checks

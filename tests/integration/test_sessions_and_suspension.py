@@ -13,8 +13,10 @@ from tests.flows import Browser, RelyingParty, csrf_token, hidden, query
 from tests.integration.console_support import alerts, flashes, fresh, signed_in, userinfo
 
 FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
-PHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-         "Version/17.5 Mobile/15E148 Safari/604.1")
+PHONE = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+    "Version/17.5 Mobile/15E148 Safari/604.1"
+)
 
 
 def id_token_sub(rp: RelyingParty, code: str) -> str:
@@ -25,8 +27,12 @@ def id_token_sub(rp: RelyingParty, code: str) -> str:
 
 
 def switch(browser: Browser, page) -> object:
-    return browser.follow(browser.post("/login/switch", data={
-        "csrf_token": csrf_token(page.text), "interaction": hidden(page.text, "interaction") or ""}))
+    return browser.follow(
+        browser.post(
+            "/login/switch",
+            data={"csrf_token": csrf_token(page.text), "interaction": hidden(page.text, "interaction") or ""},
+        )
+    )
 
 
 def test_not_you_on_the_consent_page_switches_account_and_keeps_the_request(live_server):
@@ -79,8 +85,18 @@ def test_the_account_page_lists_sessions_and_signs_one_out(live_server):
     phone.session.headers["User-Agent"] = PHONE
     for browser in (laptop, phone):
         page = browser.get("/login")
-        assert browser.post("/login", data={"csrf_token": csrf_token(page.text), "email": member.email,
-                                            "password": PASSWORD, "next": "/account"}).status_code == 302
+        assert (
+            browser.post(
+                "/login",
+                data={
+                    "csrf_token": csrf_token(page.text),
+                    "email": member.email,
+                    "password": PASSWORD,
+                    "next": "/account",
+                },
+            ).status_code
+            == 302
+        )
     elsewhere = signed_in(live_server.url, other.email, "/account")
 
     account = laptop.get("/account").text
@@ -127,22 +143,29 @@ def test_an_admin_suspends_a_member_and_lifts_it(live_server, mailbox):
     done = console.post(f"/console/users/{member.id}/suspend", data={"csrf_token": csrf_token(page.text)})
     assert done.status_code == 303
     assert "is suspended: 1 sessions ended, 1 tokens revoked" in " ".join(
-        flashes(console.get(f"/console/users?q={member.email}").text))
+        flashes(console.get(f"/console/users?q={member.email}").text)
+    )
 
     assert member_browser.get("/account").status_code == 302  # signed out
     assert userinfo(live_server.url, tokens["access_token"]).status_code == 401
     assert rp.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
     stranger = Browser(live_server.url)
     login = stranger.get("/login")
-    refused = stranger.post("/login", data={"csrf_token": csrf_token(login.text), "email": member.email,
-                                            "password": PASSWORD})
+    refused = stranger.post(
+        "/login", data={"csrf_token": csrf_token(login.text), "email": member.email, "password": PASSWORD}
+    )
     assert refused.status_code == 403 and "This account is suspended" in alerts(refused.text)
-    wrong = stranger.post("/login", data={"csrf_token": csrf_token(login.text), "email": member.email,
-                                          "password": "not the password"})
+    wrong = stranger.post(
+        "/login", data={"csrf_token": csrf_token(login.text), "email": member.email, "password": "not the password"}
+    )
     assert wrong.status_code == 401  # without the password nothing tells that the account is suspended
     forgot = stranger.get("/password/forgot")
-    assert stranger.post("/password/forgot", data={"csrf_token": csrf_token(forgot.text),
-                                                   "email": member.email}).status_code == 200
+    assert (
+        stranger.post(
+            "/password/forgot", data={"csrf_token": csrf_token(forgot.text), "email": member.email}
+        ).status_code
+        == 200
+    )
     mailbox.assert_none_to(member.email, wait=0.5)  # no reset link around the suspension
 
     # Admins cannot suspend themselves.
@@ -152,11 +175,16 @@ def test_an_admin_suspends_a_member_and_lifts_it(live_server, mailbox):
 
     page = console.get(f"/console/users?q={member.email}")
     assert "Lift suspension" in page.text and "suspended" in page.text
-    lifted = console.post(f"/console/users/{member.id}/suspend", data={"csrf_token": csrf_token(page.text),
-                                                                       "lift": "1"})
+    lifted = console.post(
+        f"/console/users/{member.id}/suspend", data={"csrf_token": csrf_token(page.text), "lift": "1"}
+    )
     assert lifted.status_code == 303
-    assert stranger.post("/login", data={"csrf_token": csrf_token(login.text), "email": member.email,
-                                         "password": PASSWORD}).status_code == 302
+    assert (
+        stranger.post(
+            "/login", data={"csrf_token": csrf_token(login.text), "email": member.email, "password": PASSWORD}
+        ).status_code
+        == 302
+    )
     fresh()
     actions = [e.action for e in AuditEvent.query.filter_by(subject_id=member.id).order_by(AuditEvent.id)]
     assert actions[-2:] == ["user.suspended", "user.unsuspended"]

@@ -27,9 +27,16 @@ def test_a_next_path_that_hides_another_site_is_not_followed(live_server):
     browser = requests.Session()
     page = browser.get(live_server("/login"), params={"next": "/\t/evil.example"})
     assert hidden(page.text, "next") in ("", None)
-    response = browser.post(live_server("/login"), allow_redirects=False, data={
-        "csrf_token": csrf_token(page.text), "email": member.email, "password": PASSWORD,
-        "next": "/\t/evil.example"})  # a forged form field is checked again
+    response = browser.post(
+        live_server("/login"),
+        allow_redirects=False,
+        data={
+            "csrf_token": csrf_token(page.text),
+            "email": member.email,
+            "password": PASSWORD,
+            "next": "/\t/evil.example",
+        },
+    )  # a forged form field is checked again
     assert response.status_code == 302
     assert response.headers["Location"] == "/signed-in"
 

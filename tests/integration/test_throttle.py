@@ -55,8 +55,12 @@ def client(web):
 def attempt(client, email: str, password: str, ip: str = "127.0.0.1", headers: dict | None = None):
     page = client.get("/login", environ_base={"REMOTE_ADDR": ip})
     token = csrf_token(page.get_data(as_text=True))
-    return client.post("/login", data={"csrf_token": token, "email": email, "password": password},
-                       environ_base={"REMOTE_ADDR": ip}, headers=headers or {})
+    return client.post(
+        "/login",
+        data={"csrf_token": token, "email": email, "password": password},
+        environ_base={"REMOTE_ADDR": ip},
+        headers=headers or {},
+    )
 
 
 def normalized(html: str) -> str:
@@ -170,7 +174,9 @@ def test_known_and_unknown_emails_get_the_same_answers(client):
     known_failures = [attempt(client, member.email, "wrong password!") for _ in range(6)]
     unknown_failures = [attempt(client, unknown, "wrong password!") for _ in range(6)]
     assert {r.status_code for r in known_failures + unknown_failures} == {401}
-    assert normalized(known_failures[0].get_data(as_text=True)) == normalized(unknown_failures[0].get_data(as_text=True))
+    assert normalized(known_failures[0].get_data(as_text=True)) == normalized(
+        unknown_failures[0].get_data(as_text=True)
+    )
 
     known_blocked = attempt(client, member.email, "wrong password!")
     unknown_blocked = attempt(client, unknown, "wrong password!")
@@ -182,8 +188,14 @@ def test_known_and_unknown_emails_get_the_same_answers(client):
 
 def test_the_account_key_ignores_case_and_spaces(client):
     member = make_member()
-    for variant in (member.email.upper(), f"  {member.email}", member.email, member.email.title(), member.email,
-                    member.email.upper()):
+    for variant in (
+        member.email.upper(),
+        f"  {member.email}",
+        member.email,
+        member.email.title(),
+        member.email,
+        member.email.upper(),
+    ):
         assert attempt(client, variant, "wrong password!").status_code == 401
     assert attempt(client, member.email, PASSWORD).status_code == 429
 
@@ -204,8 +216,13 @@ def test_ip_counts_only_failures_across_accounts(client, web, monkeypatch):
     blocked = attempt(web.test_client(), "guess-9@example.test", "x" * 12, ip="198.51.100.4")
     assert blocked.status_code == 429 and int(blocked.headers["Retry-After"]) > 0
     # Claiming another address in X-Forwarded-For does not help without a trusted proxy.
-    spoofed = attempt(web.test_client(), "guess-10@example.test", "x" * 12, ip="198.51.100.4",
-                      headers={"X-Forwarded-For": "203.0.113.50"})
+    spoofed = attempt(
+        web.test_client(),
+        "guess-10@example.test",
+        "x" * 12,
+        ip="198.51.100.4",
+        headers={"X-Forwarded-For": "203.0.113.50"},
+    )
     assert spoofed.status_code == 429
     # A member's known browser behind that IP still signs in; a new one waits like everyone there.
     assert attempt(client, member.email, PASSWORD, ip="198.51.100.4").status_code == 302

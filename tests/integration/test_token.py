@@ -42,8 +42,15 @@ def test_code_exchange_with_client_secret_post(live_server, member):
     client, secret = make_client(auth_method="client_secret_post")
     rp = RelyingParty(live_server.url, client.client_id, secret)
     params, _ = sign_in(live_server.url, rp, member.email)
-    response = rp.token_request({"grant_type": "authorization_code", "code": params["code"],
-                                 "redirect_uri": rp.redirect_uri, "code_verifier": rp.verifier}, auth="post")
+    response = rp.token_request(
+        {
+            "grant_type": "authorization_code",
+            "code": params["code"],
+            "redirect_uri": rp.redirect_uri,
+            "code_verifier": rp.verifier,
+        },
+        auth="post",
+    )
     assert response.status_code == 200, response.text
     # a client registered for client_secret_post does not authenticate with Basic
     params, _ = sign_in(live_server.url, rp, member.email)
@@ -69,20 +76,27 @@ def test_no_refresh_token_without_offline_access(live_server, rp, member):
 
 def test_wrong_or_missing_client_credentials_are_invalid_client(live_server, rp, member):
     params, _ = sign_in(live_server.url, rp, member.email)
-    data = {"grant_type": "authorization_code", "code": params["code"], "redirect_uri": rp.redirect_uri,
-            "code_verifier": rp.verifier}
+    data = {
+        "grant_type": "authorization_code",
+        "code": params["code"],
+        "redirect_uri": rp.redirect_uri,
+        "code_verifier": rp.verifier,
+    }
     before = db_state()
     wrong = requests.post(live_server(TOKEN), data=data, auth=(rp.client_id, "not-the-secret"), timeout=30)
     assert_oauth_error(wrong, "invalid_client", 401)
     assert wrong.headers["WWW-Authenticate"].startswith("Basic")
     missing = requests.post(live_server(TOKEN), data={**data, "client_id": rp.client_id}, timeout=30)
     assert_oauth_error(missing, "invalid_client", 401)
-    garbage = requests.post(live_server(TOKEN), data=data, headers={"Authorization": "Basic %%%not-base64"},
-                            timeout=30)
+    garbage = requests.post(live_server(TOKEN), data=data, headers={"Authorization": "Basic %%%not-base64"}, timeout=30)
     assert_oauth_error(garbage, "invalid_client", 401)
     bad_utf8 = base64.b64encode(b"\xff\xfe:\xff").decode()
-    assert requests.post(live_server(TOKEN), data=data, headers={"Authorization": f"Basic {bad_utf8}"},
-                         timeout=30).status_code == 401
+    assert (
+        requests.post(
+            live_server(TOKEN), data=data, headers={"Authorization": f"Basic {bad_utf8}"}, timeout=30
+        ).status_code
+        == 401
+    )
     assert db_state() == before
     assert rp.exchange(params["code"]).status_code == 200  # the code was not burnt by those attempts
 
@@ -130,22 +144,40 @@ def test_code_lifetime_counts_from_issue_not_from_login(live_server, rp, member)
     assert claims["auth_time"] == int(login.auth_time.timestamp())
 
 
-@pytest.mark.parametrize("change,error", [
-    ({"redirect_uri": "http://127.0.0.1:7199/elsewhere"}, "invalid_grant"),
-    ({"redirect_uri": None}, "invalid_grant"),
-    ({"code_verifier": pkce_pair()[0]}, "invalid_grant"),
-    ({"code_verifier": None}, "invalid_request"),
-    ({"code_verifier": "too-short"}, "invalid_request"),
-    ({"code": "not-a-code"}, "invalid_grant"),
-    ({"code": None}, "invalid_request"),
-    ({"grant_type": "password"}, "unsupported_grant_type"),
-    ({"grant_type": None}, "invalid_request"),
-], ids=["other-redirect", "no-redirect", "wrong-verifier", "no-verifier", "bad-verifier", "bad-code",
-        "no-code", "password-grant", "no-grant-type"])
+@pytest.mark.parametrize(
+    "change,error",
+    [
+        ({"redirect_uri": "http://127.0.0.1:7199/elsewhere"}, "invalid_grant"),
+        ({"redirect_uri": None}, "invalid_grant"),
+        ({"code_verifier": pkce_pair()[0]}, "invalid_grant"),
+        ({"code_verifier": None}, "invalid_request"),
+        ({"code_verifier": "too-short"}, "invalid_request"),
+        ({"code": "not-a-code"}, "invalid_grant"),
+        ({"code": None}, "invalid_request"),
+        ({"grant_type": "password"}, "unsupported_grant_type"),
+        ({"grant_type": None}, "invalid_request"),
+    ],
+    ids=[
+        "other-redirect",
+        "no-redirect",
+        "wrong-verifier",
+        "no-verifier",
+        "bad-verifier",
+        "bad-code",
+        "no-code",
+        "password-grant",
+        "no-grant-type",
+    ],
+)
 def test_token_request_errors_change_nothing(live_server, rp, member, change, error):
     params, _ = sign_in(live_server.url, rp, member.email)
-    data = {"grant_type": "authorization_code", "code": params["code"], "redirect_uri": rp.redirect_uri,
-            "code_verifier": rp.verifier, **change}
+    data = {
+        "grant_type": "authorization_code",
+        "code": params["code"],
+        "redirect_uri": rp.redirect_uri,
+        "code_verifier": rp.verifier,
+        **change,
+    }
     before = db_state()
     response = rp.token_request({k: v for k, v in data.items() if v is not None})
     assert_oauth_error(response, error)
@@ -221,6 +253,7 @@ def test_an_expired_refresh_token_is_invalid_grant(live_server, rp, member):
 
 
 def test_json_body_instead_of_a_form_is_a_clean_error(live_server, rp):
-    response = requests.post(live_server(TOKEN), json={"grant_type": "authorization_code"},
-                             auth=(rp.client_id, rp.client_secret), timeout=30)
+    response = requests.post(
+        live_server(TOKEN), json={"grant_type": "authorization_code"}, auth=(rp.client_id, rp.client_secret), timeout=30
+    )
     assert_oauth_error(response, "invalid_request")

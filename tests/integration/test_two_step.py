@@ -36,8 +36,10 @@ def enroll(live_server, member) -> tuple[Browser, str, list[str]]:
     assert page.status_code == 200
     secret = unescape(re.search(r'id="totp-secret">([^<]+)<', page.text).group(1)).replace(" ", "")
     assert f"otpauth://totp/Credits%20ID:{member.email.replace('@', '%40')}?secret={secret}" in unescape(page.text)
-    done = browser.post("/account/two-step/setup", data={"csrf_token": csrf_token(page.text), "current": PASSWORD,
-                                                        "code": pyotp.TOTP(secret).now()})
+    done = browser.post(
+        "/account/two-step/setup",
+        data={"csrf_token": csrf_token(page.text), "current": PASSWORD, "code": pyotp.TOTP(secret).now()},
+    )
     assert done.status_code == 200, alerts(done.text)
     codes = re.findall(r"<li><code>([a-z0-9-]{19})</code></li>", done.text)
     assert len(codes) == 10
@@ -69,8 +71,9 @@ def sign_in_to_app(live_server, member, second: str | None, rp=None, browser=Non
         response = browser.login(member.email)
     if response.status_code == 200 and 'autocomplete="one-time-code"' in response.text:
         assert second is not None, "the second step was asked"
-        response = browser.follow(browser.post(SECOND_STEP, data={"csrf_token": csrf_token(response.text),
-                                                                  "code": second}))
+        response = browser.follow(
+            browser.post(SECOND_STEP, data={"csrf_token": csrf_token(response.text), "code": second})
+        )
     assert response.status_code == 302, response.text[:400]
     body = rp.exchange(query(response.headers["Location"])["code"]).json()
     return claims(body["id_token"]), browser, rp, body
@@ -82,17 +85,27 @@ def test_setting_up_an_authenticator_app_stores_only_sealed_and_hashed_secrets(l
     assert "Two-step verification: off" in browser.get("/account").text
     page = browser.get("/account/two-step/setup")
     secret = unescape(re.search(r'id="totp-secret">([^<]+)<', page.text).group(1)).replace(" ", "")
-    wrong = browser.post("/account/two-step/setup", data={"csrf_token": csrf_token(page.text), "current": PASSWORD,
-                                                         "code": "000000" if pyotp.TOTP(secret).now() != "000000" else "111111"})
+    wrong = browser.post(
+        "/account/two-step/setup",
+        data={
+            "csrf_token": csrf_token(page.text),
+            "current": PASSWORD,
+            "code": "000000" if pyotp.TOTP(secret).now() != "000000" else "111111",
+        },
+    )
     assert wrong.status_code == 400 and "That code is not right" in alerts(wrong.text)
-    bad_password = browser.post("/account/two-step/setup", data={
-        "csrf_token": csrf_token(page.text), "current": "not my password", "code": pyotp.TOTP(secret).now()})
+    bad_password = browser.post(
+        "/account/two-step/setup",
+        data={"csrf_token": csrf_token(page.text), "current": "not my password", "code": pyotp.TOTP(secret).now()},
+    )
     assert bad_password.status_code == 401
     fresh()
     assert TotpFactor.query.filter_by(user_id=member.id).one().confirmed_at is None  # not on yet
 
-    done = browser.post("/account/two-step/setup", data={"csrf_token": csrf_token(page.text), "current": PASSWORD,
-                                                        "code": pyotp.TOTP(secret).now()})
+    done = browser.post(
+        "/account/two-step/setup",
+        data={"csrf_token": csrf_token(page.text), "current": PASSWORD, "code": pyotp.TOTP(secret).now()},
+    )
     assert done.status_code == 200 and "Two-step verification is on" in done.text
     codes = re.findall(r"<li><code>([a-z0-9-]{19})</code></li>", done.text)
     assert len(codes) == 10 and len(set(codes)) == 10
@@ -167,18 +180,21 @@ def test_one_factor_sign_ins_say_so_and_acr_values_asks_for_the_second(live_serv
     rp = RelyingParty(live_server.url, client.client_id, client_secret)
     token_claims, *_ = sign_in_to_app(live_server, member, None, rp=rp, browser=browser)
     assert token_claims["acr"] == SFA  # single sign-on with the session as it was made
-    token_claims, *_ = sign_in_to_app(live_server, member, later_code(member, secret), rp=rp, browser=browser,
-                                      acr_values=f"{MFA} {SFA}")
+    token_claims, *_ = sign_in_to_app(
+        live_server, member, later_code(member, secret), rp=rp, browser=browser, acr_values=f"{MFA} {SFA}"
+    )
     assert token_claims["acr"] == MFA and token_claims["amr"] == ["pwd", "otp"]
     # Now the session has two factors: acr_values is met by single sign-on.
     token_claims, *_ = sign_in_to_app(live_server, member, None, rp=rp, browser=browser, acr_values=MFA)
     assert token_claims["acr"] == MFA
     # prompt=login and max_age ask for both factors again.
-    token_claims, *_ = sign_in_to_app(live_server, member, later_code(member, secret), rp=rp, browser=browser,
-                                      prompt="login")
+    token_claims, *_ = sign_in_to_app(
+        live_server, member, later_code(member, secret), rp=rp, browser=browser, prompt="login"
+    )
     assert token_claims["amr"] == ["pwd", "otp"]
-    token_claims, *_ = sign_in_to_app(live_server, member, later_code(member, secret), rp=rp, browser=browser,
-                                      max_age="0")
+    token_claims, *_ = sign_in_to_app(
+        live_server, member, later_code(member, secret), rp=rp, browser=browser, max_age="0"
+    )
     assert token_claims["amr"] == ["pwd", "otp"]
 
 
@@ -193,8 +209,9 @@ def test_turning_it_off_and_new_recovery_codes_need_the_password(live_server):
     account = browser.get("/account")
     ask = browser.post("/account/two-step/recovery-codes", data={"csrf_token": csrf_token(account.text)})
     assert ask.status_code == 200 and 'autocomplete="current-password"' in ask.text
-    renewed = browser.post("/account/two-step/recovery-codes", data={"csrf_token": csrf_token(ask.text),
-                                                                    "current": PASSWORD})
+    renewed = browser.post(
+        "/account/two-step/recovery-codes", data={"csrf_token": csrf_token(ask.text), "current": PASSWORD}
+    )
     new_codes = re.findall(r"<li><code>([a-z0-9-]{19})</code></li>", renewed.text)
     assert len(new_codes) == 10 and not set(new_codes) & set(codes)
     fresh()
@@ -221,10 +238,13 @@ def test_the_second_step_needs_a_right_password_first_and_is_throttled(live_serv
     enroll(live_server, member)
     browser = Browser(live_server.url)
     page = browser.get("/login")
-    step = browser.follow(browser.post("/login", data={"csrf_token": csrf_token(page.text), "email": member.email,
-                                                       "password": PASSWORD}))
-    statuses = [browser.post(SECOND_STEP, data={"csrf_token": csrf_token(step.text), "code": f"{i:06d}x"}).status_code
-                for i in range(8)]
+    step = browser.follow(
+        browser.post("/login", data={"csrf_token": csrf_token(page.text), "email": member.email, "password": PASSWORD})
+    )
+    statuses = [
+        browser.post(SECOND_STEP, data={"csrf_token": csrf_token(step.text), "code": f"{i:06d}x"}).status_code
+        for i in range(8)
+    ]
     assert statuses[:6] == [401] * 6 and 429 in statuses[6:]
 
 

@@ -20,8 +20,9 @@ def tokens_for(live_server, rp, email, scope):
 @pytest.mark.parametrize("method", ["GET", "POST"])
 def test_userinfo_releases_what_the_scopes_allow(live_server, rp, member, settings, method):
     tokens = tokens_for(live_server, rp, member.email, "openid email")
-    response = requests.request(method, live_server(USERINFO),
-                                headers={"Authorization": f"Bearer {tokens['access_token']}"}, timeout=30)
+    response = requests.request(
+        method, live_server(USERINFO), headers={"Authorization": f"Bearer {tokens['access_token']}"}, timeout=30
+    )
     assert response.status_code == 200 and response.headers["Cache-Control"] == "no-store"
     body = response.json()
     id_token = pyjwt.decode(tokens["id_token"], options={"verify_signature": False})
@@ -33,8 +34,9 @@ def test_userinfo_releases_what_the_scopes_allow(live_server, rp, member, settin
 
 def test_profile_scope_releases_the_name(live_server, rp, member):
     tokens = tokens_for(live_server, rp, member.email, "openid profile")
-    body = requests.get(live_server(USERINFO), headers={"Authorization": f"Bearer {tokens['access_token']}"},
-                        timeout=30).json()
+    body = requests.get(
+        live_server(USERINFO), headers={"Authorization": f"Bearer {tokens['access_token']}"}, timeout=30
+    ).json()
     assert body["name"] == "Bea Basic" and "email" not in body
 
 

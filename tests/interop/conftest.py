@@ -36,8 +36,9 @@ def setup(live_server) -> Setup:
     return Setup(live_server.url, client.client_id, secret, REDIRECT_URI, member.email, member)
 
 
-def front_channel(base: str, authorization_url: str, email: str, browser: Browser | None = None,
-                  allow: bool = True) -> str:
+def front_channel(
+    base: str, authorization_url: str, email: str, browser: Browser | None = None, allow: bool = True
+) -> str:
     """The member's part: open the app's authorization URL, sign in, answer the consent page;
     returns the address the provider sends the browser back to (the app's callback)."""
     browser = browser or Browser(base)

@@ -93,8 +93,16 @@ def test_the_sample_rejects_a_wrong_nonce_a_forged_token_and_a_foreign_issuer(se
     impostor = RSAKey.import_key(rsa.generate_private_key(public_exponent=65537, key_size=2048))
     kid, _ = keystore.signing_key()
     now = int(time.time())
-    forged = jwt.encode({"alg": "RS256", "kid": kid}, {
-        "iss": setup.base, "aud": setup.client_id, "sub": "someone", "iat": now, "exp": now + 300,
-    }, impostor)
+    forged = jwt.encode(
+        {"alg": "RS256", "kid": kid},
+        {
+            "iss": setup.base,
+            "aud": setup.client_id,
+            "sub": "someone",
+            "iat": now,
+            "exp": now + 300,
+        },
+        impostor,
+    )
     with pytest.raises(BadSignatureError):
         rp.verify_id_token({"id_token": forged, "access_token": "x"}, nonce=None)

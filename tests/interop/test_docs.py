@@ -46,14 +46,23 @@ def test_operating_md_names_every_setting():
 @pytest.mark.parametrize("auth", ["wrong secret", "no secret"])
 def test_documented_token_errors(setup, auth):
     credentials = (setup.client_id, "not-the-secret") if auth == "wrong secret" else None
-    response = requests.post(setup.base + TOKEN, data={"grant_type": "authorization_code", "code": "x",
-                                                       "redirect_uri": setup.redirect_uri, "code_verifier": "v" * 43},
-                             auth=credentials, timeout=30)
+    response = requests.post(
+        setup.base + TOKEN,
+        data={
+            "grant_type": "authorization_code",
+            "code": "x",
+            "redirect_uri": setup.redirect_uri,
+            "code_verifier": "v" * 43,
+        },
+        auth=credentials,
+        timeout=30,
+    )
     assert response.status_code == 401 and response.json()["error"] == "invalid_client"
     assert response.headers["Cache-Control"] == "no-store"
 
-    response = requests.post(setup.base + TOKEN, data={"grant_type": "password"},
-                             auth=(setup.client_id, setup.client_secret), timeout=30)
+    response = requests.post(
+        setup.base + TOKEN, data={"grant_type": "password"}, auth=(setup.client_id, setup.client_secret), timeout=30
+    )
     assert response.status_code == 400 and response.json()["error"] == "unsupported_grant_type"
 
 

@@ -32,8 +32,9 @@ def node() -> str:
 
 
 def step(node: str, name: str, request: dict, expect_error: bool = False) -> dict:
-    run = subprocess.run([node, str(DRIVER), name], input=json.dumps(request), capture_output=True, text=True,
-                         timeout=120, cwd=ROOT)
+    run = subprocess.run(
+        [node, str(DRIVER), name], input=json.dumps(request), capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert run.stdout, f"node printed nothing (exit {run.returncode}): {run.stderr[-2000:]}"
     answer = json.loads(run.stdout)
     if expect_error:
@@ -44,8 +45,13 @@ def step(node: str, name: str, request: dict, expect_error: bool = False) -> dic
 
 
 def base_request(setup) -> dict:
-    return {"issuer": setup.base, "clientId": setup.client_id, "clientSecret": setup.client_secret,
-            "redirectUri": setup.redirect_uri, "scope": SCOPE}
+    return {
+        "issuer": setup.base,
+        "clientId": setup.client_id,
+        "clientSecret": setup.client_secret,
+        "redirectUri": setup.redirect_uri,
+        "scope": SCOPE,
+    }
 
 
 def test_sign_in_userinfo_and_refresh(node, setup, app):
@@ -79,14 +85,20 @@ def test_openid_client_refuses_a_wrong_state_and_a_wrong_nonce(node, setup):
     started = step(node, "start", req)
     callback = front_channel(setup.base, started["url"], setup.email)
 
-    wrong_state = step(node, "finish", {**req, "callbackUrl": callback,
-                                        "pending": {**started["pending"], "state": "not-the-state"}},
-                       expect_error=True)
+    wrong_state = step(
+        node,
+        "finish",
+        {**req, "callbackUrl": callback, "pending": {**started["pending"], "state": "not-the-state"}},
+        expect_error=True,
+    )
     assert "state" in wrong_state["message"], wrong_state
 
-    wrong_nonce = step(node, "finish", {**req, "callbackUrl": callback,
-                                        "pending": {**started["pending"], "nonce": "not-the-nonce"}},
-                       expect_error=True)
+    wrong_nonce = step(
+        node,
+        "finish",
+        {**req, "callbackUrl": callback, "pending": {**started["pending"], "nonce": "not-the-nonce"}},
+        expect_error=True,
+    )
     assert "nonce" in wrong_nonce["message"], wrong_nonce
 
 
@@ -94,6 +106,5 @@ def test_openid_client_sees_access_denied(node, setup):
     req = base_request(setup)
     started = step(node, "start", req)
     callback = front_channel(setup.base, started["url"], setup.email, allow=False)
-    denied = step(node, "finish", {**req, "callbackUrl": callback, "pending": started["pending"]},
-                  expect_error=True)
+    denied = step(node, "finish", {**req, "callbackUrl": callback, "pending": started["pending"]}, expect_error=True)
     assert denied["error"] == "access_denied", denied

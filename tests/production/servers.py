@@ -58,10 +58,13 @@ def launch(settings: dict, log_dir: Path, workers: int = 1, threads: int = 8, **
     """Start `python serve.py` on a free port; wait for /healthz."""
     port = free_port()
     log_path = log_dir / f"server-{port}.log"
-    environment = server_env(settings, WEB_BIND=f"127.0.0.1:{port}", WEB_CONCURRENCY=str(workers),
-                             WEB_THREADS=str(threads), **env)
+    environment = server_env(
+        settings, WEB_BIND=f"127.0.0.1:{port}", WEB_CONCURRENCY=str(workers), WEB_THREADS=str(threads), **env
+    )
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen([sys.executable, "serve.py"], cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "serve.py"], cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT
+    )
     server = Server(proc, port, log_path)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

@@ -57,8 +57,11 @@ def test_readyz_stays_ready_when_a_newer_release_migrated_ahead(app):
     running this one must keep serving (not all drop out of the load balancer at once)."""
     response, real = readyz_at_revision(app, "9999_from_a_newer_release")
     assert response.status_code == 200
-    assert response.get_json()["checks"]["migrations"] == {"ok": True, "current": ["9999_from_a_newer_release"],
-                                                           "head": [real]}
+    assert response.get_json()["checks"]["migrations"] == {
+        "ok": True,
+        "current": ["9999_from_a_newer_release"],
+        "head": [real],
+    }
 
 
 def test_readyz_fails_without_a_loadable_signing_key(app, monkeypatch, tmp_path):

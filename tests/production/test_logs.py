@@ -37,9 +37,11 @@ def test_request_id_is_echoed_or_made(live_server):
     assert re.fullmatch(r"[0-9a-f]{32}", made)
     # Something that is not an id (spaces, quotes, too long) is replaced, never copied to the logs.
     for bad in ('x" injected="1', "a" * 200, "two words"):
-        echoed = requests.get(live_server("/healthz"), headers={"X-Request-Id": bad}, timeout=30).headers["X-Request-Id"]
+        echoed = requests.get(live_server("/healthz"), headers={"X-Request-Id": bad}, timeout=30).headers[
+            "X-Request-Id"
+        ]
         assert re.fullmatch(r"[0-9a-f]{32}", echoed)
-    assert 'injected' not in live_server.log_text()
+    assert "injected" not in live_server.log_text()
 
 
 def test_a_sign_in_is_logged_without_secrets(live_server, app):
@@ -53,8 +55,11 @@ def test_a_sign_in_is_logged_without_secrets(live_server, app):
     assert browser.login(member.email, password="wrong password").status_code == 401
     params, _ = sign_in(live_server.url, rp, member.email, scope="openid profile offline_access", browser=browser)
     tokens = rp.exchange(params["code"]).json()
-    info = requests.get(live_server(USERINFO), timeout=30,
-                        headers={"Authorization": f"Bearer {tokens['access_token']}", "X-Request-Id": flow_id + "-ui"})
+    info = requests.get(
+        live_server(USERINFO),
+        timeout=30,
+        headers={"Authorization": f"Bearer {tokens['access_token']}", "X-Request-Id": flow_id + "-ui"},
+    )
     assert info.status_code == 200
 
     lines = server_lines(live_server)
@@ -71,21 +76,41 @@ def test_a_sign_in_is_logged_without_secrets(live_server, app):
     userinfo = next(line for line in access if line["request_id"] == flow_id + "-ui")
     with app.test_request_context():
         expected_hash = member_hash(member.id)
-    assert userinfo == {**userinfo, "endpoint": "oauth.userinfo", "status": 200, "client_id": client.client_id,
-                        "member": expected_hash}
+    assert userinfo == {
+        **userinfo,
+        "endpoint": "oauth.userinfo",
+        "status": 200,
+        "client_id": client.client_id,
+        "member": expected_hash,
+    }
     assert isinstance(userinfo["latency_ms"], float) and userinfo["latency_ms"] >= 0
     consent = next(line for line in access if line["endpoint"] == "consent.decide")
     assert consent["member"] == expected_hash and consent["client_id"] == client.client_id
 
     # The token request of this flow was not sent with our id; find it by client and status.
-    assert any(line["endpoint"] == "oauth.token" and line["client_id"] == client.client_id
-               and line["member"] == expected_hash and line["status"] == 200
-               for line in lines if line["logger"] == "credits_id.access")
+    assert any(
+        line["endpoint"] == "oauth.token"
+        and line["client_id"] == client.client_id
+        and line["member"] == expected_hash
+        and line["status"] == 200
+        for line in lines
+        if line["logger"] == "credits_id.access"
+    )
 
     text = live_server.log_text()
-    for leaked in (secret, PASSWORD, "wrong password", params["code"], tokens["access_token"],
-                   tokens["refresh_token"], tokens["id_token"], member.email, member.id, rp.verifier,
-                   *browser.session.cookies.get_dict().values()):
+    for leaked in (
+        secret,
+        PASSWORD,
+        "wrong password",
+        params["code"],
+        tokens["access_token"],
+        tokens["refresh_token"],
+        tokens["id_token"],
+        member.email,
+        member.id,
+        rp.verifier,
+        *browser.session.cookies.get_dict().values(),
+    ):
         assert leaked not in text, f"a secret value reached the log: {leaked[:12]}..."
     assert "code_challenge" not in text and "?" not in "".join(line.get("path", "") for line in lines)
 
@@ -95,8 +120,11 @@ def test_client_address_behind_trusted_proxies(app, settings, caplog, hops, expe
     """X-Forwarded-For is believed only for TRUSTED_PROXY_HOPS proxies (ProxyFix)."""
     proxied = create_app({**{k: v for k, v in settings.items() if not k.startswith("_")}, "TRUSTED_PROXY_HOPS": hops})
     with caplog.at_level(logging.INFO, logger="credits_id.access"):
-        proxied.test_client().get("/healthz", environ_base={"REMOTE_ADDR": "127.0.0.1"},
-                                  headers={"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"})
+        proxied.test_client().get(
+            "/healthz",
+            environ_base={"REMOTE_ADDR": "127.0.0.1"},
+            headers={"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"},
+        )
     record = next(r for r in caplog.records if r.name == "credits_id.access")
     assert record.remote_addr == expected and record.path == "/healthz"
 

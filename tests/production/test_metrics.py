@@ -32,8 +32,14 @@ def value(samples: dict, name: str, **labels) -> float:
 def server(app, settings, tmp_path_factory):
     metrics_dir = tmp_path_factory.mktemp("prometheus")
     metrics_port = free_port()
-    with running(settings, tmp_path_factory.mktemp("metrics-logs"), workers=2, threads=4,
-                 PROMETHEUS_MULTIPROC_DIR=str(metrics_dir), METRICS_BIND=f"127.0.0.1:{metrics_port}") as server:
+    with running(
+        settings,
+        tmp_path_factory.mktemp("metrics-logs"),
+        workers=2,
+        threads=4,
+        PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
+        METRICS_BIND=f"127.0.0.1:{metrics_port}",
+    ) as server:
         server.metrics_dir = metrics_dir
         server.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         yield server
@@ -82,15 +88,15 @@ def test_counts_the_sign_in_story_across_workers(server):
         assert value(samples, "credits_id_tokens_total", event="revoked") == 3
         assert value(samples, "credits_id_reuse_detected_total", kind="code") == 1
         assert value(samples, "credits_id_reuse_detected_total", kind="refresh_token") == 1
-        assert value(samples, "credits_id_http_requests_total", endpoint="oauth.token", method="POST",
-                     status="200") == 3
-        assert value(samples, "credits_id_http_requests_total", endpoint="oauth.token", method="POST",
-                     status="400") == 2
-        assert value(samples, "credits_id_http_requests_total", endpoint="auth.login", method="POST",
-                     status="401") == 1
+        assert (
+            value(samples, "credits_id_http_requests_total", endpoint="oauth.token", method="POST", status="200") == 3
+        )
+        assert (
+            value(samples, "credits_id_http_requests_total", endpoint="oauth.token", method="POST", status="400") == 2
+        )
+        assert value(samples, "credits_id_http_requests_total", endpoint="auth.login", method="POST", status="401") == 1
         assert value(samples, "credits_id_http_request_duration_seconds_count", endpoint="oauth.token") == 5
-        assert value(samples, "credits_id_http_request_duration_seconds_bucket", endpoint="oauth.token",
-                     le="+Inf") == 5
+        assert value(samples, "credits_id_http_request_duration_seconds_bucket", endpoint="oauth.token", le="+Inf") == 5
     # Multiprocess mode: the workers' values live in files in PROMETHEUS_MULTIPROC_DIR.
     assert list(server.metrics_dir.glob("counter_*.db"))
 
@@ -101,8 +107,16 @@ def test_unknown_paths_share_one_series(server):
     invented = requests.request("FOOBAR", server("/no/such/page"), timeout=30)  # servers accept any token
     samples = scrape(server)
     assert value(samples, "credits_id_http_requests_total", endpoint="unmatched", method="GET", status="404") == 2
-    assert value(samples, "credits_id_http_requests_total", endpoint="unmatched", method="other",
-                 status=str(invented.status_code)) == 1
+    assert (
+        value(
+            samples,
+            "credits_id_http_requests_total",
+            endpoint="unmatched",
+            method="other",
+            status=str(invented.status_code),
+        )
+        == 1
+    )
     assert not any("no/such" in str(labels) or "FOOBAR" in str(labels) for _, labels in samples)
 
 

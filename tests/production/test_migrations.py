@@ -49,13 +49,22 @@ def test_flask_db_upgrade_logs_json_lines_once(settings, tmp_path):
     """`flask db upgrade` (a deploy step) logs like the server: one JSON object per line, each line
     once. Alembic's own logging config would swap the app's JSON handler for a plain-text one."""
     env = server_env(settings, DATABASE_URL=f"sqlite:///{tmp_path / 'fresh.sqlite3'}", FLASK_APP="wsgi")
-    done = subprocess.run([sys.executable, "-m", "flask", "db", "upgrade"], cwd=PROJECT_ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "flask", "db", "upgrade"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     records = [json.loads(line) for line in lines]  # a plain-text line fails here
-    upgrades = [r["message"] for r in records if r.get("logger") == "alembic.runtime.migration"
-                and r["message"].startswith("Running upgrade")]
+    upgrades = [
+        r["message"]
+        for r in records
+        if r.get("logger") == "alembic.runtime.migration" and r["message"].startswith("Running upgrade")
+    ]
     heads = ScriptDirectory(str(PROJECT_ROOT / "migrations")).get_heads()
     assert upgrades and upgrades[-1].split(" -> ")[1].startswith(heads[0])
     assert len(upgrades) == len(set(upgrades))

@@ -69,15 +69,20 @@ def test_authorize_on_a_token_on_b_refresh_on_a_userinfo_on_b(pair, settings):
     assert rp_b.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
 
     # Both servers publish the same discovery document and key set.
-    assert requests.get(a("/.well-known/openid-configuration"), timeout=30).json() == \
-        requests.get(b("/.well-known/openid-configuration"), timeout=30).json()
+    assert (
+        requests.get(a("/.well-known/openid-configuration"), timeout=30).json()
+        == requests.get(b("/.well-known/openid-configuration"), timeout=30).json()
+    )
     assert requests.get(a("/api/auth/jwks"), timeout=30).json() == requests.get(b("/api/auth/jwks"), timeout=30).json()
 
     # Each server wrote only JSON lines, among them this flow's access lines.
     for server, endpoint in ((a, "auth.login"), (b, "oauth.token")):
         lines = server.log_lines()
-        assert any(line.get("endpoint") == endpoint and line.get("client_id") in (None, client.client_id)
-                   for line in lines if line["logger"] == "credits_id.access")
+        assert any(
+            line.get("endpoint") == endpoint and line.get("client_id") in (None, client.client_id)
+            for line in lines
+            if line["logger"] == "credits_id.access"
+        )
 
 
 def test_revoke_on_b_and_logout_on_a(pair, settings):
@@ -94,20 +99,33 @@ def test_revoke_on_b_and_logout_on_a(pair, settings):
 
     # Revoke the refresh token on B (RFC 7009): it, and the grant's access token, stop working on A.
     revoke_b = discovery["revocation_endpoint"].replace(settings["ISSUER_URL"], b.url)
-    response = requests.post(revoke_b, data={"token": tokens["refresh_token"], "token_type_hint": "refresh_token"},
-                             auth=(client.client_id, secret), timeout=30)
+    response = requests.post(
+        revoke_b,
+        data={"token": tokens["refresh_token"], "token_type_hint": "refresh_token"},
+        auth=(client.client_id, secret),
+        timeout=30,
+    )
     assert response.status_code == 200, response.text
     assert rp_a.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
     db.session.expire_all()
-    assert all(row.revoked_at is not None
-               for row in db.session.scalars(select(Token).where(Token.client_id == client.id)))
+    assert all(
+        row.revoked_at is not None for row in db.session.scalars(select(Token).where(Token.client_id == client.id))
+    )
 
     # Log out on A (RP-initiated logout): the provider session ends for every process.
     end_session_a = discovery["end_session_endpoint"].replace(settings["ISSUER_URL"], a.url)
     # A valid hint from this app: no confirmation page, straight back to the registered URI.
-    response = browser.follow(browser.get(end_session_a, params={
-        "id_token_hint": tokens["id_token"], "client_id": client.client_id,
-        "post_logout_redirect_uri": REDIRECT_URI + "/logged-out", "state": "bye"}))
+    response = browser.follow(
+        browser.get(
+            end_session_a,
+            params={
+                "id_token_hint": tokens["id_token"],
+                "client_id": client.client_id,
+                "post_logout_redirect_uri": REDIRECT_URI + "/logged-out",
+                "state": "bye",
+            },
+        )
+    )
     assert response.status_code in (302, 303), response.text[:300]
     assert response.headers["Location"].startswith(REDIRECT_URI + "/logged-out")
     assert query(response.headers["Location"]).get("state") == "bye"

@@ -44,9 +44,15 @@ def test_database_outage_and_recovery(app, settings, relay, tmp_path):
     through_relay = make_url(TEST_DATABASE_URL).set(host="127.0.0.1", port=relay.port)
     member = make_member()
     client, secret = make_client()
-    with running(settings, tmp_path, workers=2, threads=4,
-                 DATABASE_URL=through_relay.render_as_string(hide_password=False),
-                 DATABASE_CONNECT_TIMEOUT="3", DATABASE_POOL_TIMEOUT="5") as server:
+    with running(
+        settings,
+        tmp_path,
+        workers=2,
+        threads=4,
+        DATABASE_URL=through_relay.render_as_string(hide_password=False),
+        DATABASE_CONNECT_TIMEOUT="3",
+        DATABASE_POOL_TIMEOUT="5",
+    ) as server:
         rp = RelyingParty(server.url, client.client_id, secret)
         assert requests.get(server("/readyz"), timeout=30).status_code == 200
 
@@ -76,8 +82,12 @@ def test_database_outage_and_recovery(app, settings, relay, tmp_path):
         info = requests.get(server(USERINFO), headers={"Authorization": f"Bearer {access_token}"}, timeout=30)
         assert info.status_code == 503 and info.json()["error"] == "temporarily_unavailable"
 
-        login_form = {"csrf_token": csrf_token(login_page.text), "email": member.email, "password": PASSWORD,
-                      "interaction": hidden(login_page.text, "interaction")}
+        login_form = {
+            "csrf_token": csrf_token(login_page.text),
+            "email": member.email,
+            "password": PASSWORD,
+            "interaction": hidden(login_page.text, "interaction"),
+        }
         login = other.post("/login", data=login_form, headers={"X-Request-Id": "outage-login"})
         assert login.status_code == 503
         assert login.headers["Content-Type"].startswith("text/html")
@@ -113,5 +123,6 @@ def test_database_outage_and_recovery(app, settings, relay, tmp_path):
         log = server.log_text()
         assert log.count("Spawning worker") == 2 and "Unexpected exit" not in log, "a worker was restarted"
         lines = server.log_lines()
-        assert any(line.get("request_id") == "outage-login" and "database unavailable" in line["message"]
-                   for line in lines)
+        assert any(
+            line.get("request_id") == "outage-login" and "database unavailable" in line["message"] for line in lines
+        )

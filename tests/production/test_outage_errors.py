@@ -16,11 +16,13 @@ from tests.flows import AUTHORIZE, TOKEN, USERINFO
 @pytest.fixture
 def unreachable(app, settings):
     """A second app over a database that refuses connections (the test app is restored after)."""
-    broken = create_app({
-        **{k: v for k, v in settings.items() if not k.startswith("_")},
-        "DATABASE_URL": f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/gone",
-        "DATABASE_CONNECT_TIMEOUT": 2,
-    })
+    broken = create_app(
+        {
+            **{k: v for k, v in settings.items() if not k.startswith("_")},
+            "DATABASE_URL": f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/gone",
+            "DATABASE_CONNECT_TIMEOUT": 2,
+        }
+    )
     broken.config["WTF_CSRF_ENABLED"] = False
 
     @broken.get("/v1/probe")
@@ -32,11 +34,16 @@ def unreachable(app, settings):
 
 
 def test_token_endpoint_answers_temporarily_unavailable(unreachable):
-    response = unreachable.post(TOKEN, data={"grant_type": "authorization_code", "code": "x", "client_id": "a"},
-                                headers={"X-Request-Id": "outage-token-1"})
+    response = unreachable.post(
+        TOKEN,
+        data={"grant_type": "authorization_code", "code": "x", "client_id": "a"},
+        headers={"X-Request-Id": "outage-token-1"},
+    )
     assert response.status_code == 503
-    assert response.get_json() == {"error": "temporarily_unavailable",
-                                   "error_description": "The service is temporarily unavailable. Retry shortly."}
+    assert response.get_json() == {
+        "error": "temporarily_unavailable",
+        "error_description": "The service is temporarily unavailable. Retry shortly.",
+    }
     assert response.headers["Retry-After"] == "5"
     assert response.headers["Cache-Control"] == "no-store"
     assert response.headers["X-Request-Id"] == "outage-token-1"
@@ -46,8 +53,11 @@ def test_token_endpoint_answers_temporarily_unavailable(unreachable):
 def test_a_browser_apps_request_also_gets_the_503(unreachable, path):
     """With an Origin header the CORS hook looks the app up too; the outage must not turn the
     answer into a 500 there."""
-    response = unreachable.post(path, data={"grant_type": "authorization_code", "code": "x", "client_id": "a",
-                                            "token": "t"}, headers={"Origin": "https://spa.example"})
+    response = unreachable.post(
+        path,
+        data={"grant_type": "authorization_code", "code": "x", "client_id": "a", "token": "t"},
+        headers={"Origin": "https://spa.example"},
+    )
     assert response.status_code == 503 and response.headers["Retry-After"] == "5"
     assert "Access-Control-Allow-Origin" not in response.headers
 
@@ -58,10 +68,13 @@ def test_userinfo_answers_temporarily_unavailable(unreachable):
     assert response.get_json()["error"] == "temporarily_unavailable"
 
 
-@pytest.mark.parametrize("method,path,data", [
-    ("GET", AUTHORIZE + "?client_id=app&response_type=code&redirect_uri=http://127.0.0.1:7199/cb", None),
-    ("POST", "/login", {"email": "ana@example.com", "password": "whatever"}),
-])
+@pytest.mark.parametrize(
+    "method,path,data",
+    [
+        ("GET", AUTHORIZE + "?client_id=app&response_type=code&redirect_uri=http://127.0.0.1:7199/cb", None),
+        ("POST", "/login", {"email": "ana@example.com", "password": "whatever"}),
+    ],
+)
 def test_sign_in_pages_answer_a_503_page(unreachable, method, path, data):
     response = unreachable.open(path, method=method, data=data, headers={"X-Request-Id": "outage-page-1"})
     assert response.status_code == 503

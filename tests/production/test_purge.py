@@ -20,43 +20,71 @@ FUTURE = timedelta(hours=1)
 
 def add_code(client, member, expires: timedelta, used: bool = False) -> AuthorizationCode:
     now = utcnow()
-    row = AuthorizationCode(code_hash=sha256_hex(new_secret()), client_id=client.id, user_id=member.id,
-                            grant_id=new_uuid(), scope="openid", auth_time=now, issued_at=now,
-                            expires_at=now + expires, used_at=now if used else None)
+    row = AuthorizationCode(
+        code_hash=sha256_hex(new_secret()),
+        client_id=client.id,
+        user_id=member.id,
+        grant_id=new_uuid(),
+        scope="openid",
+        auth_time=now,
+        issued_at=now,
+        expires_at=now + expires,
+        used_at=now if used else None,
+    )
     db.session.add(row)
     return row
 
 
 def add_token(client, member, access: timedelta, refresh: timedelta | None, **kw) -> Token:
     now = utcnow()
-    row = Token(client_id=client.id, user_id=member.id, grant_id=kw.pop("grant_id", new_uuid()), scope="openid",
-                access_token_hash=sha256_hex(new_secret()), issued_at=now, auth_time=now,
-                access_expires_at=now + access,
-                refresh_token_hash=sha256_hex(new_secret()) if refresh is not None else None,
-                refresh_expires_at=now + refresh if refresh is not None else None, **kw)
+    row = Token(
+        client_id=client.id,
+        user_id=member.id,
+        grant_id=kw.pop("grant_id", new_uuid()),
+        scope="openid",
+        access_token_hash=sha256_hex(new_secret()),
+        issued_at=now,
+        auth_time=now,
+        access_expires_at=now + access,
+        refresh_token_hash=sha256_hex(new_secret()) if refresh is not None else None,
+        refresh_expires_at=now + refresh if refresh is not None else None,
+        **kw,
+    )
     db.session.add(row)
     return row
 
 
 def add_session(member, expires: timedelta, ended: bool = False) -> LoginSession:
     now = utcnow()
-    row = LoginSession(session_hash=sha256_hex(new_secret()), user_id=member.id, auth_time=now,
-                       expires_at=now + expires, ended_at=now if ended else None)
+    row = LoginSession(
+        session_hash=sha256_hex(new_secret()),
+        user_id=member.id,
+        auth_time=now,
+        expires_at=now + expires,
+        ended_at=now if ended else None,
+    )
     db.session.add(row)
     return row
 
 
 def add_interaction(client, expires: timedelta) -> Interaction:
-    row = Interaction(id=new_secret(24), client_id=client.id, params={}, browser_hash="0" * 64,
-                      expires_at=utcnow() + expires)
+    row = Interaction(
+        id=new_secret(24), client_id=client.id, params={}, browser_hash="0" * 64, expires_at=utcnow() + expires
+    )
     db.session.add(row)
     return row
 
 
 def add_link(member, expires: timedelta, used: bool = False) -> OneTimeLink:
     now = utcnow()
-    row = OneTimeLink(user_id=member.id, purpose="reset", token_hash=sha256_hex(new_secret()), email=member.email,
-                      expires_at=now + expires, used_at=now if used else None)
+    row = OneTimeLink(
+        user_id=member.id,
+        purpose="reset",
+        token_hash=sha256_hex(new_secret()),
+        email=member.email,
+        expires_at=now + expires,
+        used_at=now if used else None,
+    )
     db.session.add(row)
     return row
 
@@ -105,7 +133,14 @@ def remaining(model) -> set:
 def test_purge_deletes_only_what_is_unusable_in_batches():
     keep = seed()
     deleted = purge_expired(batch_size=3)
-    assert deleted == {"authorization_codes": 10, "tokens": 10, "login_sessions": 10, "interactions": 5, "one_time_links": 3, "audit_events": 4}
+    assert deleted == {
+        "authorization_codes": 10,
+        "tokens": 10,
+        "login_sessions": 10,
+        "interactions": 5,
+        "one_time_links": 3,
+        "audit_events": 4,
+    }
     assert remaining(AuthorizationCode) == {keep["code"]}
     assert remaining(Token) == {keep["access"], keep["rotated"], keep["revoked"]}
     assert remaining(LoginSession) == {keep["session"]}
@@ -128,15 +163,34 @@ def test_cli_purge_with_json_and_dry_run(app):
     runner = app.test_cli_runner()
     dry = runner.invoke(args=["purge-expired", "--dry-run", "--json"])
     assert dry.exit_code == 0, dry.output
-    assert json.loads(dry.output) == {"dry_run": True, "expired": {
-        "authorization_codes": 10, "tokens": 10, "login_sessions": 10, "interactions": 5, "one_time_links": 3, "audit_events": 4}}
+    assert json.loads(dry.output) == {
+        "dry_run": True,
+        "expired": {
+            "authorization_codes": 10,
+            "tokens": 10,
+            "login_sessions": 10,
+            "interactions": 5,
+            "one_time_links": 3,
+            "audit_events": 4,
+        },
+    }
     db.session.expire_all()
     assert db.session.scalar(select(func.count()).select_from(AuthorizationCode)) == 11  # nothing deleted
 
     result = runner.invoke(args=["purge-expired", "--batch-size", "4", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output) == {"dry_run": False, "batch_size": 4, "deleted": {
-        "authorization_codes": 10, "tokens": 10, "login_sessions": 10, "interactions": 5, "one_time_links": 3, "audit_events": 4}}
+    assert json.loads(result.output) == {
+        "dry_run": False,
+        "batch_size": 4,
+        "deleted": {
+            "authorization_codes": 10,
+            "tokens": 10,
+            "login_sessions": 10,
+            "interactions": 5,
+            "one_time_links": 3,
+            "audit_events": 4,
+        },
+    }
     assert remaining(AuthorizationCode) == {keep["code"]}
 
     human = runner.invoke(args=["purge-expired"])
@@ -156,6 +210,12 @@ def test_purge_while_serving_keeps_live_sign_ins_working(live_server):
     assert purge_expired(batch_size=2)["tokens"] == 10
     response = rp.exchange(params["code"])
     assert response.status_code == 200, response.text
-    assert purge_expired(batch_size=2) == {"authorization_codes": 0, "tokens": 0, "login_sessions": 0,
-                                           "interactions": 0, "one_time_links": 0, "audit_events": 0}
+    assert purge_expired(batch_size=2) == {
+        "authorization_codes": 0,
+        "tokens": 0,
+        "login_sessions": 0,
+        "interactions": 0,
+        "one_time_links": 0,
+        "audit_events": 0,
+    }
     assert rp.refresh(response.json()["refresh_token"]).status_code == 200

@@ -24,8 +24,9 @@ N = 20
 @pytest.fixture(scope="module")
 def server(app, settings, tmp_path_factory):
     # 2 workers x 10 threads: all 20 requests are in flight at once, in two processes.
-    with running(settings, tmp_path_factory.mktemp("race-logs"), workers=2, threads=10,
-                 DATABASE_POOL_SIZE="10") as server:
+    with running(
+        settings, tmp_path_factory.mktemp("race-logs"), workers=2, threads=10, DATABASE_POOL_SIZE="10"
+    ) as server:
         yield server
 
 
@@ -111,8 +112,14 @@ def test_concurrent_consents_for_one_member_and_app_make_one_row(server):
         if i == 0:
             page = browser.login(member.email)
         assert page.status_code == 200 and 'name="decision"' in page.text, page.text[:300]
-        pages.append({"csrf_token": csrf_token(page.text), "interaction": hidden(page.text, "interaction"),
-                      "decision": "allow", "scope": ["openid", "profile", "email"]})
+        pages.append(
+            {
+                "csrf_token": csrf_token(page.text),
+                "interaction": hidden(page.text, "interaction"),
+                "decision": "allow",
+                "scope": ["openid", "profile", "email"],
+            }
+        )
     assert len({p["interaction"] for p in pages}) == N
     cookies = browser.session.cookies.get_dict()
     forms = iter(pages)

@@ -27,9 +27,17 @@ def test_metrics_bind_is_read_and_checked():
 
 
 def test_settings_come_from_the_environment():
-    options = server_options({"WEB_BIND": "0.0.0.0:9000", "WEB_CONCURRENCY": "3", "WEB_THREADS": "6",
-                              "WEB_GRACEFUL_TIMEOUT": "12", "WEB_WORKERS_MAX_RSS": "512", "WEB_KEEPALIVE": "10",
-                              "LOG_LEVEL": "WARNING"})
+    options = server_options(
+        {
+            "WEB_BIND": "0.0.0.0:9000",
+            "WEB_CONCURRENCY": "3",
+            "WEB_THREADS": "6",
+            "WEB_GRACEFUL_TIMEOUT": "12",
+            "WEB_WORKERS_MAX_RSS": "512",
+            "WEB_KEEPALIVE": "10",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
     assert (options["address"], options["port"]) == ("0.0.0.0", 9000)
     assert (options["workers"], options["blocking_threads"]) == (3, 6)
     assert options["workers_kill_timeout"] == 12 and options["workers_max_rss"] == 512

@@ -12,7 +12,14 @@ PROBE = "import gc, flask, wsgi; print(isinstance(wsgi.app, flask.Flask), gc.get
 
 
 def test_entry_point_builds_the_app_and_freezes_what_it_loaded(settings):
-    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=server_env(settings), capture_output=True,
-                         text=True, timeout=120, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=server_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.split()
     assert out[0] == "True"
     assert int(out[1]) > 50_000, out  # the app and its libraries: ~130k objects

@@ -13,7 +13,9 @@ NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
 
 def add(action, client, member, at):
-    db.session.add(AuditEvent(action=action, client_id=client.id, actor_id=member.id if member else None, created_at=at))
+    db.session.add(
+        AuditEvent(action=action, client_id=client.id, actor_id=member.id if member else None, created_at=at)
+    )
 
 
 def test_counts_per_day_for_one_app_and_for_the_provider(app_context):
@@ -58,10 +60,16 @@ def test_the_activity_reads_use_indexes(app_context):
         pytest.skip("query plans are checked on SQLite (PostgreSQL picks plans by table statistics)")
     since = "'2026-10-26 00:00:00'"
     for sql, index in (
-        (f"SELECT date(created_at), action, count(id) FROM audit_events WHERE action IN ('signin.ok', "
-         f"'consent.granted') AND created_at >= {since} AND client_id = 1 GROUP BY 1, 2", "ix_audit_events_client_created"),
-        (f"SELECT date(created_at), action, count(id) FROM audit_events WHERE action IN ('signin.ok', "
-         f"'consent.granted') AND created_at >= {since} GROUP BY 1, 2", "ix_audit_events_action_created"),
+        (
+            f"SELECT date(created_at), action, count(id) FROM audit_events WHERE action IN ('signin.ok', "
+            f"'consent.granted') AND created_at >= {since} AND client_id = 1 GROUP BY 1, 2",
+            "ix_audit_events_client_created",
+        ),
+        (
+            f"SELECT date(created_at), action, count(id) FROM audit_events WHERE action IN ('signin.ok', "
+            f"'consent.granted') AND created_at >= {since} GROUP BY 1, 2",
+            "ix_audit_events_action_created",
+        ),
     ):
         plan = " | ".join(str(r[-1]) for r in db.session.execute(text("EXPLAIN QUERY PLAN " + sql)).all())
         assert plan.startswith("SEARCH") and index in plan, plan

@@ -55,7 +55,7 @@ def test_authlib_pkce_still_accepts_plain_and_defaults_to_it():
 
 def test_authlib_still_echoes_the_response_type_into_its_error():
     """OnlyCodeResponseType exists because the echoed value may hold anything."""
-    assert "x\"y" in UnsupportedResponseTypeError('x"y').get_error_description()
+    assert 'x"y' in UnsupportedResponseTypeError('x"y').get_error_description()
     assert OnlyCodeResponseType('x"y').get_error_description() == "Only response_type=code is supported."
 
 
@@ -76,6 +76,7 @@ def test_authlib_takes_the_first_client_authentication_method_that_passes():
         def method(query, request):
             seen.append(name)
             return type("C", (), {"check_endpoint_auth_method": lambda self, m, e: True})()
+
         return method
 
     auth = ClientAuthentication(query_client=lambda client_id: None)

@@ -15,14 +15,24 @@ from app.catalog_seed import ROLE_TAXONOMY, build_catalog, clear_catalog
 from app.extensions import db
 from app.models import Album, ChartRow, Credit, CreditRole, Profile, Track, User, credit_role_links
 
-CATALOG_TABLES = ("profiles", "albums", "tracks", "track_artists", "credit_roles", "credits", "credit_role_links",
-                  "chart_rows")
+CATALOG_TABLES = (
+    "profiles",
+    "albums",
+    "tracks",
+    "track_artists",
+    "credit_roles",
+    "credits",
+    "credit_role_links",
+    "chart_rows",
+)
 
 
 def snapshot() -> dict[str, list[tuple]]:
     with db.engine.connect() as conn:
-        return {t: sorted(tuple(map(str, row)) for row in conn.execute(text(f"SELECT * FROM {t}")))  # noqa: S608
-                for t in CATALOG_TABLES}
+        return {
+            t: sorted(tuple(map(str, row)) for row in conn.execute(text(f"SELECT * FROM {t}")))  # noqa: S608
+            for t in CATALOG_TABLES
+        }
 
 
 def upc_is_valid(upc: str) -> bool:
@@ -51,12 +61,17 @@ def test_the_catalog_is_realistic():
     # The taxonomy: every family has its children; credits name specific roles only.
     families = db.session.scalars(select(CreditRole).where(CreditRole.parent_id.is_(None))).all()
     assert {f.name for f in families} == set(ROLE_TAXONOMY)
-    linked = db.session.execute(
-        select(CreditRole.parent_id).join(credit_role_links, credit_role_links.c.role_id == CreditRole.id)
-    ).scalars().all()
+    linked = (
+        db.session.execute(
+            select(CreditRole.parent_id).join(credit_role_links, credit_role_links.c.role_id == CreditRole.id)
+        )
+        .scalars()
+        .all()
+    )
     assert linked and None not in linked
     uncredited = db.session.scalar(
-        select(func.count()).select_from(Credit).where(~Credit.id.in_(select(credit_role_links.c.credit_id))))
+        select(func.count()).select_from(Credit).where(~Credit.id.in_(select(credit_role_links.c.credit_id)))
+    )
     assert uncredited == 0
     for track in db.session.scalars(select(Track).limit(200)):
         assert track.isrcs and all(re.fullmatch(r"[A-Z]{2}[A-Z0-9]{3}\d{7}", isrc) for isrc in track.isrcs)
@@ -65,8 +80,9 @@ def test_the_catalog_is_realistic():
     for album in db.session.scalars(select(Album)):
         assert re.fullmatch(r"\d{12}", album.upc) and upc_is_valid(album.upc)
     # Credits carry their album's release date (the page order relies on it).
-    mismatched = db.session.scalar(select(func.count()).select_from(Credit).join(Album)
-                                   .where(Album.release_date != Credit.release_date))
+    mismatched = db.session.scalar(
+        select(func.count()).select_from(Credit).join(Album).where(Album.release_date != Credit.release_date)
+    )
     assert mismatched == 0
     # Charts: positions 1..n on each chart, shares add up to 100%, ranked by credits.
     charts = defaultdict(list)
@@ -126,12 +142,21 @@ def test_demo_seed_builds_the_catalog_and_links_the_members(app):
 def test_users_create_links_an_existing_profile_only(app):
     build_catalog(seed=1, credits=300)
     profile_id = db.session.scalar(select(Profile.id).order_by(Profile.id))
-    ok = run(app, "users", "create", "--email", "linked@example.test", "--name", "L", "--profile-id",
-             profile_id.upper(), "--json")
+    ok = run(
+        app,
+        "users",
+        "create",
+        "--email",
+        "linked@example.test",
+        "--name",
+        "L",
+        "--profile-id",
+        profile_id.upper(),
+        "--json",
+    )
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.output)["profile_id"] == profile_id  # stored in canonical form
     for bad in ("not-a-uuid", "00000000-0000-4000-8000-000000000000"):
-        result = run(app, "users", "create", "--email", f"x{len(bad)}@example.test", "--name", "X", "--profile-id",
-                     bad)
+        result = run(app, "users", "create", "--email", f"x{len(bad)}@example.test", "--name", "X", "--profile-id", bad)
         assert result.exit_code != 0 and "profile" in result.output
     assert db.session.scalar(select(func.count()).select_from(User)) == 1

@@ -49,15 +49,24 @@ def assert_error(response, status, message=None):
 
 # -- success shapes --------------------------------------------------------------------------------
 
+
 def test_me_returns_the_members_profile_in_the_envelope(client, catalog, pro):
     response = get(client, "/v1/me", pro[2])
     assert response.status_code == 200
     body = response.get_json()
     assert body["result"] == "ok" and body["code"] == 200
     assert body["data"] == {
-        "id": catalog.mine, "name": "Ada Mine", "city": "Stockholm", "country": "Sweden", "bio": "Producer.",
-        "website": None, "facebook": None, "twitter": "https://twitter.com/ada", "instagram": None,
-        "spotifyId": "abc", "avatarUrl": "https://images.credits.example/profiles/ada.jpg",
+        "id": catalog.mine,
+        "name": "Ada Mine",
+        "city": "Stockholm",
+        "country": "Sweden",
+        "bio": "Producer.",
+        "website": None,
+        "facebook": None,
+        "twitter": "https://twitter.com/ada",
+        "instagram": None,
+        "spotifyId": "abc",
+        "avatarUrl": "https://images.credits.example/profiles/ada.jpg",
     }
     assert response.headers["Cache-Control"] == "no-store"
 
@@ -77,14 +86,25 @@ def test_credit_rows_have_the_spec_shape_and_a_stable_order(client, catalog, pro
     assert set(first) == {"credits", "track", "album", "releaseDate", "artists"}
     track_id, album_id = catalog.newest_first[0]
     n = int(track_id.replace("-", "")[-12:], 16) - 1  # the factory's row number
-    assert first["track"] == {"id": track_id, "title": f"Track {n}", "popularity": n % 100,
-                              "isrcs": [f"USAAA20{n:05d}"], "spotifyId": f"sp{n}",
-                              "spotifyPreviewUrl": f"https://audio.credits.example/{n}.mp3"}
-    assert first["album"] == {"id": album_id, "title": f"Album {n}",
-                              "albumArt": f"https://images.credits.example/a/{n}.jpg"}
+    assert first["track"] == {
+        "id": track_id,
+        "title": f"Track {n}",
+        "popularity": n % 100,
+        "isrcs": [f"USAAA20{n:05d}"],
+        "spotifyId": f"sp{n}",
+        "spotifyPreviewUrl": f"https://audio.credits.example/{n}.mp3",
+    }
+    assert first["album"] == {
+        "id": album_id,
+        "title": f"Album {n}",
+        "albumArt": f"https://images.credits.example/a/{n}.jpg",
+    }
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", first["releaseDate"])
-    expected_roles = ([{"child": "Co-Producer", "parent": "Producer"}, {"child": "Composer", "parent": "Songwriter"}]
-                      if n % 3 == 0 else [{"child": "Lyricist", "parent": "Songwriter"}])
+    expected_roles = (
+        [{"child": "Co-Producer", "parent": "Producer"}, {"child": "Composer", "parent": "Songwriter"}]
+        if n % 3 == 0
+        else [{"child": "Lyricist", "parent": "Songwriter"}]
+    )
     assert first["credits"] == expected_roles
     assert first["artists"][0]["id"] in (catalog.mine, catalog.other)
     assert set(first["artists"][0]) == {"id", "name", "avatarUrl"}
@@ -120,28 +140,45 @@ def test_analytics_for_pro(client, catalog, pro):
     body = get(client, "/v1/me/analytics", pro[2]).get_json()
     assert body["result"] == "ok"
     assert body["data"] == [
-        {"chartName": "Top Producers", "position": 3, "positionChange": -1, "score": 900, "scoreChange": 25,
-         "creditsCount": 20, "percentage": 1.5},
+        {
+            "chartName": "Top Producers",
+            "position": 3,
+            "positionChange": -1,
+            "score": 900,
+            "scoreChange": 25,
+            "creditsCount": 20,
+            "percentage": 1.5,
+        },
         # scoreChange is absent (not null) where it is unknown.
-        {"chartName": "Top Songwriters", "position": 12, "positionChange": 4, "score": 400, "creditsCount": 30,
-         "percentage": 0.25},
+        {
+            "chartName": "Top Songwriters",
+            "position": 12,
+            "positionChange": 4,
+            "score": 400,
+            "creditsCount": 30,
+            "percentage": 0.25,
+        },
     ]
     assert get(client, f"/v1/profile/{catalog.mine}/charts", pro[2]).get_json() == body
 
 
 # -- paging rules ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("query, limit, offset, items", [
-    ("", 20, 0, 20),
-    ("?limit=1", 1, 0, 1),
-    ("?limit=50", 50, 0, 45),
-    ("?limit=20&offset=40", 20, 40, 5),
-    ("?offset=44", 20, 44, 1),
-    ("?offset=45", 20, 45, 0),  # offset = totalCount: 200 with no items
-    ("?offset=999999999999999999", 20, 999999999999999999, 0),
-    ("?limit=007", 7, 0, 7),
-    ("?cursor=abc&limit=3", 3, 0, 3),  # a cursor is ignored
-])
+
+@pytest.mark.parametrize(
+    "query, limit, offset, items",
+    [
+        ("", 20, 0, 20),
+        ("?limit=1", 1, 0, 1),
+        ("?limit=50", 50, 0, 45),
+        ("?limit=20&offset=40", 20, 40, 5),
+        ("?offset=44", 20, 44, 1),
+        ("?offset=45", 20, 45, 0),  # offset = totalCount: 200 with no items
+        ("?offset=999999999999999999", 20, 999999999999999999, 0),
+        ("?limit=007", 7, 0, 7),
+        ("?cursor=abc&limit=3", 3, 0, 3),  # a cursor is ignored
+    ],
+)
 def test_paging_edges_that_succeed(client, catalog, pro, query, limit, offset, items):
     for path in ("/v1/me/credits", f"/v1/profile/{catalog.mine}/credits"):
         response = get(client, path + query, pro[2])
@@ -150,31 +187,35 @@ def test_paging_edges_that_succeed(client, catalog, pro, query, limit, offset, i
         assert (page["limit"], page["offset"], page["totalCount"], len(page["items"])) == (limit, offset, 45, items)
 
 
-@pytest.mark.parametrize("query, message", [
-    ("?limit=51", "Too big page, max page size is 50"),
-    ("?limit=1000", "Too big page, max page size is 50"),
-    ("?limit=99999999999999999999999999", "Too big page, max page size is 50"),
-    ("?limit=0", "Invalid parameters supplied"),
-    ("?limit=abc", "Invalid parameters supplied"),
-    ("?limit=-1", "Invalid parameters supplied"),
-    ("?limit=", "Invalid parameters supplied"),
-    ("?limit=2.5", "Invalid parameters supplied"),
-    ("?limit=%2B5", "Invalid parameters supplied"),  # "+5"
-    ("?limit=%205", "Invalid parameters supplied"),  # " 5"
-    ("?limit=%D9%A3", "Invalid parameters supplied"),  # Arabic-Indic digit three
-    ("?limit=5&limit=6", "Invalid parameters supplied"),
-    ("?offset=-1", "Invalid parameters supplied"),
-    ("?offset=abc", "Invalid parameters supplied"),
-    ("?offset=1e3", "Invalid parameters supplied"),
-    ("?offset=0&offset=1", "Invalid parameters supplied"),
-    ("?offset=" + "9" * 40, "Invalid parameters supplied"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("?limit=51", "Too big page, max page size is 50"),
+        ("?limit=1000", "Too big page, max page size is 50"),
+        ("?limit=99999999999999999999999999", "Too big page, max page size is 50"),
+        ("?limit=0", "Invalid parameters supplied"),
+        ("?limit=abc", "Invalid parameters supplied"),
+        ("?limit=-1", "Invalid parameters supplied"),
+        ("?limit=", "Invalid parameters supplied"),
+        ("?limit=2.5", "Invalid parameters supplied"),
+        ("?limit=%2B5", "Invalid parameters supplied"),  # "+5"
+        ("?limit=%205", "Invalid parameters supplied"),  # " 5"
+        ("?limit=%D9%A3", "Invalid parameters supplied"),  # Arabic-Indic digit three
+        ("?limit=5&limit=6", "Invalid parameters supplied"),
+        ("?offset=-1", "Invalid parameters supplied"),
+        ("?offset=abc", "Invalid parameters supplied"),
+        ("?offset=1e3", "Invalid parameters supplied"),
+        ("?offset=0&offset=1", "Invalid parameters supplied"),
+        ("?offset=" + "9" * 40, "Invalid parameters supplied"),
+    ],
+)
 def test_paging_edges_that_fail(client, catalog, pro, query, message):
     for path in ("/v1/me/credits", f"/v1/profile/{catalog.mine}/credits"):
         assert_error(get(client, path + query, pro[2]), 400, message)
 
 
 # -- reach -----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("suffix", ["", "/credits", "/charts"])
 def test_another_profile_is_403_whether_or_not_it_exists(client, catalog, pro, suffix):
@@ -184,8 +225,9 @@ def test_another_profile_is_403_whether_or_not_it_exists(client, catalog, pro, s
         assert "Otto" not in str(body)
 
 
-@pytest.mark.parametrize("bad", ["not-a-uuid", "1", "x" * 36, "%C3%A9t%C3%A9", "00000000000000000000000000000000x",
-                                 "a" * 2000])
+@pytest.mark.parametrize(
+    "bad", ["not-a-uuid", "1", "x" * 36, "%C3%A9t%C3%A9", "00000000000000000000000000000000x", "a" * 2000]
+)
 def test_malformed_profile_ids_are_404(client, catalog, pro, bad):
     for suffix in ("", "/credits", "/charts"):
         assert_error(get(client, f"/v1/profile/{bad}{suffix}", pro[2]), 404, "Not found")
@@ -209,14 +251,24 @@ def test_the_data_returned_is_only_the_members_own(client, catalog, pro):
 
 # -- authentication (RFC 6750) ---------------------------------------------------------------------
 
-ROUTES = ["/v1/me", "/v1/me/credits", "/v1/me/analytics", f"/v1/profile/{uid(1, 1)}",
-          f"/v1/profile/{uid(1, 1)}/credits", f"/v1/profile/{uid(1, 1)}/charts"]
+ROUTES = [
+    "/v1/me",
+    "/v1/me/credits",
+    "/v1/me/analytics",
+    f"/v1/profile/{uid(1, 1)}",
+    f"/v1/profile/{uid(1, 1)}/credits",
+    f"/v1/profile/{uid(1, 1)}/charts",
+]
 
 
 @pytest.mark.parametrize("path", ROUTES)
 def test_no_token_is_401_with_a_bare_bearer_challenge(client, app, catalog, path):
-    for headers in ({}, {"Authorization": "Basic dXNlcjpwYXNz"}, {"Authorization": "Bearer "},
-                    {"Authorization": "Bearer"}):
+    for headers in (
+        {},
+        {"Authorization": "Basic dXNlcjpwYXNz"},
+        {"Authorization": "Bearer "},
+        {"Authorization": "Bearer"},
+    ):
         response = client.get(path, headers=headers)
         assert_error(response, 401, "No access token found in request")
         assert response.headers["WWW-Authenticate"] == f'Bearer realm="{app.config["ISSUER_URL"]}"'
@@ -239,11 +291,17 @@ def test_invalid_expired_revoked_or_disabled_is_invalid_token(client, catalog, p
         assert response.headers["WWW-Authenticate"].startswith("Bearer realm=")
 
 
-@pytest.mark.parametrize("path, needed", [
-    ("/v1/me", "credits:read"), ("/v1/me/credits", "credits:read"), ("/v1/me/analytics", "analytics:read"),
-    (f"/v1/profile/{uid(1, 1)}", "credits:read"), (f"/v1/profile/{uid(1, 1)}/credits", "credits:read"),
-    (f"/v1/profile/{uid(1, 1)}/charts", "analytics:read"),
-])
+@pytest.mark.parametrize(
+    "path, needed",
+    [
+        ("/v1/me", "credits:read"),
+        ("/v1/me/credits", "credits:read"),
+        ("/v1/me/analytics", "analytics:read"),
+        (f"/v1/profile/{uid(1, 1)}", "credits:read"),
+        (f"/v1/profile/{uid(1, 1)}/credits", "credits:read"),
+        (f"/v1/profile/{uid(1, 1)}/charts", "analytics:read"),
+    ],
+)
 def test_missing_scope_is_403_insufficient_scope_naming_the_scope(client, catalog, path, needed):
     granted = " ".join(s for s in ALL_SCOPES.split() if s != needed)
     _, _, token = member_with_token("pro", catalog.mine, scope=granted)
@@ -302,6 +360,7 @@ def test_reads_change_nothing(client, catalog, pro):
 
 
 # -- bad input and routing -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("method", ["post", "put", "delete", "patch"])
 def test_wrong_method_is_405_in_the_envelope(client, pro, method):

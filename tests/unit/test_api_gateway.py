@@ -13,8 +13,15 @@ from app.models import ApiUsage
 from tests.api_support import bearer, make_catalog, member_with_token, uid
 from tests.key_support import index_catalog, key_header, make_key
 
-GATEWAY_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Limit-Minute",
-                   "X-RateLimit-Remaining-Minute", "X-Gateway-Request-Id", "x-service-version")
+GATEWAY_HEADERS = (
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "X-RateLimit-Limit-Minute",
+    "X-RateLimit-Remaining-Minute",
+    "X-Gateway-Request-Id",
+    "x-service-version",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -67,8 +74,9 @@ def assert_headers(response):
 
 
 def meter(key) -> int:
-    return db.session.scalar(db.select(db.func.coalesce(db.func.sum(ApiUsage.count), 0))
-                             .where(ApiUsage.key_id == key.id))
+    return db.session.scalar(
+        db.select(db.func.coalesce(db.func.sum(ApiUsage.count), 0)).where(ApiUsage.key_id == key.id)
+    )
 
 
 def test_every_catalog_path_answers_a_secret_key_with_the_headers(client, catalog):
@@ -101,9 +109,11 @@ def test_an_unknown_key_is_401_unauthorized(client, catalog, value):
 
 def test_an_unknown_path_or_method_with_a_key_is_an_api_error_with_the_headers(client, catalog):
     key, value = make_key()
-    for response, status in ((client.get("/v1/nope", headers=key_header(value)), 404),
-                             (client.delete("/v1/roles", headers=key_header(value)), 405),
-                             (client.get("/embed/v1/roles", headers=key_header(value)), 404)):
+    for response, status in (
+        (client.get("/v1/nope", headers=key_header(value)), 404),
+        (client.delete("/v1/roles", headers=key_header(value)), 405),
+        (client.get("/embed/v1/roles", headers=key_header(value)), 404),
+    ):
         assert response.status_code == status and response.get_json()["result"] == "error"
         assert_headers(response)
     db.session.expire_all()
@@ -146,8 +156,14 @@ def test_the_widget_api_takes_publishable_keys_from_their_domains(client, catalo
             response = client.get(f"/embed/v1/profile/{catalog.other}{suffix}", headers=key_header(value, **origin))
             assert response.status_code == 200, response.get_data(as_text=True)
             assert_headers(response)
-    for origin in ({}, {"Origin": "https://evil.example"}, {"Origin": "null"}, {"Referer": "widgets.example"},
-                   {"Origin": "https://widgets.example.evil.example"}, {"Referer": "ftp://widgets.example/"}):
+    for origin in (
+        {},
+        {"Origin": "https://evil.example"},
+        {"Origin": "null"},
+        {"Referer": "widgets.example"},
+        {"Origin": "https://widgets.example.evil.example"},
+        {"Referer": "ftp://widgets.example/"},
+    ):
         response = client.get(f"/embed/v1/profile/{catalog.other}", headers=key_header(value, **origin))
         assert_gateway_error(response, 403, "You cannot consume this service")
     db.session.expire_all()
@@ -226,8 +242,9 @@ def test_the_sign_in_never_moves_the_meter(client, catalog):
     assert db.session.scalar(db.select(db.func.count()).select_from(ApiUsage)) == 0
 
 
-def test_made_up_keys_draw_on_the_address_budget_and_are_refused_in_the_gateway_shape(app, client, catalog,
-                                                                                     monkeypatch):
+def test_made_up_keys_draw_on_the_address_budget_and_are_refused_in_the_gateway_shape(
+    app, client, catalog, monkeypatch
+):
     monkeypatch.setitem(app.config, "API_RATE_LIMIT_PER_MINUTE", 2)
     for _ in range(2):
         assert client.get("/v1/roles", headers=key_header("bogus")).status_code == 401

@@ -12,8 +12,13 @@ from app.models import Token
 from app.models.base import sha256_hex
 from tests.api_support import bearer, make_catalog, member_with_token, mint_token
 
-LIMIT_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "X-RateLimit-Limit-Minute",
-                 "X-RateLimit-Remaining-Minute")
+LIMIT_HEADERS = (
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "X-RateLimit-Limit-Minute",
+    "X-RateLimit-Remaining-Minute",
+)
 
 
 @pytest.fixture
@@ -35,10 +40,18 @@ def remaining(response) -> int:
     return int(response.headers["RateLimit-Remaining"])
 
 
-@pytest.mark.parametrize("path, status", [
-    ("/v1/me", 200), ("/v1/me/credits", 200), ("/v1/me/analytics", 200), ("/v1/me/credits?limit=51", 400),
-    ("/v1/profile/00000000-0000-4000-8000-000000000000", 403), ("/v1/profile/nope", 404), ("/v1/nope", 404),
-])
+@pytest.mark.parametrize(
+    "path, status",
+    [
+        ("/v1/me", 200),
+        ("/v1/me/credits", 200),
+        ("/v1/me/analytics", 200),
+        ("/v1/me/credits?limit=51", 400),
+        ("/v1/profile/00000000-0000-4000-8000-000000000000", 403),
+        ("/v1/profile/nope", 404),
+        ("/v1/nope", 404),
+    ],
+)
 def test_every_response_carries_the_limit_request_id_and_version_headers(client, token, path, status):
     response = client.get(path, headers=bearer(token))
     assert response.status_code == status

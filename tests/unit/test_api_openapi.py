@@ -61,7 +61,9 @@ def test_each_format_has_its_own_valid_etag_and_caches_keep_them_apart(client):
     # The JSON tag starts like the YAML one: holding the JSON is no 304 for the YAML.
     assert client.get("/api/openapi", headers={"If-None-Match": json_tag}).status_code == 200
     assert client.get("/api/openapi", headers={"If-None-Match": yaml_tag}).status_code == 304
-    assert client.get("/api/openapi", headers={"Accept": "application/json", "If-None-Match": json_tag}).status_code == 304
+    assert (
+        client.get("/api/openapi", headers={"Accept": "application/json", "If-None-Match": json_tag}).status_code == 304
+    )
 
 
 def _rule(path: str) -> str:
@@ -73,13 +75,18 @@ def test_every_api_route_is_documented_with_the_doors_it_has(app):
     names exactly the doors the route opens: the sign-in scope it checks and/or API keys."""
     doc = openapi_document()
     documented = {(_rule(path), method.upper()): op for path, ops in doc["paths"].items() for method, op in ops.items()}
-    routes = {(rule.rule, method): rule for rule in app.url_map.iter_rules()
-              if rule.rule.startswith(("/v1", "/embed/v1")) for method in rule.methods - {"HEAD", "OPTIONS"}}
+    routes = {
+        (rule.rule, method): rule
+        for rule in app.url_map.iter_rules()
+        if rule.rule.startswith(("/v1", "/embed/v1"))
+        for method in rule.methods - {"HEAD", "OPTIONS"}
+    }
     assert set(routes) == set(documented)
     for (path, method), rule in routes.items():
         view = app.view_functions[rule.endpoint]
         expected = ([{"apiKey": []}] if view.key_surface else []) + (
-            [{"creditsId": [view.required_scope]}] if view.required_scope else [])
+            [{"creditsId": [view.required_scope]}] if view.required_scope else []
+        )
         assert documented[(path, method)]["security"] == expected, path
 
 
@@ -166,9 +173,20 @@ def test_real_key_door_responses_validate_against_the_document(app, client, spec
         ("get", "/v1/search/autocomplete?q=a", h, {}, 200),
         ("get", "/v1/roles", h, {}, 200),
         ("get", f"/v1/profiles/search?names=ada&track_ids={uid(2, 2)}", h, {}, 200),
-        ("get", f"/embed/v1/profile/{catalog.other}", key_header(publishable, Origin="https://widgets.example"), {}, 200),
-        ("get", f"/embed/v1/profile/{catalog.other}/credits", key_header(publishable, Origin="https://widgets.example"),
-         {}, 200),
+        (
+            "get",
+            f"/embed/v1/profile/{catalog.other}",
+            key_header(publishable, Origin="https://widgets.example"),
+            {},
+            200,
+        ),
+        (
+            "get",
+            f"/embed/v1/profile/{catalog.other}/credits",
+            key_header(publishable, Origin="https://widgets.example"),
+            {},
+            200,
+        ),
         ("get", f"/embed/v1/profile/{catalog.other}/charts", h, {}, 200),
         ("get", f"/v1/profile/{catalog.other}/credits?limit=51", h, {}, 400),
         ("post", "/v1/search", h, {"json": {"type": ["track"]}}, 400),

@@ -28,13 +28,18 @@ def test_a_new_key_is_prefixed_random_and_stored_only_as_a_hash():
     assert actions == ["apikey.created", "apikey.created"]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"name": ""}, "name"), ({"kind": "magic"}, "kind"), ({"plan": "gold"}, "plan"),
-    ({"kind": "publishable", "domains": []}, "at least one domain"),
-    ({"kind": "secret", "domains": ["a.example"]}, "no domains"),
-    ({"kind": "publishable", "domains": ["https://a.example/path"]}, "origin"),
-    ({"kind": "publishable", "domains": ["*.example.com"]}, "host name"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"name": ""}, "name"),
+        ({"kind": "magic"}, "kind"),
+        ({"plan": "gold"}, "plan"),
+        ({"kind": "publishable", "domains": []}, "at least one domain"),
+        ({"kind": "secret", "domains": ["a.example"]}, "no domains"),
+        ({"kind": "publishable", "domains": ["https://a.example/path"]}, "origin"),
+        ({"kind": "publishable", "domains": ["*.example.com"]}, "host name"),
+    ],
+)
 def test_bad_requests_are_refused_and_nothing_is_written(kwargs, message):
     owner = make_member(role=Role.DEVELOPER)
     args = {"name": "k", "kind": "secret", "plan": "payg", "domains": None} | kwargs

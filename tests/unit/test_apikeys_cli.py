@@ -32,8 +32,20 @@ def test_create_list_rotate_revoke(cli):
     created = run_json(cli, "create", "--owner", dev.email, "--name", "Server", "--plan", "build")
     assert created["key"].startswith("msk_") and created["plan"] == "build" and created["status"] == "active"
     assert live_key(created["key"]).id == created["id"]
-    pub = run_json(cli, "create", "--owner", dev.email, "--name", "Widget", "--kind", "publishable",
-                   "--domain", "shop.example", "--domain", "https://blog.example")
+    pub = run_json(
+        cli,
+        "create",
+        "--owner",
+        dev.email,
+        "--name",
+        "Widget",
+        "--kind",
+        "publishable",
+        "--domain",
+        "shop.example",
+        "--domain",
+        "https://blog.example",
+    )
     assert pub["key"].startswith("mpk_") and pub["domains"] == ["shop.example", "blog.example"]
 
     listed = run_json(cli, "list", "--owner", dev.email)
@@ -49,19 +61,26 @@ def test_create_list_rotate_revoke(cli):
     assert live_key(rotated["key"]) is None and live_key(created["key"]) is None
     assert run_json(cli, "revoke", created["id"])["changed"] is False
     events = db.session.scalars(db.select(AuditEvent).order_by(AuditEvent.id)).all()
-    assert [(e.action, e.source) for e in events] == [("apikey.created", "cli"), ("apikey.created", "cli"),
-                                                     ("apikey.rotated", "cli"), ("apikey.revoked", "cli")]
+    assert [(e.action, e.source) for e in events] == [
+        ("apikey.created", "cli"),
+        ("apikey.created", "cli"),
+        ("apikey.rotated", "cli"),
+        ("apikey.revoked", "cli"),
+    ]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["create", "--owner", "nobody@example.test", "--name", "x"], "no member"),
-    (["create", "--owner", "{member}", "--name", "x"], "only developers and admins"),
-    (["create", "--owner", "{dev}", "--name", "x", "--kind", "publishable"], "at least one domain"),
-    (["create", "--owner", "{dev}", "--name", "x", "--domain", "a.example"], "no domains"),
-    (["rotate", "no-such-key"], "no API key"),
-    (["revoke", "no-such-key"], "no API key"),
-    (["usage", "no-such-key"], "no API key"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["create", "--owner", "nobody@example.test", "--name", "x"], "no member"),
+        (["create", "--owner", "{member}", "--name", "x"], "only developers and admins"),
+        (["create", "--owner", "{dev}", "--name", "x", "--kind", "publishable"], "at least one domain"),
+        (["create", "--owner", "{dev}", "--name", "x", "--domain", "a.example"], "no domains"),
+        (["rotate", "no-such-key"], "no API key"),
+        (["revoke", "no-such-key"], "no API key"),
+        (["usage", "no-such-key"], "no API key"),
+    ],
+)
 def test_refusals_are_clean_errors_and_write_nothing(cli, args, message):
     dev, member = make_member(role=Role.DEVELOPER), make_member()
     args = [a.format(dev=dev.email, member=member.email) for a in args]

@@ -30,9 +30,17 @@ def provider():
 def _authorize(browser, prompt: str | None = "consent", challenge: str | None = None) -> tuple[str, str]:
     verifier = secrets.token_urlsafe(48)
     challenge = challenge or base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    query = {"response_type": "code", "client_id": floor.CLIENT_ID, "redirect_uri": floor.REDIRECT_URI,
-             "scope": SCOPE, "state": "st", "nonce": "n-1", "code_challenge": challenge,
-             "code_challenge_method": "S256", **({"prompt": prompt} if prompt else {})}
+    query = {
+        "response_type": "code",
+        "client_id": floor.CLIENT_ID,
+        "redirect_uri": floor.REDIRECT_URI,
+        "scope": SCOPE,
+        "state": "st",
+        "nonce": "n-1",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        **({"prompt": prompt} if prompt else {}),
+    }
     url = "/authorize?" + urlencode(query)
     response = browser.get(url)
     if response.status_code == 302 and response.headers["Location"].endswith("/login"):
@@ -52,8 +60,16 @@ def _authorize(browser, prompt: str | None = "consent", challenge: str | None = 
 def test_code_exchange_refresh_and_userinfo_do_the_peers_work(provider):
     _app, browser, rp, basic = provider
     code, verifier = _authorize(browser)
-    token = rp.post("/token", headers=basic, data={"grant_type": "authorization_code", "code": code,
-                                                   "code_verifier": verifier, "redirect_uri": floor.REDIRECT_URI})
+    token = rp.post(
+        "/token",
+        headers=basic,
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "code_verifier": verifier,
+            "redirect_uri": floor.REDIRECT_URI,
+        },
+    )
     assert token.status_code == 200, token.json
     body = token.json
     keys = KeySet.import_key_set(rp.get("/jwks").json)
@@ -63,18 +79,29 @@ def test_code_exchange_refresh_and_userinfo_do_the_peers_work(provider):
 
     assert claims["at_hash"] and claims["auth_time"]
     # the code is single-use
-    again = rp.post("/token", headers=basic, data={"grant_type": "authorization_code", "code": code,
-                                                   "code_verifier": verifier, "redirect_uri": floor.REDIRECT_URI})
+    again = rp.post(
+        "/token",
+        headers=basic,
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "code_verifier": verifier,
+            "redirect_uri": floor.REDIRECT_URI,
+        },
+    )
     assert again.status_code == 400 and again.json["error"] == "invalid_grant"
 
     info = rp.get("/userinfo", headers={"Authorization": f"Bearer {body['access_token']}"})
     assert info.status_code == 200 and info.json["name"] == "Alice Example"
 
-    refreshed = rp.post("/token", headers=basic, data={"grant_type": "refresh_token",
-                                                       "refresh_token": body["refresh_token"]})
+    refreshed = rp.post(
+        "/token", headers=basic, data={"grant_type": "refresh_token", "refresh_token": body["refresh_token"]}
+    )
     assert refreshed.status_code == 200, refreshed.json
     assert refreshed.json["refresh_token"] != body["refresh_token"] and "id_token" in refreshed.json
-    replay = rp.post("/token", headers=basic, data={"grant_type": "refresh_token", "refresh_token": body["refresh_token"]})
+    replay = rp.post(
+        "/token", headers=basic, data={"grant_type": "refresh_token", "refresh_token": body["refresh_token"]}
+    )
     assert replay.status_code == 400
     old = rp.get("/userinfo", headers={"Authorization": f"Bearer {body['access_token']}"})
     assert old.status_code == 401
@@ -85,22 +112,53 @@ def test_sso_answers_with_a_code_and_pkce_is_checked(provider):
     _authorize(browser)
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    sso = browser.get("/authorize?" + urlencode({
-        "response_type": "code", "client_id": floor.CLIENT_ID, "redirect_uri": floor.REDIRECT_URI, "scope": SCOPE,
-        "state": "st", "code_challenge": challenge, "code_challenge_method": "S256"}))
+    sso = browser.get(
+        "/authorize?"
+        + urlencode(
+            {
+                "response_type": "code",
+                "client_id": floor.CLIENT_ID,
+                "redirect_uri": floor.REDIRECT_URI,
+                "scope": SCOPE,
+                "state": "st",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+            }
+        )
+    )
     # signed in and consented: straight to the code, no page
     assert sso.status_code == 302 and sso.headers["Location"].startswith(floor.REDIRECT_URI + "?code=")
     code = parse_qs(urlsplit(sso.headers["Location"]).query)["code"][0]
-    wrong = rp.post("/token", headers=basic, data={"grant_type": "authorization_code", "code": code,
-                                                   "code_verifier": secrets.token_urlsafe(48),
-                                                   "redirect_uri": floor.REDIRECT_URI})
+    wrong = rp.post(
+        "/token",
+        headers=basic,
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "code_verifier": secrets.token_urlsafe(48),
+            "redirect_uri": floor.REDIRECT_URI,
+        },
+    )
     assert wrong.status_code == 400 and wrong.json["error"] == "invalid_grant"
-    no_pkce = browser.get("/authorize?" + urlencode({"response_type": "code", "client_id": floor.CLIENT_ID,
-                                                     "redirect_uri": floor.REDIRECT_URI, "scope": SCOPE}))
+    no_pkce = browser.get(
+        "/authorize?"
+        + urlencode(
+            {"response_type": "code", "client_id": floor.CLIENT_ID, "redirect_uri": floor.REDIRECT_URI, "scope": SCOPE}
+        )
+    )
     assert no_pkce.status_code == 302 and "error=invalid_request" in no_pkce.headers["Location"]
-    plain = browser.get("/authorize?" + urlencode({"response_type": "code", "client_id": floor.CLIENT_ID,
-                                                   "redirect_uri": floor.REDIRECT_URI, "scope": SCOPE,
-                                                   "code_challenge": challenge}))  # no method: "plain"
+    plain = browser.get(
+        "/authorize?"
+        + urlencode(
+            {
+                "response_type": "code",
+                "client_id": floor.CLIENT_ID,
+                "redirect_uri": floor.REDIRECT_URI,
+                "scope": SCOPE,
+                "code_challenge": challenge,
+            }
+        )
+    )  # no method: "plain"
     assert plain.status_code == 302 and "error=invalid_request" in plain.headers["Location"]
 
 
@@ -108,9 +166,16 @@ def test_a_wrong_client_secret_gets_nothing(provider):
     _app, browser, rp, _basic = provider
     code, verifier = _authorize(browser)
     bad = base64.b64encode(f"{floor.CLIENT_ID}:nope".encode()).decode()
-    response = rp.post("/token", headers={"Authorization": f"Basic {bad}"},
-                       data={"grant_type": "authorization_code", "code": code, "code_verifier": verifier,
-                             "redirect_uri": floor.REDIRECT_URI})
+    response = rp.post(
+        "/token",
+        headers={"Authorization": f"Basic {bad}"},
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "code_verifier": verifier,
+            "redirect_uri": floor.REDIRECT_URI,
+        },
+    )
     assert response.status_code == 401 and response.json["error"] == "invalid_client"
 
 

@@ -9,9 +9,20 @@ import re
 from bench import layers
 
 ROWS = [
-    "RS256 signature", "ID token", "SHA-256", "sqlite3 driver", "SQLAlchemy Core", "SQLAlchemy Session",
-    "the token with its app and member", "find_bearer", "the app by its client_id", 'Flask "hello"', "/healthz", "discovery",
-    "userinfo", "code + PKCE exchange",
+    "RS256 signature",
+    "ID token",
+    "SHA-256",
+    "sqlite3 driver",
+    "SQLAlchemy Core",
+    "SQLAlchemy Session",
+    "the token with its app and member",
+    "find_bearer",
+    "the app by its client_id",
+    'Flask "hello"',
+    "/healthz",
+    "discovery",
+    "userinfo",
+    "code + PKCE exchange",
 ]
 
 

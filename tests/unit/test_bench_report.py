@@ -12,8 +12,15 @@ from bench.run import render_report
 
 def _group(name: str, cpu: float, p99: float = 5.0) -> dict:
     stat = lambda v: {"median": v, "min": v, "max": v, "runs": [v]}  # noqa: E731
-    return {"group": name, "runs": [], "rps": stat(100.0), "p50_ms": stat(1.0), "p99_ms": stat(p99),
-            "server_cpu_ms_per_op": stat(cpu), "client_cpu_ms_per_op": stat(0.1)}
+    return {
+        "group": name,
+        "runs": [],
+        "rps": stat(100.0),
+        "p50_ms": stat(1.0),
+        "p99_ms": stat(p99),
+        "server_cpu_ms_per_op": stat(cpu),
+        "client_cpu_ms_per_op": stat(0.1),
+    }
 
 
 def _write(tmp_path, name: str, groups: list[dict]):
@@ -29,15 +36,25 @@ def _row(report: str, test: str) -> list[str]:
 
 def test_rows_carry_the_floor_and_the_three_ratios(tmp_path):
     files = {
-        "ours": _write(tmp_path, "ours", [_group("userinfo c=1", 1.2), _group("token(code+PKCE) c=1", 3.0),
-                                          _group("v1-credits-first-page c=1", 8.0, p99=31.0)]),
+        "ours": _write(
+            tmp_path,
+            "ours",
+            [
+                _group("userinfo c=1", 1.2),
+                _group("token(code+PKCE) c=1", 3.0),
+                _group("v1-credits-first-page c=1", 8.0, p99=31.0),
+            ],
+        ),
         "ours-postgresql": _write(tmp_path, "ours-postgresql", [_group("userinfo c=1 [PostgreSQL]", 2.4)]),
-        "stack-floor": _write(tmp_path, "stack-floor", [_group("userinfo c=1", 0.6), _group("token(code+PKCE) c=1", 1.5)]),
+        "stack-floor": _write(
+            tmp_path, "stack-floor", [_group("userinfo c=1", 0.6), _group("token(code+PKCE) c=1", 1.5)]
+        ),
         "peer": _write(tmp_path, "peer", [_group("userinfo c=1", 0.25), _group("token(code+PKCE) c=1", 1.5)]),
     }
     machine = {"cpu": "test", "cores": 2, "python": "3.11", "node": "v20", "load_before": [0.1], "load_after": [0.2]}
-    report = render_report(files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4,
-                                                           server="granian"))
+    report = render_report(
+        files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4, server="granian")
+    )
 
     userinfo = _row(report, "userinfo c=1")
     assert userinfo[4:10] == ["1.200", "0.600", "0.250", "4.80×", "2.40×", "2.00×"]
@@ -58,8 +75,9 @@ def test_a_run_without_ours_still_compares_the_floor_with_the_peer(tmp_path):
         "peer": _write(tmp_path, "peer", [_group("refresh(rotate) c=8", 1.0), _group("discovery c=1", 0.2)]),
     }
     machine = {"cpu": "test", "cores": 2, "python": "3.11", "node": "v20", "load_before": [0.1], "load_after": [0.2]}
-    report = render_report(files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4,
-                                                           server="granian"))
+    report = render_report(
+        files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4, server="granian")
+    )
     refresh = _row(report, "refresh(rotate) c=8")
     assert refresh[1:5] == ["", "", "", ""] and refresh[5:8] == ["2.000", "1.000", ""]
     assert refresh[8] == "2.00×" and refresh[10] == "≤ 1.0×"
@@ -72,15 +90,21 @@ def test_the_database_backed_peers_lead_the_report_with_issue_20s_targets(tmp_pa
     each held to its target; the in-memory peer beside them."""
     files = {
         "ours": _write(tmp_path, "ours", [_group("token(code+PKCE) c=1", 2.0), _group("userinfo c=1", 1.4)]),
-        "ours-postgresql": _write(tmp_path, "ours-postgresql", [_group("token(code+PKCE) c=1 [PostgreSQL]", 3.0),
-                                                                _group("userinfo c=1 [PostgreSQL]", 1.2)]),
-        "peer-redis": _write(tmp_path, "peer-redis", [_group("token(code+PKCE) c=1", 2.5), _group("userinfo c=1", 1.0)]),
+        "ours-postgresql": _write(
+            tmp_path,
+            "ours-postgresql",
+            [_group("token(code+PKCE) c=1 [PostgreSQL]", 3.0), _group("userinfo c=1 [PostgreSQL]", 1.2)],
+        ),
+        "peer-redis": _write(
+            tmp_path, "peer-redis", [_group("token(code+PKCE) c=1", 2.5), _group("userinfo c=1", 1.0)]
+        ),
         "peer-pg": _write(tmp_path, "peer-pg", [_group("token(code+PKCE) c=1", 2.5), _group("userinfo c=1", 1.0)]),
         "peer": _write(tmp_path, "peer", [_group("token(code+PKCE) c=1", 1.5)]),
     }
     machine = {"cpu": "test", "cores": 2, "python": "3.11", "node": "v20", "load_before": [0.1], "load_after": [0.2]}
-    report = render_report(files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4,
-                                                           server="granian"))
+    report = render_report(
+        files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4, server="granian")
+    )
     head = report.index("ours on SQLite | peer on Redis")
     assert head < report.index("Against the in-memory peer")
     token = _row(report[head:], "token(code+PKCE) c=1")

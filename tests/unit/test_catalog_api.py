@@ -53,8 +53,12 @@ def test_any_profile_with_its_credits_and_charts(client, catalog, secret):
     charts = ok_data(client.get(f"/v1/profile/{catalog.other}/charts", headers=h))
     assert [c["score"] for c in charts] == [5000]
     # Past the end: 200 with no items; a cursor is ignored; an Idempotency-Key has no effect.
-    past = ok_data(client.get(f"/v1/profile/{catalog.mine}/credits?offset=45&cursor=abc",
-                              headers=key_header(secret, **{"Idempotency-Key": "x"})))
+    past = ok_data(
+        client.get(
+            f"/v1/profile/{catalog.mine}/credits?offset=45&cursor=abc",
+            headers=key_header(secret, **{"Idempotency-Key": "x"}),
+        )
+    )
     assert past == {"limit": 20, "offset": 45, "totalCount": 45, "items": []}
 
 
@@ -71,8 +75,15 @@ def test_collaborators_count_shared_tracks(client, catalog, secret):
     # `other` credited on two of `mine`'s tracks.
     rows = db.session.scalars(db.select(Credit).where(Credit.profile_id == catalog.mine).order_by(Credit.id).limit(2))
     for n, credit in enumerate(list(rows)):
-        db.session.add(Credit(id=1000 + n, profile_id=catalog.other, track_id=credit.track_id,
-                              album_id=credit.album_id, release_date=credit.release_date))
+        db.session.add(
+            Credit(
+                id=1000 + n,
+                profile_id=catalog.other,
+                track_id=credit.track_id,
+                album_id=credit.album_id,
+                release_date=credit.release_date,
+            )
+        )
     db.session.commit()
     page = ok_data(client.get(f"/v1/profile/{catalog.mine}/collaborators", headers=key_header(secret)))
     assert page["totalCount"] == 1
@@ -101,13 +112,28 @@ def test_album_by_each_identifier_and_its_credits(client, catalog, secret, id_ke
     assert {r["child"] for r in row["credits"]} == {"Co-Producer", "Composer"}
 
 
-@pytest.mark.parametrize("path", [
-    "/v1/track/id/not-a-uuid", f"/v1/track/id/{uid(999, 2)}", "/v1/track/isrc/XX0000000000", "/v1/track/spotify/none",
-    "/v1/track/upc/000000000000", "/v1/track/name/x", f"/v1/track/id/{uid(999, 2)}/albums",
-    "/v1/album/isrc/USAAA2000000", "/v1/album/upc/999", f"/v1/album/id/{uid(999, 3)}/credits", "/v1/album/spotify/zz",
-    f"/v1/profile/{uid(999, 1)}", "/v1/profile/nope/credits", f"/v1/profile/{uid(999, 1)}/charts",
-    f"/v1/profile/{uid(999, 1)}/collaborators", "/v1/track/isrc/" + "U" * 65, "/v1/album/spotify/%20",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/track/id/not-a-uuid",
+        f"/v1/track/id/{uid(999, 2)}",
+        "/v1/track/isrc/XX0000000000",
+        "/v1/track/spotify/none",
+        "/v1/track/upc/000000000000",
+        "/v1/track/name/x",
+        f"/v1/track/id/{uid(999, 2)}/albums",
+        "/v1/album/isrc/USAAA2000000",
+        "/v1/album/upc/999",
+        f"/v1/album/id/{uid(999, 3)}/credits",
+        "/v1/album/spotify/zz",
+        f"/v1/profile/{uid(999, 1)}",
+        "/v1/profile/nope/credits",
+        f"/v1/profile/{uid(999, 1)}/charts",
+        f"/v1/profile/{uid(999, 1)}/collaborators",
+        "/v1/track/isrc/" + "U" * 65,
+        "/v1/album/spotify/%20",
+    ],
+)
 def test_an_unmatched_identifier_is_404_not_found(client, catalog, secret, path):
     assert_api_error(client.get(path, headers=key_header(secret)), 404, "Not found")
 
@@ -119,16 +145,22 @@ def test_a_nul_byte_anywhere_is_400_never_a_5xx(client, catalog, secret):
     assert_api_error(response, 400, "Invalid parameters supplied")
 
 
-@pytest.mark.parametrize("path", [
-    "/v1/profile/{mine}/credits", "/v1/profile/{mine}/collaborators", "/v1/track/id/{track}/albums",
-    "/v1/album/id/{album}/credits",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/profile/{mine}/credits",
+        "/v1/profile/{mine}/collaborators",
+        "/v1/track/id/{track}/albums",
+        "/v1/album/id/{album}/credits",
+    ],
+)
 def test_paging_rules_on_every_list(client, catalog, secret, path):
     path = path.format(mine=catalog.mine, track=uid(1, 2), album=uid(1, 3))
     h = key_header(secret)
     assert_api_error(client.get(path + "?limit=51", headers=h), 400, "Too big page, max page size is 50")
-    assert_api_error(client.get(path + "?limit=99999999999999999999999", headers=h), 400,
-                     "Too big page, max page size is 50")
+    assert_api_error(
+        client.get(path + "?limit=99999999999999999999999", headers=h), 400, "Too big page, max page size is 50"
+    )
     for bad in ("limit=0", "limit=abc", "offset=-1", "offset=x", "limit=5&limit=6"):
         assert_api_error(client.get(f"{path}?{bad}", headers=h), 400, "Invalid parameters supplied")
     assert ok_data(client.get(path + "?limit=50&offset=0", headers=h))["limit"] == 50
@@ -136,9 +168,16 @@ def test_paging_rules_on_every_list(client, catalog, secret, path):
 
 def test_roles_is_the_whole_taxonomy_as_a_page(client, catalog, secret):
     page = ok_data(client.get("/v1/roles?limit=1", headers=key_header(secret)))
-    assert page == {"limit": 3, "offset": 0, "totalCount": 3, "items": [
-        {"child": "Co-Producer", "parent": "Producer"}, {"child": "Composer", "parent": "Songwriter"},
-        {"child": "Lyricist", "parent": "Songwriter"}]}
+    assert page == {
+        "limit": 3,
+        "offset": 0,
+        "totalCount": 3,
+        "items": [
+            {"child": "Co-Producer", "parent": "Producer"},
+            {"child": "Composer", "parent": "Songwriter"},
+            {"child": "Lyricist", "parent": "Songwriter"},
+        ],
+    }
 
 
 def test_search_groups_results_and_leaves_unasked_buckets_empty(client, catalog, secret):
@@ -148,8 +187,15 @@ def test_search_groups_results_and_leaves_unasked_buckets_empty(client, catalog,
     assert everything["profiles"]["total"] == 1
     person = everything["profiles"]["items"][0]
     assert person["id"] == catalog.other and person["creditCount"] == 3
-    assert set(person) == {"id", "name", "popularity", "creditCount", "collaboratorsCount", "avatarUrl",
-                           "commonCredits"}
+    assert set(person) == {
+        "id",
+        "name",
+        "popularity",
+        "creditCount",
+        "collaboratorsCount",
+        "avatarUrl",
+        "commonCredits",
+    }
     tracks_only = ok_data(client.post("/v1/search", json={"keyword": "Track 1", "type": ["track"]}, headers=h))
     assert tracks_only["profiles"] == {"total": 0, "items": []} and tracks_only["albums"] == {"total": 0, "items": []}
     assert tracks_only["tracks"]["total"] == 11  # Track 1, Track 10..19
@@ -162,12 +208,28 @@ def test_search_groups_results_and_leaves_unasked_buckets_empty(client, catalog,
     assert ok_data(client.get("/v1/search/autocomplete?q=%25", headers=h))["items"] == []
 
 
-@pytest.mark.parametrize("body", [None, "not json", [], {}, {"keyword": ""}, {"keyword": "  "}, {"keyword": 5},
-                                  {"keyword": "a", "type": "track"}, {"keyword": "a", "type": ["song"]},
-                                  {"keyword": "a", "type": [1]}, {"keyword": "x" * 201}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        None,
+        "not json",
+        [],
+        {},
+        {"keyword": ""},
+        {"keyword": "  "},
+        {"keyword": 5},
+        {"keyword": "a", "type": "track"},
+        {"keyword": "a", "type": ["song"]},
+        {"keyword": "a", "type": [1]},
+        {"keyword": "x" * 201},
+    ],
+)
 def test_search_with_a_missing_or_invalid_body_is_400(client, catalog, secret, body):
-    kwargs = {"data": body, "content_type": "application/json"} if isinstance(body, str) else (
-        {} if body is None else {"json": body})
+    kwargs = (
+        {"data": body, "content_type": "application/json"}
+        if isinstance(body, str)
+        else ({} if body is None else {"json": body})
+    )
     response = client.post("/v1/search", headers=key_header(secret), **kwargs)
     assert_api_error(response, 400, "Invalid parameters supplied")
 
@@ -185,8 +247,16 @@ def test_autocomplete(client, catalog, secret):
 def test_profile_search_for_known_tracks(client, catalog, secret):
     h = key_header(secret)
     found = ok_data(client.get(f"/v1/profiles/search?names=ada,nobody&track_ids={uid(2, 2)}", headers=h))
-    assert found == {"items": [{"id": catalog.mine, "name": "Ada Mine", "avatarUrl":
-                                "https://images.credits.example/profiles/ada.jpg", "trackIds": [uid(2, 2)]}]}
+    assert found == {
+        "items": [
+            {
+                "id": catalog.mine,
+                "name": "Ada Mine",
+                "avatarUrl": "https://images.credits.example/profiles/ada.jpg",
+                "trackIds": [uid(2, 2)],
+            }
+        ]
+    }
     by_spotify = ok_data(client.get("/v1/profiles/search?names=Ada&spotify_track_ids=sp1", headers=h))
     assert [p["id"] for p in by_spotify["items"]] == [catalog.mine]
     for bad in ("", "?names=ada", f"?track_ids={uid(2, 2)}", "?names=&track_ids=x"):
@@ -203,17 +273,26 @@ def test_key_door_pages_cost_a_fixed_number_of_queries(client, catalog, secret):
         assert response.status_code == 200, response.get_data(as_text=True)
         return len(statements)
 
-    for path in (f"/v1/profile/{catalog.mine}/credits", f"/v1/album/id/{uid(1, 3)}/credits",
-                 f"/v1/profile/{catalog.mine}/collaborators", f"/v1/track/id/{uid(1, 2)}/albums"):
+    for path in (
+        f"/v1/profile/{catalog.mine}/credits",
+        f"/v1/album/id/{uid(1, 3)}/credits",
+        f"/v1/profile/{catalog.mine}/collaborators",
+        f"/v1/track/id/{uid(1, 2)}/albums",
+    ):
         assert queries("get", path + "?limit=1") == queries("get", path + "?limit=50"), path
     # Search: a count and a page per bucket, and the profile bucket's statistics, for ten rows at most.
     assert queries("post", "/v1/search", json={"keyword": "a"}) <= 14
 
 
 def test_a_browser_may_preflight_the_widget_api(client, catalog):
-    response = client.options(f"/embed/v1/profile/{catalog.mine}", headers={
-        "Origin": "https://widgets.example", "Access-Control-Request-Method": "GET",
-        "Access-Control-Request-Headers": "x-api-key"})
+    response = client.options(
+        f"/embed/v1/profile/{catalog.mine}",
+        headers={
+            "Origin": "https://widgets.example",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "x-api-key",
+        },
+    )
     assert response.status_code == 200
     assert "x-api-key" in response.headers["Access-Control-Allow-Headers"]
     assert response.headers["Access-Control-Allow-Origin"] == "*"

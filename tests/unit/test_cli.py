@@ -11,8 +11,20 @@ def run(app, *args, input=None):
 
 
 def test_users_create_prints_id_and_sub_as_json(app):
-    result = run(app, "users", "create", "--email", "Ana@Example.com", "--name", "Ana", "--tier", "pro",
-                 "--password-stdin", "--json", input="a long enough password\n")
+    result = run(
+        app,
+        "users",
+        "create",
+        "--email",
+        "Ana@Example.com",
+        "--name",
+        "Ana",
+        "--tier",
+        "pro",
+        "--password-stdin",
+        "--json",
+        input="a long enough password\n",
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     user = db.session.get(User, data["id"])
@@ -40,7 +52,11 @@ def test_users_create_reports_a_mail_that_could_not_be_sent(app, monkeypatch):
 
     monkeypatch.setitem(app.config, "SMTP_URL", f"smtp://127.0.0.1:{free_port()}")  # nothing listens
     result = run(app, "users", "create", "--email", "di@example.com", "--name", "Di")
-    assert result.exit_code != 0 and "was not sent" in result.output and "flask users invite di@example.com" in result.output
+    assert (
+        result.exit_code != 0
+        and "was not sent" in result.output
+        and "flask users invite di@example.com" in result.output
+    )
     assert User.query.filter_by(email="di@example.com").count() == 1  # the member exists: invite again
 
 
@@ -54,9 +70,22 @@ def test_users_create_rejects_duplicates_and_bad_input(app):
 
 
 def test_clients_create_shows_the_secret_once_and_stores_its_hash(app):
-    result = run(app, "clients", "create", "--name", "Shop", "--redirect-uri", "https://shop.example/cb",
-                 "--redirect-uri", "http://127.0.0.1:8000/cb", "--auth-method", "client_secret_post",
-                 "--scope", "openid credits:read bogus", "--json")
+    result = run(
+        app,
+        "clients",
+        "create",
+        "--name",
+        "Shop",
+        "--redirect-uri",
+        "https://shop.example/cb",
+        "--redirect-uri",
+        "http://127.0.0.1:8000/cb",
+        "--auth-method",
+        "client_secret_post",
+        "--scope",
+        "openid credits:read bogus",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     client = Client.query.filter_by(client_id=data["client_id"]).one()
@@ -70,8 +99,11 @@ def test_clients_create_shows_the_secret_once_and_stores_its_hash(app):
 
 
 def test_clients_create_public_has_no_secret(app):
-    data = json.loads(run(app, "clients", "create", "--name", "Phone", "--public", "--redirect-uri",
-                          "com.example.phone:/cb", "--json").output)
+    data = json.loads(
+        run(
+            app, "clients", "create", "--name", "Phone", "--public", "--redirect-uri", "com.example.phone:/cb", "--json"
+        ).output
+    )
     assert data["client_secret"] is None and data["token_endpoint_auth_method"] == "none"
 
 
@@ -86,7 +118,9 @@ def test_keys_list_and_ensure(app):
     listing = json.loads(run(app, "keys", "list", "--json").output)
     assert [k["state"] for k in listing].count("active") == 1
     ensured = json.loads(run(app, "keys", "ensure", "--json").output)
-    assert ensured["generated"] is None and ensured["active"] == [k for k in listing if k["state"] == "active"][0]["kid"]
+    assert (
+        ensured["generated"] is None and ensured["active"] == [k for k in listing if k["state"] == "active"][0]["kid"]
+    )
 
 
 def test_demo_seed_is_repeatable_and_prints_fresh_credentials(app):
@@ -119,6 +153,14 @@ def test_demo_seed_names_the_web_app_as_the_demo_app_calls_itself(app):
 def test_the_demo_app_shows_each_credit_role_by_name():
     from examples.demo_app.api import roles
 
-    assert roles([{"child": "Co-Producer", "parent": "Producer"}, {"child": "Producer", "parent": "Producer"},
-                  {"child": "Mixer", "parent": None}]) == "Co-Producer (Producer), Producer, Mixer"
+    assert (
+        roles(
+            [
+                {"child": "Co-Producer", "parent": "Producer"},
+                {"child": "Producer", "parent": "Producer"},
+                {"child": "Mixer", "parent": None},
+            ]
+        )
+        == "Co-Producer (Producer), Producer, Mixer"
+    )
     assert roles(None) == "" and roles([]) == ""

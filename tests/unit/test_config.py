@@ -51,14 +51,16 @@ def test_development_accepts_the_default_secret():
     check_settings(settings(APP_ENV="development", SECRET_KEY=DEV_SECRET_KEY))
 
 
-@pytest.mark.parametrize("issuer", ["http://127.0.0.1:5000", "http://localhost:8080", "http://[::1]:5000",
-                                    "https://id.example.com"])
+@pytest.mark.parametrize(
+    "issuer", ["http://127.0.0.1:5000", "http://localhost:8080", "http://[::1]:5000", "https://id.example.com"]
+)
 def test_accepted_issuers(issuer):
     check_settings(settings(ISSUER_URL=issuer))
 
 
-@pytest.mark.parametrize("issuer", ["http://id.example.com", "http://10.0.0.5", "ftp://127.0.0.1",
-                                    "https://id.example.com?x=1", "not a url"])
+@pytest.mark.parametrize(
+    "issuer", ["http://id.example.com", "http://10.0.0.5", "ftp://127.0.0.1", "https://id.example.com?x=1", "not a url"]
+)
 def test_rejected_issuers(issuer):
     with pytest.raises(ConfigError, match="ISSUER_URL"):
         check_settings(settings(ISSUER_URL=issuer))
@@ -66,14 +68,22 @@ def test_rejected_issuers(issuer):
 
 def test_create_app_fails_fast_outside_development(tmp_path):
     with pytest.raises(ConfigError):
-        create_app({"APP_ENV": "production", "SECRET_KEY": DEV_SECRET_KEY,
-                    "DATABASE_URL": f"sqlite:///{tmp_path}/x.db"})
+        create_app(
+            {"APP_ENV": "production", "SECRET_KEY": DEV_SECRET_KEY, "DATABASE_URL": f"sqlite:///{tmp_path}/x.db"}
+        )
 
 
 def test_https_issuer_makes_the_session_cookie_secure(tmp_path):
-    app = create_app({"APP_ENV": "production", "SECRET_KEY": STRONG, "ISSUER_URL": "https://id.example.com",
-                      "SMTP_URL": "smtp://mail.example.com:587",
-                      "DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "KEYS_DIR": str(tmp_path)})
+    app = create_app(
+        {
+            "APP_ENV": "production",
+            "SECRET_KEY": STRONG,
+            "ISSUER_URL": "https://id.example.com",
+            "SMTP_URL": "smtp://mail.example.com:587",
+            "DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
+            "KEYS_DIR": str(tmp_path),
+        }
+    )
     assert app.config["SESSION_COOKIE_SECURE"] is True
     assert app.config["SESSION_COOKIE_HTTPONLY"] is True
     # None (only ever with Secure): an app's cross-site POST to /authorize or the logout endpoint
@@ -83,24 +93,42 @@ def test_https_issuer_makes_the_session_cookie_secure(tmp_path):
 
 def test_plain_http_keeps_the_session_cookie_samesite_lax(tmp_path):
     """Browsers refuse SameSite=None without Secure, which plain http cannot have."""
-    app = create_app({"APP_ENV": "development", "ISSUER_URL": "http://127.0.0.1:5000", "DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
-                      "KEYS_DIR": str(tmp_path)})
+    app = create_app(
+        {
+            "APP_ENV": "development",
+            "ISSUER_URL": "http://127.0.0.1:5000",
+            "DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
+            "KEYS_DIR": str(tmp_path),
+        }
+    )
     assert app.config["SESSION_COOKIE_SECURE"] is False
     assert app.config["SESSION_COOKIE_SAMESITE"] == "Lax"
 
 
-@pytest.mark.parametrize(("name", "raw", "says"), [
-    ("METRICS_ENABLED", "flase", "METRICS_ENABLED must be true or false"),
-    ("SESSION_LIFETIME", "two weeks", "SESSION_LIFETIME must be a whole number"),
-])
+@pytest.mark.parametrize(
+    ("name", "raw", "says"),
+    [
+        ("METRICS_ENABLED", "flase", "METRICS_ENABLED must be true or false"),
+        ("SESSION_LIFETIME", "two weeks", "SESSION_LIFETIME must be a whole number"),
+    ],
+)
 def test_an_unreadable_environment_value_stops_the_start_naming_the_setting(monkeypatch, name, raw, says):
     monkeypatch.setenv(name, raw)
     with pytest.raises(ConfigError, match=says):
         load_settings()
 
 
-@pytest.mark.parametrize("name", ["SESSION_LIFETIME", "INTERACTION_LIFETIME", "AUTHORIZATION_CODE_LIFETIME",
-                                  "ACCESS_TOKEN_LIFETIME", "ID_TOKEN_LIFETIME", "REFRESH_TOKEN_LIFETIME"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "SESSION_LIFETIME",
+        "INTERACTION_LIFETIME",
+        "AUTHORIZATION_CODE_LIFETIME",
+        "ACCESS_TOKEN_LIFETIME",
+        "ID_TOKEN_LIFETIME",
+        "REFRESH_TOKEN_LIFETIME",
+    ],
+)
 def test_a_lifetime_must_be_positive(name):
     """0 would make every session, code or token expire as it is made (members could never stay in)."""
     with pytest.raises(ConfigError, match=f"{name} must be a positive number of seconds"):

@@ -32,10 +32,18 @@ def run_json(cli, *args) -> dict:
 
 def give_token(user, client) -> Token:
     now = utcnow()
-    token = Token(client_id=client.id, user_id=user.id, grant_id=new_uuid(), scope="openid",
-                  access_token_hash=sha256_hex(new_uuid()), refresh_token_hash=sha256_hex(new_uuid()),
-                  issued_at=now, access_expires_at=now + timedelta(hours=1),
-                  refresh_expires_at=now + timedelta(days=1), auth_time=now)
+    token = Token(
+        client_id=client.id,
+        user_id=user.id,
+        grant_id=new_uuid(),
+        scope="openid",
+        access_token_hash=sha256_hex(new_uuid()),
+        refresh_token_hash=sha256_hex(new_uuid()),
+        issued_at=now,
+        access_expires_at=now + timedelta(hours=1),
+        refresh_expires_at=now + timedelta(days=1),
+        auth_time=now,
+    )
     db.session.add(token)
     db.session.add(Consent(user_id=user.id, client_id=client.id, scope="openid"))
     db.session.commit()
@@ -78,12 +86,17 @@ def test_rotate_secret_of_public_client_fails_clearly(cli):
 def test_disable_and_enable(cli):
     client, _ = make_client()
     assert run_json(cli, "clients", "disable", client.client_id) == {
-        "client_id": client.client_id, "status": "disabled", "changed": True}
+        "client_id": client.client_id,
+        "status": "disabled",
+        "changed": True,
+    }
     assert run_json(cli, "clients", "disable", client.client_id)["changed"] is False
     assert "already was" in cli("clients", "disable", client.client_id).output
     assert run_json(cli, "clients", "enable", client.client_id)["status"] == "active"
     assert [e.action for e in db.session.scalars(db.select(AuditEvent).order_by(AuditEvent.id))] == [
-        "app.disabled", "app.enabled"]
+        "app.disabled",
+        "app.enabled",
+    ]
 
 
 def test_the_operator_locks_an_app_its_developer_had_disabled(cli):
@@ -199,7 +212,9 @@ def test_set_password_for_a_member_who_lost_theirs(cli):
     assert passwords.verify(user, data["password"]) and not passwords.verify(user, PASSWORD)
     [event] = events("password.changed")
     assert event.subject_id == member.id and event.source == "cli" and data["password"] not in str(event.detail)
-    chosen = cli("users", "set-password", "lost@example.test", "--password-stdin", "--json", input="chosen by support\n")
+    chosen = cli(
+        "users", "set-password", "lost@example.test", "--password-stdin", "--json", input="chosen by support\n"
+    )
     assert chosen.exit_code == 0 and "password" not in json.loads(chosen.output)
     db.session.expire_all()
     assert passwords.verify(db.session.get(User, member.id), "chosen by support")

@@ -70,18 +70,31 @@ def test_good_redirect_uris_are_accepted(uri):
 
 def test_every_problem_is_named_at_once():
     with pytest.raises(RegistrationError) as err:
-        register_client(NewClient(name="Bad", redirect_uris=["http://a.example/x", "https://b.example/#y"],
-                                  post_logout_redirect_uris=["https://c.example/*"]))
+        register_client(
+            NewClient(
+                name="Bad",
+                redirect_uris=["http://a.example/x", "https://b.example/#y"],
+                post_logout_redirect_uris=["https://c.example/*"],
+            )
+        )
     message = str(err.value)
     assert "'http://a.example/x' must use https" in message
     assert "'https://b.example/#y' must not contain a fragment" in message
 
 
-@pytest.mark.parametrize(("url", "ok"), [
-    ("https://app.example.com/", True), ("http://127.0.0.1:5001/", True), ("javascript:alert(1)", False),
-    ("data:text/html,hi", False), ("http://app.example.com/", False), ("https://u:p@app.example.com/", False),
-    ("https://app.example.com/" + "a" * 600, False), ("//app.example.com/logo.png", False),
-])
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("https://app.example.com/", True),
+        ("http://127.0.0.1:5001/", True),
+        ("javascript:alert(1)", False),
+        ("data:text/html,hi", False),
+        ("http://app.example.com/", False),
+        ("https://u:p@app.example.com/", False),
+        ("https://app.example.com/" + "a" * 600, False),
+        ("//app.example.com/logo.png", False),
+    ],
+)
 def test_links_shown_to_members(url, ok):
     assert (link_problem(url) is None) is ok
     spec = NewClient(name="Links", redirect_uris=["https://app.example.com/cb"], homepage_url=url)
@@ -149,8 +162,10 @@ def test_public_clients_have_no_secret_to_rotate():
 
 def test_developers_cannot_make_trusted_apps_or_turn_pkce_off():
     dev = make_member(role="developer")
-    for spec in (NewClient(name="T", redirect_uris=["https://a.example/cb"], trusted=True),
-                 NewClient(name="P", redirect_uris=["https://a.example/cb"], require_pkce=False)):
+    for spec in (
+        NewClient(name="T", redirect_uris=["https://a.example/cb"], trusted=True),
+        NewClient(name="P", redirect_uris=["https://a.example/cb"], require_pkce=False),
+    ):
         with pytest.raises(NotAllowed):
             register_app(spec, dev)
     assert db.session.scalar(db.select(db.func.count(Client.id))) == 0
@@ -161,8 +176,13 @@ def test_developers_cannot_make_trusted_apps_or_turn_pkce_off():
 def test_edit_keeps_type_and_admin_switches_for_developers():
     dev = make_member(role="developer")
     client, _ = register_app(NewClient(name="Mine", redirect_uris=["https://a.example/cb"]), dev)
-    spec = NewClient(name="Renamed", redirect_uris=["https://a.example/cb", "http://127.0.0.1:9/cb"], public=True,
-                     trusted=True, require_pkce=False)
+    spec = NewClient(
+        name="Renamed",
+        redirect_uris=["https://a.example/cb", "http://127.0.0.1:9/cb"],
+        public=True,
+        trusted=True,
+        require_pkce=False,
+    )
     changed = edit_app(client, spec, dev)
     assert changed == ["name", "redirect_uris"]
     assert client.client_type == "confidential" and not client.trusted and client.require_pkce

@@ -40,8 +40,14 @@ def history():
     at_midnight = register("Deleted at midnight", "2026-01-10T08:00:00", bo)
     with time_machine.travel(at("2026-02-01T00:00:00"), tick=False):
         delete_app(at_midnight, actor=None)  # gone the instant February began: not charged for it
-    return {"ana": ana, "bo": bo, "last_minute": last_minute, "first_second": first_second,
-            "short_lived": short_lived, "at_midnight": at_midnight}
+    return {
+        "ana": ana,
+        "bo": bo,
+        "last_minute": last_minute,
+        "first_second": first_second,
+        "short_lived": short_lived,
+        "at_midnight": at_midnight,
+    }
 
 
 def test_month_boundaries(history):
@@ -51,8 +57,12 @@ def test_month_boundaries(history):
     assert months_of(report, history["first_second"]) == ["2026-02", "2026-03"]
     assert months_of(report, history["short_lived"]) == ["2026-01", "2026-02"]
     assert months_of(report, history["at_midnight"]) == ["2026-01"]
-    assert report.by_month == {"2025-12": 0, "2026-01": 3 * MONTHLY_FEE, "2026-02": 3 * MONTHLY_FEE,
-                               "2026-03": 2 * MONTHLY_FEE}
+    assert report.by_month == {
+        "2025-12": 0,
+        "2026-01": 3 * MONTHLY_FEE,
+        "2026-02": 3 * MONTHLY_FEE,
+        "2026-03": 2 * MONTHLY_FEE,
+    }
     assert report.total == 8 * MONTHLY_FEE
     assert all(line.amount == 99 for line in report.lines)
     # Newest month first, and deleted apps stay in the history with their status.
@@ -64,8 +74,12 @@ def test_totals_per_owner(history):
     with time_machine.travel(at("2026-03-10T09:00:00"), tick=False):
         report = ledger(Month(2026, 1), Month(2026, 3))
     owners = {o["owner_email"]: o for o in report.by_owner}
-    assert owners["ana@example.test"] == {"owner_id": history["ana"].id, "owner_email": "ana@example.test",
-                                          "apps": 2, "amount": 5 * MONTHLY_FEE}
+    assert owners["ana@example.test"] == {
+        "owner_id": history["ana"].id,
+        "owner_email": "ana@example.test",
+        "apps": 2,
+        "amount": 5 * MONTHLY_FEE,
+    }
     assert owners["bo@example.test"]["apps"] == 2
     assert owners["bo@example.test"]["amount"] == 3 * MONTHLY_FEE
 
@@ -92,7 +106,8 @@ def test_disabled_app_is_still_charged():
         disable_app(client, actor=None)
         report = month_report(Month(2026, 4))
     assert [(line.client_id, line.status, line.amount) for line in report.lines] == [
-        (client.client_id, "disabled", MONTHLY_FEE)]
+        (client.client_id, "disabled", MONTHLY_FEE)
+    ]
 
 
 def test_year_boundary():

@@ -32,8 +32,7 @@ def test_durations_in_the_largest_whole_unit():
 
 def test_the_tag_keeps_the_exact_time():
     tag = str(time_tag(NOW - timedelta(minutes=3), NOW))
-    assert tag == ('<time datetime="2026-11-24T20:57:00+00:00" title="2026-11-24 20:57:00 UTC">'
-                   "3 minutes ago</time>")
+    assert tag == ('<time datetime="2026-11-24T20:57:00+00:00" title="2026-11-24 20:57:00 UTC">3 minutes ago</time>')
     assert "never" in str(time_tag(None))
 
 

@@ -14,22 +14,37 @@ from app.models import ApiUsage
 from tests.key_support import make_key
 
 
-@pytest.mark.parametrize("calls, amount", [
-    (0, "0.00"), (1, "0.03"), (40, "1.00"), (100_000, "2500.00"), (100_001, "2500.02"),
-    (300_000, "6500.00"),  # 100K x 0.025 + 200K x 0.020
-    (300_001, "6500.02"), (400_000, "8000.00"),  # + 100K x 0.015
-    (1_000_000, "17000.00"),
-])
+@pytest.mark.parametrize(
+    "calls, amount",
+    [
+        (0, "0.00"),
+        (1, "0.03"),
+        (40, "1.00"),
+        (100_000, "2500.00"),
+        (100_001, "2500.02"),
+        (300_000, "6500.00"),  # 100K x 0.025 + 200K x 0.020
+        (300_001, "6500.02"),
+        (400_000, "8000.00"),  # + 100K x 0.015
+        (1_000_000, "17000.00"),
+    ],
+)
 def test_pay_as_you_go_is_priced_in_marginal_bands(calls, amount):
     assert banded_amount(calls) == Decimal(amount)
     assert month_amount(calls, "payg") == month_amount(calls, "start") == Decimal(amount)
 
 
-@pytest.mark.parametrize("plan, calls, amount", [
-    ("build", 0, "500.00"), ("build", 25_000, "500.00"),  # the fee covers the included calls
-    ("build", 25_001, "500.02"), ("build", 100_000, "2000.00"),  # beyond: 0.020 a call from the first
-    ("scale", 0, "3000.00"), ("scale", 150_000, "3000.00"), ("scale", 200_000, "4000.00"),
-])
+@pytest.mark.parametrize(
+    "plan, calls, amount",
+    [
+        ("build", 0, "500.00"),
+        ("build", 25_000, "500.00"),  # the fee covers the included calls
+        ("build", 25_001, "500.02"),
+        ("build", 100_000, "2000.00"),  # beyond: 0.020 a call from the first
+        ("scale", 0, "3000.00"),
+        ("scale", 150_000, "3000.00"),
+        ("scale", 200_000, "4000.00"),
+    ],
+)
 def test_plans_price_calls_at_0_020_and_the_fee_counts_toward_usage(plan, calls, amount):
     assert month_amount(calls, plan) == Decimal(amount)
 
@@ -53,8 +68,9 @@ def test_one_counter_row_per_key_per_day_bumped_by_an_upsert():
         meter_request(key, day)
     meter_request(other, date(2026, 11, 3))
     db.session.commit()
-    rows = db.session.execute(db.select(ApiUsage.day, ApiUsage.count).where(ApiUsage.key_id == key.id)
-                              .order_by(ApiUsage.day)).all()
+    rows = db.session.execute(
+        db.select(ApiUsage.day, ApiUsage.count).where(ApiUsage.key_id == key.id).order_by(ApiUsage.day)
+    ).all()
     assert rows == [(date(2026, 10, 31), 1), (date(2026, 11, 3), 3), (date(2026, 11, 20), 1)]
     usage = {u.key.id: u for u in usage_for([key, other], date(2026, 11, 10))}
     assert usage[key.id].days == [(date(2026, 11, 3), 3), (date(2026, 11, 20), 1)]

@@ -4,30 +4,36 @@ from app.models import Client
 from app.registration import NewClient, RegistrationError, redirect_uri_problem, register_client
 
 
-@pytest.mark.parametrize("uri", [
-    "https://app.example.com/callback",
-    "https://app.example.com:8443/cb?x=1",
-    "http://127.0.0.1:7199/cb",
-    "http://localhost/cb",
-    "http://[::1]:8080/cb",
-    "com.example.app:/callback",
-    "com.example.app:/oauth2redirect",
-])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://app.example.com/callback",
+        "https://app.example.com:8443/cb?x=1",
+        "http://127.0.0.1:7199/cb",
+        "http://localhost/cb",
+        "http://[::1]:8080/cb",
+        "com.example.app:/callback",
+        "com.example.app:/oauth2redirect",
+    ],
+)
 def test_acceptable_redirect_uris(uri):
     assert redirect_uri_problem(uri) is None
 
 
-@pytest.mark.parametrize("uri,why", [
-    ("/relative/path", "absolute"),
-    ("https://app.example.com/cb#frag", "fragment"),
-    ("https://user:pw@app.example.com/cb", "user name"),
-    ("https://*.example.com/cb", "wildcard"),
-    ("http://app.example.com/cb", "https"),
-    ("javascript:alert(1)", "private-use"),
-    ("myapp:/cb", "reverse-DNS"),
-    ("https://app.example.com/c b", "spaces"),
-    ("", "empty"),
-])
+@pytest.mark.parametrize(
+    "uri,why",
+    [
+        ("/relative/path", "absolute"),
+        ("https://app.example.com/cb#frag", "fragment"),
+        ("https://user:pw@app.example.com/cb", "user name"),
+        ("https://*.example.com/cb", "wildcard"),
+        ("http://app.example.com/cb", "https"),
+        ("javascript:alert(1)", "private-use"),
+        ("myapp:/cb", "reverse-DNS"),
+        ("https://app.example.com/c b", "spaces"),
+        ("", "empty"),
+    ],
+)
 def test_rejected_redirect_uris_say_why(uri, why):
     problem = redirect_uri_problem(uri)
     assert problem is not None and why in problem
@@ -46,8 +52,11 @@ def test_a_public_app_names_the_loopback_address_not_localhost(uri):
 
 def test_register_names_each_bad_uri_and_writes_nothing():
     with pytest.raises(RegistrationError) as err:
-        register_client(NewClient(name="X", redirect_uris=["https://ok.example/cb", "http://evil.example/cb",
-                                                           "https://a.example/#x"]))
+        register_client(
+            NewClient(
+                name="X", redirect_uris=["https://ok.example/cb", "http://evil.example/cb", "https://a.example/#x"]
+            )
+        )
     message = str(err.value)
     assert "http://evil.example/cb" in message and "https://a.example/#x" in message
     assert Client.query.count() == 0
@@ -82,20 +91,23 @@ def test_client_ids_are_letters_and_digits_only():
     assert all(i.isalnum() and i.isascii() and len(i) == 22 for i in ids)
 
 
-@pytest.mark.parametrize(("requested", "matches"), [
-    ("http://127.0.0.1:5555/cb", True),
-    ("http://127.0.0.1/cb", True),
-    ("http://127.0.0.1:0/cb", False),
-    ("http://127.0.0.1:99999/cb", False),
-    ("http://127.0.0.1:05555/cb", False),
-    ("http://127.0.0.1:5555/cb2", False),
-    ("http://127.0.0.1:5555/cb?x=1", False),
-    ("http://127.0.0.1:5555/cb#f", False),
-    ("http://user@127.0.0.1:5555/cb", False),
-    ("https://127.0.0.1:5555/cb", False),
-    ("http://127.0.0.2:5555/cb", False),
-    ("http://localhost:5555/cb", False),
-])
+@pytest.mark.parametrize(
+    ("requested", "matches"),
+    [
+        ("http://127.0.0.1:5555/cb", True),
+        ("http://127.0.0.1/cb", True),
+        ("http://127.0.0.1:0/cb", False),
+        ("http://127.0.0.1:99999/cb", False),
+        ("http://127.0.0.1:05555/cb", False),
+        ("http://127.0.0.1:5555/cb2", False),
+        ("http://127.0.0.1:5555/cb?x=1", False),
+        ("http://127.0.0.1:5555/cb#f", False),
+        ("http://user@127.0.0.1:5555/cb", False),
+        ("https://127.0.0.1:5555/cb", False),
+        ("http://127.0.0.2:5555/cb", False),
+        ("http://localhost:5555/cb", False),
+    ],
+)
 def test_loopback_redirect_uris_of_native_apps_match_any_port_and_nothing_else(requested, matches):
     native = Client(client_type="public", redirect_uris=["http://127.0.0.1/cb"])
     web = Client(client_type="confidential", redirect_uris=["http://127.0.0.1/cb"])
@@ -111,8 +123,14 @@ def test_a_logo_must_be_one_the_consent_page_can_load():
     for logo in ("http://127.0.0.1:8080/logo.png", "http://localhost/logo.png", "http://[::1]/l.png"):
         spec = NewClient(name="App", redirect_uris=["https://app.example/cb"], logo_url=logo)
         assert registration_problems(spec, False) == {
-            "logo_url": [f"Logo URL {logo!r} must use https: the consent page can load images only over https"]}
+            "logo_url": [f"Logo URL {logo!r} must use https: the consent page can load images only over https"]
+        }
         spec.homepage_url, spec.logo_url = logo, None  # other links may stay on loopback http
         assert registration_problems(spec, False) == {}
-    assert registration_problems(NewClient(name="App", redirect_uris=["https://app.example/cb"],
-                                           logo_url="https://cdn.example/logo.png"), False) == {}
+    assert (
+        registration_problems(
+            NewClient(name="App", redirect_uris=["https://app.example/cb"], logo_url="https://cdn.example/logo.png"),
+            False,
+        )
+        == {}
+    )

@@ -11,11 +11,26 @@ def test_paths_on_this_site_are_kept(target):
     assert safe_next(target) == target
 
 
-@pytest.mark.parametrize("target", [
-    None, "", "account", "https://evil.example/", "//evil.example", "/\\evil.example", "/a\\b",
-    "/\t/evil.example",  # Werkzeug and browsers drop the tab from a Location: "//evil.example"
-    "/\n/evil.example", "/\r/evil.example", "\t//evil.example", "/ /evil.example", "/\x00", "/\x7f/x",
-    "/\u00e9v\u00efl", "javascript:alert(1)",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        None,
+        "",
+        "account",
+        "https://evil.example/",
+        "//evil.example",
+        "/\\evil.example",
+        "/a\\b",
+        "/\t/evil.example",  # Werkzeug and browsers drop the tab from a Location: "//evil.example"
+        "/\n/evil.example",
+        "/\r/evil.example",
+        "\t//evil.example",
+        "/ /evil.example",
+        "/\x00",
+        "/\x7f/x",
+        "/\u00e9v\u00efl",
+        "javascript:alert(1)",
+    ],
+)
 def test_anything_else_is_dropped(target):
     assert safe_next(target) is None
