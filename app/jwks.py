@@ -162,7 +162,16 @@ class KeyStore:
     # -- changing -----------------------------------------------------------------------
 
     def generate(self, activates_at: datetime | None = None) -> SigningKey:
-        """Create a new RSA key: private half to KEYS_DIR (0600), public half to the database."""
+        """Create a new RSA key: private half to KEYS_DIR (0600), public half to the database,
+        committed (the CLI's `keys generate`, `make run`'s first key)."""
+        row = self._new_key(activates_at)
+        db.session.commit()
+        self.invalidate()
+        return row
+
+    def _new_key(self, activates_at: datetime | None = None) -> SigningKey:
+        """A new key in the caller's transaction: the private half written to KEYS_DIR first (a file
+        whose row never commits is never published, so it signs nothing)."""
         key = RSAKey.generate_key(RSA_KEY_BITS, private=True)
         kid = key.thumbprint()
         self.keys_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -174,8 +183,7 @@ class KeyStore:
         public.update({"kid": kid, "alg": SIGNING_ALG, "use": "sig"})
         row = SigningKey(kid=kid, alg=SIGNING_ALG, public_jwk=public, activates_at=activates_at or utcnow())
         db.session.add(row)
-        db.session.commit()
-        self.invalidate()
+        db.session.flush()
         return row
 
     def ensure_key(self) -> SigningKey | None:
@@ -204,7 +212,9 @@ class KeyStore:
             row.retired_at = row.expires_at = now
         starts = now if immediate else now + timedelta(seconds=self.publish_delay)
         current = self.snapshot().signing_kid
-        new = self.generate(activates_at=starts)
+        new = self._new_key(
+            activates_at=starts
+        )  # one transaction: the new key, the old one's retirement, the audit row
         if current is not None:
             old = db.session.get(SigningKey, current)
             old.retired_at = starts

@@ -179,7 +179,8 @@ def _checked_fields(spec: NewClient, public: bool) -> dict:
 
 def register_client(spec: NewClient) -> tuple[Client, str | None]:
     """Create the client; returns it with its secret (None for public clients). The secret is
-    shown once by the caller: only its hash is stored."""
+    shown once by the caller: only its hash is stored. Flushed, not committed: the caller commits
+    the app together with its audit row (one unit of work)."""
     client = Client(
         client_id=spec.client_id or new_client_id(),
         client_type=ClientType.PUBLIC if spec.public else ClientType.CONFIDENTIAL,
@@ -191,7 +192,7 @@ def register_client(spec: NewClient) -> tuple[Client, str | None]:
         secret = new_secret(32)
         client.set_secret(secret)
     db.session.add(client)
-    db.session.commit()
+    db.session.flush()
     return client, secret
 
 

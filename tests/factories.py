@@ -28,7 +28,9 @@ def make_client(public: bool = False, redirect_uris: list[str] | None = None, **
     spec = NewClient(
         name=kw.pop("name", "Test App"), redirect_uris=redirect_uris or [REDIRECT_URI], public=public, **kw
     )
-    return register_client(spec)
+    client, secret = register_client(spec)
+    db.session.commit()  # the console and the CLI commit the app with its audit row; here, alone
+    return client, secret
 
 
 def db_state() -> dict[str, list[tuple]]:

@@ -198,3 +198,17 @@ def test_a_rejected_edit_changes_nothing():
     client = db.session.get(Client, client.id)
     assert client.name == "Stable" and client.redirect_uris == ["http://127.0.0.1:7199/cb"]
     assert db.session.scalar(db.select(AuditEvent).where(AuditEvent.action == "app.changed")) is None
+
+
+def test_an_app_and_its_audit_row_are_one_unit_of_work(monkeypatch):
+    """register_client only flushes; the console and the CLI commit the app with its audit row."""
+    from app.registration import NewClient as Spec
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the audit trail is unreachable")
+
+    monkeypatch.setattr("app.console.apps.record", fail)
+    with pytest.raises(RuntimeError):
+        register_app(Spec(name="Half", redirect_uris=["https://half.example/cb"]), actor=None)
+    db.session.rollback()
+    assert db.session.scalar(db.select(db.func.count(Client.id)).where(Client.name == "Half")) == 0

@@ -145,3 +145,18 @@ def test_keys_are_loaded_once_not_per_request(fresh_keys):
         assert statements == []
     finally:
         keystore.refresh_interval = 0
+
+
+def test_a_rotation_is_one_transaction(fresh_keys, monkeypatch):
+    """The new key, the old one's retirement and the audit row commit together: a failure on the
+    way leaves the key set as it was (the new key was once committed on its own, first)."""
+    before = {(row.kid, row.retired_at) for row in db.session.scalars(db.select(SigningKey))}
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the audit trail is unreachable")
+
+    monkeypatch.setattr("app.jwks.record", fail)
+    with pytest.raises(RuntimeError):
+        keystore.rotate(immediate=True)
+    db.session.rollback()
+    assert {(row.kid, row.retired_at) for row in db.session.scalars(db.select(SigningKey))} == before
