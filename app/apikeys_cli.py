@@ -4,13 +4,13 @@ service as the console (app/apikeys.py) and leaves the same audit event (source 
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 
 import click
 from flask.cli import AppGroup
 
 from app.apikeys import MAX_GRACE, ApiKeyError, KeyNotFound, create_key, find_key, key_json, revoke_key, rotate_key
-from app.cli import emit, fail, json_option
+from app.cli import emit, fail, grace_option, json_option
 from app.extensions import db
 from app.members import MemberError, find_member
 from app.metering import usage_for
@@ -80,19 +80,13 @@ def api_keys_list(owner_email, as_json):
 
 @api_keys.command("rotate")
 @click.argument("key_id")
-@click.option(
-    "--grace",
-    type=click.IntRange(0, int(MAX_GRACE.total_seconds())),
-    default=0,
-    show_default=True,
-    help="Seconds the old value keeps working (0: it stops at once; at most 7 days).",
-)
+@grace_option(MAX_GRACE, "value")
 @json_option
 def api_keys_rotate(key_id, grace, as_json):
     """Issue a new value for the key (same id, plan and usage); printed once."""
     key = _key(key_id)
     try:
-        value = rotate_key(key, timedelta(seconds=grace) if grace else None)
+        value = rotate_key(key, grace)
     except ApiKeyError as exc:
         db.session.rollback()
         fail(str(exc))

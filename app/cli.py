@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 
 import click
 from flask import Flask
@@ -22,6 +23,19 @@ from app.models import Client, ClientStatus, Role, Tier
 from app.registration import NewClient, RegistrationError
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+
+
+def grace_option(maximum: timedelta, what: str) -> Callable:
+    """`--grace SECONDS` of a rotation: how long the old `what` keeps working, handed to the command
+    as a timedelta (None: it stops at once)."""
+    return click.option(
+        "--grace",
+        type=click.IntRange(0, int(maximum.total_seconds())),
+        default=0,
+        show_default=True,
+        callback=lambda ctx, param, seconds: timedelta(seconds=seconds) if seconds else None,
+        help=f"Seconds the old {what} keeps working (0: it stops at once; at most {maximum.days} days).",
+    )
 
 
 def emit(data, as_json: bool, human: Callable[[object], str]) -> None:

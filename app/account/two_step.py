@@ -3,20 +3,22 @@ once), make new recovery codes, remove it. Each change asks for the password aga
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from wtforms import HiddenField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
 from app.audit import record
-from app.auth import passkeys, second_factor, throttle
+from app.auth import passkeys, second_factor
 from app.auth.notices import security_notice
-from app.auth.passwords import passwords
 from app.auth.sessions import current_user
-from app.auth.views import throttled, too_many_attempts
+from app.auth.views import password_refusal
 from app.extensions import db
 from app.mail import send_later
 from app.members import MAX_PASSWORD_LENGTH
+from app.models import User
 
 bp = Blueprint("two_step", __name__, url_prefix="/account/two-step")
 
@@ -38,17 +40,9 @@ class SetupForm(PasswordOnlyForm):
     code = StringField("Code from the app", validators=[DataRequired(), Length(max=12)])
 
 
-def _password_checked(user, form: PasswordOnlyForm, page) -> Response | None:
-    """None when the password is right; else the page answered 401 (or 429 while the account waits):
-    a stolen session cannot change the second factor, nor guess the password faster than the login page."""
-    attempt = throttle.Attempt(throttle.account_key(user.email))
-    wait = attempt.wait()
-    if wait:
-        return throttled(page(error=too_many_attempts(wait)), wait)
-    if not passwords.verify(user, form.current.data):
-        attempt.failed()
-        return page(error=WRONG_PASSWORD, status=throttle.FAILED_LOGIN_STATUS)
-    return None
+def _password_checked(user: User, form: PasswordOnlyForm, page: Callable[..., Response]) -> Response | None:
+    """A stolen session cannot change the second factor (nor guess faster than the login page)."""
+    return password_refusal(user, form.current.data, page, WRONG_PASSWORD)
 
 
 def _signed_out() -> Response:
@@ -102,33 +96,35 @@ def setup() -> Response:
     return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=True))
 
 
+def _confirmed_with_password(user: User, action: str) -> Response | None:
+    """The step before a change to the second factor: None once the member confirmed with their
+    password; else the page that asks for it (first visit, a bad form, a wrong or throttled password)."""
+    form = PasswordOnlyForm()
+
+    def page(error: str | None = None, status: int = 200) -> Response:
+        return make_response(
+            render_template(
+                "account/two_step_confirm.html", form=form, error=error, action=action, max_length=MAX_PASSWORD_LENGTH
+            ),
+            status,
+        )
+
+    if not form.is_submitted() or not form.current.data:
+        return page()  # the account page's button: ask for the password
+    if not form.validate_on_submit():
+        return page(status=400)
+    return _password_checked(user, form, page)
+
+
 @bp.post("/recovery-codes")
 def recovery_codes() -> Response:
     """New recovery codes (the old ones stop working), shown once."""
     user = current_user()
     if user is None:
         return _signed_out()
-    form = PasswordOnlyForm()
-
-    def page(error: str | None = None, status: int = 200) -> Response:
-        return make_response(
-            render_template(
-                "account/two_step_confirm.html",
-                form=form,
-                error=error,
-                action="recovery_codes",
-                max_length=MAX_PASSWORD_LENGTH,
-            ),
-            status,
-        )
-
     if not second_factor.has_second_factor(user):
         return redirect(url_for("account.show"), 303)
-    if not form.is_submitted() or not form.current.data:
-        return page()  # the account page's button: ask for the password
-    if not form.validate_on_submit():
-        return page(status=400)
-    refused = _password_checked(user, form, page)
+    refused = _confirmed_with_password(user, "recovery_codes")
     if refused is not None:
         return refused
     codes = second_factor.new_recovery_codes(user)
@@ -144,21 +140,7 @@ def remove() -> Response:
     user = current_user()
     if user is None:
         return _signed_out()
-    form = PasswordOnlyForm()
-
-    def page(error: str | None = None, status: int = 200) -> Response:
-        return make_response(
-            render_template(
-                "account/two_step_confirm.html", form=form, error=error, action="remove", max_length=MAX_PASSWORD_LENGTH
-            ),
-            status,
-        )
-
-    if not form.is_submitted() or not form.current.data:
-        return page()
-    if not form.validate_on_submit():
-        return page(status=400)
-    refused = _password_checked(user, form, page)
+    refused = _confirmed_with_password(user, "remove")
     if refused is not None:
         return refused
     second_factor.remove_totp(user, actor=user)

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from flask import Blueprint, Response, abort, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from sqlalchemy import select
-from wtforms import BooleanField, EmailField, PasswordField
-from wtforms.validators import DataRequired, EqualTo, Length
+from wtforms import EmailField, PasswordField
+from wtforms.validators import DataRequired, Length
 
 from app.account.connections import connections, is_connected
 from app.account.sessions import end_session, live_sessions
 from app.audit import record
-from app.auth import passkeys, second_factor, throttle, verification
+from app.auth import passkeys, second_factor, verification
 from app.auth.notices import security_notice
-from app.auth.passwords import passwords
+from app.auth.recovery_views import NewPasswordForm
 from app.auth.sessions import current_login, current_user, end_all_logins, end_login, start_login, touch
-from app.auth.views import throttled, too_many_attempts
+from app.auth.views import password_refusal
 from app.consent.service import revoke_consent
 from app.extensions import db
 from app.mail import send_later
-from app.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, MemberError, change_password
+from app.members import MAX_PASSWORD_LENGTH, MemberError, change_password
 from app.models import Client, LinkPurpose, OneTimeLink, Tier
 from app.models.base import utcnow
 from app.scopes import SCOPES, tier_allows
@@ -43,27 +45,8 @@ class EmailForm(FlaskForm):
     )
 
 
-class PasswordForm(FlaskForm):
+class PasswordForm(NewPasswordForm):
     current = PasswordField("Current password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)])
-    new = PasswordField(
-        "New password",
-        validators=[
-            DataRequired(),
-            Length(
-                min=MIN_PASSWORD_LENGTH,
-                max=MAX_PASSWORD_LENGTH,
-                message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
-            ),
-        ],
-        description=f"At least {MIN_PASSWORD_LENGTH} characters.",
-    )
-    confirm = PasswordField(
-        "New password again", validators=[DataRequired(), EqualTo("new", message="The two new passwords differ.")]
-    )
-    disconnect_apps = BooleanField(
-        "Also disconnect every app",
-        description=("If someone else may have used your password: every app loses access and must ask you again."),
-    )
 
 
 def tiers() -> list[dict]:
@@ -180,13 +163,9 @@ def password() -> Response:
         return _password_page(form)
     if not form.validate_on_submit():
         return _password_page(form, status=400)
-    attempt = throttle.Attempt(throttle.account_key(user.email))
-    wait = attempt.wait()
-    if wait:
-        return throttled(_password_page(form, error=too_many_attempts(wait)), wait)
-    if not passwords.verify(user, form.current.data):
-        attempt.failed()
-        return _password_page(form, error=WRONG_CURRENT_PASSWORD, status=throttle.FAILED_LOGIN_STATUS)
+    refused = password_refusal(user, form.current.data, partial(_password_page, form), WRONG_CURRENT_PASSWORD)
+    if refused is not None:
+        return refused
     amr = tuple(current_login().amr.split())  # this browser keeps how it signed in
     ended = change_password(user, form.new.data, actor=user, disconnect_apps=form.disconnect_apps.data)
     start_login(user, amr=amr)
@@ -239,13 +218,9 @@ def email() -> Response:
         return _email_page(form)
     if not form.validate_on_submit():
         return _email_page(form, status=400)
-    attempt = throttle.Attempt(throttle.account_key(user.email))
-    wait = attempt.wait()
-    if wait:
-        return throttled(_email_page(form, error=too_many_attempts(wait)), wait)
-    if not passwords.verify(user, form.current.data):
-        attempt.failed()
-        return _email_page(form, error=WRONG_CURRENT_PASSWORD, status=throttle.FAILED_LOGIN_STATUS)
+    refused = password_refusal(user, form.current.data, partial(_email_page, form), WRONG_CURRENT_PASSWORD)
+    if refused is not None:
+        return refused
     try:
         mail = verification.request_email_change(user, form.email.data)
     except MemberError as exc:

@@ -21,7 +21,7 @@ from app.models import LinkPurpose, OneTimeLink, User
 
 def mail_budget_left(user: User) -> bool:
     """MAIL_ACCOUNT_LIMIT: nobody can flood a member's inbox by asking again and again."""
-    spent = throttle.spend(throttle._parsed(current_app.config["MAIL_ACCOUNT_LIMIT"]), "mail-account", user.id)
+    spent = throttle.spend(throttle.parsed_limit(current_app.config["MAIL_ACCOUNT_LIMIT"]), "mail-account", user.id)
     return spent is None or spent.allowed
 
 

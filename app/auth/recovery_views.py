@@ -26,8 +26,10 @@ class ForgotForm(FlaskForm):
     email = EmailField("Email", validators=[DataRequired(), Length(max=254)])
 
 
-class ResetForm(FlaskForm):
-    token = HiddenField()
+class NewPasswordForm(FlaskForm):
+    """Choosing a new password, after a forgotten one (ResetForm) or knowing the current one (the
+    account page's PasswordForm): the same rules and words in both."""
+
     new = PasswordField(
         "New password",
         validators=[
@@ -49,10 +51,14 @@ class ResetForm(FlaskForm):
     )
 
 
+class ResetForm(NewPasswordForm):
+    token = HiddenField()
+
+
 def mail_ip_wait() -> int:
     """MAIL_IP_LIMIT: 0, or the seconds until this IP may ask for another link (known and unknown
     emails spend it alike)."""
-    spent = throttle.spend(throttle._parsed(current_app.config["MAIL_IP_LIMIT"]), "mail-ip", throttle.client_ip())
+    spent = throttle.spend(throttle.parsed_limit(current_app.config["MAIL_IP_LIMIT"]), "mail-ip", throttle.client_ip())
     return 0 if spent is None or spent.allowed else spent.reset
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, session, url_for
 from flask_wtf import FlaskForm
@@ -67,6 +68,21 @@ def throttled(page: Response | tuple, wait: int) -> Response:
     response.status_code = 429
     response.headers["Retry-After"] = str(wait)
     return response
+
+
+def password_refusal(user: User, password: str, page: Callable[..., Response], wrong: str) -> Response | None:
+    """A signed-in member retyping their password (to change it, the email or the second factor):
+    None when it is right; else `page` answered 401 with `wrong`, or 429 while the account waits.
+    It counts against the account like a failed sign-in from an unknown browser, so a stolen
+    session cannot guess faster than the login page allows."""
+    attempt = throttle.Attempt(throttle.account_key(user.email))
+    wait = attempt.wait()
+    if wait:
+        return throttled(page(error=too_many_attempts(wait)), wait)
+    if not passwords.verify(user, password):
+        attempt.failed()
+        return page(error=wrong, status=throttle.FAILED_LOGIN_STATUS)
+    return None
 
 
 @bp.route("/login", methods=["GET", "POST"])

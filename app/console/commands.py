@@ -7,12 +7,11 @@
 from __future__ import annotations
 
 import sys
-from datetime import timedelta
 
 import click
 from flask.cli import AppGroup
 
-from app.cli import clients, emit, fail, json_option, users
+from app.cli import clients, emit, fail, grace_option, json_option, users
 from app.console.apps import AppNotFound, delete_app, disable_app, enable_app, find_app, rotate_app_secret
 from app.extensions import db
 from app.fees import CURRENCY, FeeError, Month, month_report
@@ -45,19 +44,13 @@ def _lines(d: dict) -> str:
 
 @clients.command("rotate-secret")
 @click.argument("client_id")
-@click.option(
-    "--grace",
-    type=click.IntRange(0, int(MAX_SECRET_GRACE.total_seconds())),
-    default=0,
-    show_default=True,
-    help="Seconds the old secret keeps working (0: it stops at once; at most 7 days).",
-)
+@grace_option(MAX_SECRET_GRACE, "secret")
 @json_option
 def clients_rotate_secret(client_id, grace, as_json):
     """Issue a new client secret; it is printed once, only its hash is stored."""
     client = _app(client_id)
     try:
-        secret = rotate_app_secret(client, actor=None, grace=timedelta(seconds=grace) if grace else None)
+        secret = rotate_app_secret(client, actor=None, grace=grace)
     except RegistrationError as exc:
         fail(str(exc))
     data = {
