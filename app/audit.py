@@ -16,6 +16,8 @@ from sqlalchemy import Select, or_, select
 
 from app.extensions import db
 from app.models import AuditEvent, Client, Role, User
+from app.oauth.store.clients import App
+from app.oauth.store.members import Member
 
 # Every action the trail knows, with how the console words it.
 ACTIONS: dict[str, str] = {
@@ -68,8 +70,8 @@ MEMBER_ACTIONS = frozenset(
 
 def record(
     action: str,
-    actor: User | None = None,
-    client: Client | None = None,
+    actor: User | Member | None = None,
+    client: Client | App | None = None,
     subject: User | None = None,
     source: str | None = None,
     actor_email: str | None = None,

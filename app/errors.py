@@ -15,7 +15,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.exceptions import BadRequest, HTTPException
 
 from app.api.envelope import is_api_request, status_error
-from app.oauth.authorize import UntrustedRequest
+from app.oauth.untrusted import UntrustedRequest
 
 log = logging.getLogger(__name__)
 

@@ -165,7 +165,7 @@ def suspend_member(user: User, actor: User | None = None, reason: str | None = N
     mailed links are deleted. Consents are kept for when the suspension is lifted. Audited here,
     for every caller; the caller commits."""
     from app.models import OneTimeLink
-    from app.oauth.tokens import end_grants
+    from app.oauth.store.tokens import end_grants
 
     if actor is not None and actor.id == user.id:
         raise MemberError("You cannot suspend your own account.")

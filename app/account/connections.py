@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Client, ClientStatus, Consent, Token, User
 from app.models.base import utcnow
-from app.oauth.tokens import live_tokens_filter
+from app.oauth.store.tokens import live_tokens_filter
 from app.scopes import SCOPES, scope_list
 
 

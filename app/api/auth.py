@@ -20,7 +20,9 @@ from functools import wraps
 from flask import current_app, request
 
 from app.api.envelope import NOT_FOUND, ApiError
-from app.oauth.tokens import Bearer, BearerMember, live_bearer
+from app.oauth.store.members import Member
+from app.oauth.store.tokens import StoredToken
+from app.oauth.tokens import live_bearer
 from app.scopes import scope_list, tier_allows
 
 # What a tier-gated scope unlocks, in the words of the refusal.
@@ -31,8 +33,8 @@ OTHER_PROFILE = "This token reaches only its own member's profile"
 
 @dataclass(frozen=True)
 class Caller:
-    token: Bearer
-    user: BearerMember
+    token: StoredToken
+    user: Member
 
 
 def bearer_value() -> str | None:
@@ -59,7 +61,7 @@ def challenge(error: str | None = None, description: str | None = None, scope: s
 _LIVE_TOKEN = "credits_id.live_token"
 
 
-def live_token() -> Bearer | None:
+def live_token() -> StoredToken | None:
     """The live access token the request carries (not revoked or expired, its app active), or
     None; looked up once per request (the budget and the route both ask)."""
     environ = request.environ

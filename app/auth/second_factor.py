@@ -32,6 +32,7 @@ from app.audit import record
 from app.extensions import db
 from app.models import Passkey, RecoveryCode, TotpFactor, User
 from app.models.base import sha256_hex, utcnow
+from app.oauth.store.members import Member
 
 SFA = "https://refeds.org/profile/sfa"  # acr: signed in with one factor
 MFA = "https://refeds.org/profile/mfa"  # acr: signed in with two factors
@@ -82,7 +83,7 @@ def totp_factor(user: User) -> TotpFactor | None:
     return db.session.get(TotpFactor, user.id)
 
 
-def has_second_factor(user: User) -> bool:
+def has_second_factor(user: User | Member) -> bool:
     """A confirmed authenticator app or a passkey: sign-in asks for it after the password (one query)."""
     totp = exists().where(TotpFactor.user_id == user.id, TotpFactor.confirmed_at.is_not(None))
     passkey = exists().where(Passkey.user_id == user.id)

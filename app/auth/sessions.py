@@ -1,40 +1,42 @@
-"""Who is signed in to the provider, from the signed cookie's random id and its LoginSession row."""
+"""Who is signed in to the provider: the signed cookie carries a random id, the protocol store's
+login session row carries the rest, so a session can be ended from the server."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from flask import current_app, g, request, session
-from sqlalchemy import bindparam, select
 
 from app import logs
 from app.extensions import db
-from app.models import LoginSession, User
-from app.models.base import new_secret, sha256_hex, utcnow
+from app.models import User
+from app.models.base import new_secret, utcnow
+from app.oauth.store import sessions as stored
+from app.oauth.store.members import Member
+from app.oauth.store.sessions import Login
 
 SESSION_ID = "sid"
 BROWSER_ID = "bid"
-# Built once and reused on every request that asks who is signed in (SQLAlchemy then computes the
-# statement's cache key once instead of per request).
-_LOGIN_BY_HASH = select(LoginSession).where(LoginSession.session_hash == bindparam("hash"))
 
 
-def current_login() -> LoginSession | None:
-    """The live login session of this browser, or None (looked up once per request)."""
+def current_login() -> Login | None:
+    """The live login session of this browser, or None (looked up once per request). A session
+    that ended, expired or belongs to a suspended member is not found."""
     if "login_session" not in g:
         g.login_session = None
         sid = session.get(SESSION_ID)
         if isinstance(sid, str) and sid:
-            row = db.session.scalar(_LOGIN_BY_HASH, {"hash": sha256_hex(sid)})
-            if row is not None and row.is_live() and not row.user.is_suspended:
-                g.login_session = row
-                logs.note(user_id=row.user_id)
+            login = stored.live_login(sid)
+            if login is not None:
+                g.login_session = login
+                logs.note(user_id=login.user_id)
     return g.login_session
 
 
 def current_user() -> User | None:
+    """The signed-in member as the pages edit them (the ORM row; the protocol reads `current_login`)."""
     login = current_login()
-    return login.user if login else None
+    return db.session.get(User, login.user_id) if login else None
 
 
 def browser_id() -> str:
@@ -45,42 +47,43 @@ def browser_id() -> str:
     return bid
 
 
-def start_login(user: User, amr: tuple[str, ...] = ("pwd",)) -> LoginSession:
+def start_login(user: User, amr: tuple[str, ...] = ("pwd",)) -> Login:
     """A fresh session id at every login (no fixation); the CSRF token is renewed with it. The
     browser's previous session, if any (`prompt=login`, another member on the same browser),
     ends on the server: its old cookie must not stay valid for the rest of its lifetime. `amr`:
-    how the member proved who they are (RFC 8176), carried to the ID token."""
+    how the member proved who they are (RFC 8176), carried to the ID token. In the caller's
+    transaction (the login page commits)."""
     previous = current_login()
     if previous is not None:
-        previous.ended_at = utcnow()
+        stored.end_login(previous.id)
     bid = browser_id()
     session.clear()
     session[BROWSER_ID] = bid
     sid = new_secret(32)
     now = utcnow()
-    row = LoginSession(
-        session_hash=sha256_hex(sid),
-        user_id=user.id,
-        auth_time=now,
-        expires_at=now + timedelta(seconds=int(current_app.config["SESSION_LIFETIME"])),
-        ip=(request.remote_addr or "")[:64],
-        user_agent=(request.user_agent.string or "")[:300],
-        last_seen_at=now,
-        amr=" ".join(amr),
+    member = Member(user.id, user.sub, user.name, user.email, user.email_verified, user.tier, user.profile_id)
+    login = stored.start_login(
+        sid,
+        member,
+        {
+            "auth_time": now,
+            "expires_at": now + timedelta(seconds=int(current_app.config["SESSION_LIFETIME"])),
+            "ip": (request.remote_addr or "")[:64],
+            "user_agent": (request.user_agent.string or "")[:300],
+            "amr": " ".join(amr),
+        },
     )
-    db.session.add(row)
-    db.session.flush()
     session[SESSION_ID] = sid
     session.permanent = True
-    g.login_session = row
-    return row
+    g.login_session = login
+    return login
 
 
 def end_login() -> None:
     """End this browser's session on the server and forget the cookie's id."""
     login = current_login()
     if login is not None:
-        login.ended_at = utcnow()
+        stored.end_login(login.id)
     bid = session.get(BROWSER_ID)
     session.clear()
     if bid:
@@ -90,18 +93,12 @@ def end_login() -> None:
 
 def end_all_logins(user: User) -> int:
     """Sign out everywhere: end every live session of the member."""
-    now = utcnow()
-    rows = db.session.scalars(
-        db.select(LoginSession).where(LoginSession.user_id == user.id, LoginSession.ended_at.is_(None))
-    ).all()
-    for row in rows:
-        row.ended_at = now
-    return len(rows)
+    return stored.end_logins_of(user.id)
 
 
-def touch(login: LoginSession) -> None:
+def touch(login: Login) -> None:
     """Note that the session is in use (an app sign-in, the account page), at most once a minute;
     rides along with the caller's commit."""
     now = utcnow()
     if login.last_seen_at is None or now - login.last_seen_at > timedelta(minutes=1):
-        login.last_seen_at = now
+        stored.note_seen(login.id, now)

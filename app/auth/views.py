@@ -23,7 +23,7 @@ from app.auth.sessions import current_user, end_login, start_login
 from app.console.apps import can_use_console
 from app.extensions import db
 from app.models import User
-from app.oauth.authorize import find_interaction, resume
+from app.oauth.authorize import find_interaction, note_login, resume
 from app.security import allow_form_redirect
 
 bp = Blueprint("auth", __name__)
@@ -148,8 +148,7 @@ def complete_sign_in(
     record("signin.ok", actor=user, client=client, amr=" ".join(amr) if amr != ("pwd",) else None)
     metrics.login_succeeded(user)
     if interaction is not None:
-        interaction.login_session_id = session_row.id
-        interaction.user_id = user.id
+        interaction = note_login(interaction, session_row)
     db.session.commit()
     if interaction is not None:
         # On with the parked request at once: to the consent page, or back to the app with its

@@ -11,14 +11,16 @@ from sqlalchemy.orm import Session
 
 from app.models import Client, Consent, User
 from app.models.base import utcnow
-from app.oauth.tokens import end_grants, narrow_live_tokens
+from app.oauth.store.clients import App
+from app.oauth.store.members import Member
+from app.oauth.store.tokens import end_grants, narrow_live_tokens
 from app.scopes import SCOPES, grantable, join, scope_list, tier_allows
 
 # Built once: every authorization request asks (SQLAlchemy then computes its cache key once).
 _CONSENT = select(Consent).where(Consent.user_id == bindparam("user_id"), Consent.client_id == bindparam("client_id"))
 
 
-def remembered_scopes(db_session: Session, user: User, client: Client) -> list[str]:
+def remembered_scopes(db_session: Session, user: User | Member, client: Client | App) -> list[str]:
     row = db_session.scalar(_CONSENT, {"user_id": user.id, "client_id": client.id})
     return scope_list(row.scope) if row else []
 
@@ -37,7 +39,9 @@ def decide_granted(requested: list[str], ticked: list[str] | None, tier: str) ->
     return grantable(chosen, tier)
 
 
-def record_consent(db_session: Session, user: User, client: Client, asked: list[str], granted: list[str]) -> None:
+def record_consent(
+    db_session: Session, user: User | Member, client: Client | App, asked: list[str], granted: list[str]
+) -> None:
     """Remember the member's latest answer: for each scope the page `asked` about, whether it was
     granted now (an unticked scope granted before is taken back), and the earlier grants of
     scopes not asked about this time. One row per member and app even under concurrent consents:

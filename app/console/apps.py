@@ -15,7 +15,7 @@ from app.audit import record
 from app.extensions import db
 from app.models import Client, ClientStatus, Consent, Role, User
 from app.models.base import utcnow
-from app.oauth.tokens import end_grants
+from app.oauth.store.tokens import end_grants
 from app.registration import NewClient, RegistrationError, register_client, rotate_secret, update_client
 
 

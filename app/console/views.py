@@ -29,7 +29,7 @@ from app.fees import CURRENCY, MONTHLY_FEE, POLICY, FeeError, Month, ledger
 from app.members import MemberError, find_member
 from app.models import Consent, Role, Token
 from app.models.base import utcnow
-from app.oauth.tokens import live_tokens_filter
+from app.oauth.store.tokens import live_tokens_filter
 from app.registration import RegistrationError, registration_problems
 
 

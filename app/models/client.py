@@ -6,6 +6,7 @@ import hmac
 import ipaddress
 from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import ClientMixin
@@ -65,37 +66,20 @@ class ClientStatus(StrEnum):
         return self is ClientStatus.ACTIVE
 
 
-class Client(db.Model, ClientMixin):
-    __tablename__ = "clients"
+class ClientRules(ClientMixin):
+    """What the provider asks of an app, for the ORM model (the console's) and the protocol store's
+    frozen record alike: one place per rule, whichever way the row was read."""
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    client_id: Mapped[str] = mapped_column(String(64), unique=True)
-    # SHA-256 of the secret: client secrets are 256-bit random values, so a fast hash is
-    # safe, and a copy of the database does not let anyone authenticate as the client.
-    client_secret_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    # After a rotation with a grace period the previous secret keeps working until it expires.
-    previous_secret_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    previous_secret_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    name: Mapped[str] = mapped_column(String(120))
-    client_type: Mapped[str] = mapped_column(String(16), default=ClientType.CONFIDENTIAL.value)
-    token_endpoint_auth_method: Mapped[str] = mapped_column(String(32), default=DEFAULT_SECRET_AUTH_METHOD)
-    redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
-    post_logout_redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
-    allowed_scopes: Mapped[str] = mapped_column(Text, default="")
-    require_pkce: Mapped[bool] = mapped_column(Boolean, default=True)
-    trusted: Mapped[bool] = mapped_column(Boolean, default=False)  # first-party: consent skipped
-    homepage_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    logo_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    policy_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    tos_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    owner_id: Mapped[str | None] = mapped_column(ForeignKey("users.id"), nullable=True)
-    status: Mapped[str] = mapped_column(String(16), default=ClientStatus.ACTIVE.value)
-    # Disabled by an administrator (or the operator's CLI): only an administrator enables it
-    # again, so a suspension is not undone by the app's own developer.
-    disabled_by_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
-    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    if TYPE_CHECKING:  # the columns the rules read (declared by each class that carries them)
+        client_id: str
+        client_type: str
+        status: str
+        client_secret_hash: str | None
+        previous_secret_hash: str | None
+        previous_secret_expires_at: datetime | None
+        token_endpoint_auth_method: str
+        redirect_uris: list[str]
+        allowed_scopes: str
 
     # -- what the rest of the provider asks of a client -------------------------------
 
@@ -115,9 +99,6 @@ class Client(db.Model, ClientMixin):
     def client_metadata(self) -> dict:
         """RFC 7591 metadata Authlib consults (signed userinfo is not offered: plain JSON)."""
         return {}
-
-    def set_secret(self, secret: str) -> None:
-        self.client_secret_hash = sha256_hex(secret)
 
     # -- authlib.oauth2.rfc6749.ClientMixin ----------------------------------------------
 
@@ -159,6 +140,42 @@ class Client(db.Model, ClientMixin):
 
     def check_grant_type(self, grant_type: str) -> bool:
         return grant_type in GRANT_TYPES
+
+
+class Client(db.Model, ClientRules):
+    __tablename__ = "clients"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    client_id: Mapped[str] = mapped_column(String(64), unique=True)
+    # SHA-256 of the secret: client secrets are 256-bit random values, so a fast hash is
+    # safe, and a copy of the database does not let anyone authenticate as the client.
+    client_secret_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # After a rotation with a grace period the previous secret keeps working until it expires.
+    previous_secret_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    previous_secret_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    name: Mapped[str] = mapped_column(String(120))
+    client_type: Mapped[str] = mapped_column(String(16), default=ClientType.CONFIDENTIAL.value)
+    token_endpoint_auth_method: Mapped[str] = mapped_column(String(32), default=DEFAULT_SECRET_AUTH_METHOD)
+    redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
+    post_logout_redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
+    allowed_scopes: Mapped[str] = mapped_column(Text, default="")
+    require_pkce: Mapped[bool] = mapped_column(Boolean, default=True)
+    trusted: Mapped[bool] = mapped_column(Boolean, default=False)  # first-party: consent skipped
+    homepage_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    logo_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    policy_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    tos_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    owner_id: Mapped[str | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default=ClientStatus.ACTIVE.value)
+    # Disabled by an administrator (or the operator's CLI): only an administrator enables it
+    # again, so a suspension is not undone by the app's own developer.
+    disabled_by_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    def set_secret(self, secret: str) -> None:
+        self.client_secret_hash = sha256_hex(secret)
 
     def __repr__(self) -> str:
         return f"<Client {self.client_id}>"

@@ -31,7 +31,6 @@ from authlib.oidc.core.errors import (
     RequestURINotSupportedError,
 )
 from flask import current_app, redirect, url_for
-from sqlalchemy import CursorResult, bindparam, select, update
 from werkzeug.wrappers import Response
 
 from app import metrics
@@ -41,10 +40,14 @@ from app.auth.second_factor import MFA, acr_for, has_second_factor, wants_mfa
 from app.auth.sessions import browser_id, current_login, touch
 from app.consent.service import decide_granted, missing_scopes, record_consent, remembered_scopes
 from app.extensions import db
-from app.models import Client, Interaction, LoginSession
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.oauth.endpoints import read_id_token_hint
-from app.oauth.server import find_client, issuer_parameter, server
+from app.oauth.server import issuer_parameter, server
+from app.oauth.store import interactions
+from app.oauth.store.clients import App, app_by_client_id, app_by_id
+from app.oauth.store.interactions import PendingRequest
+from app.oauth.store.sessions import Login
+from app.oauth.untrusted import UntrustedRequest
 from app.scopes import grantable, join, scope_list
 
 # The parameters parked with a pending request; anything else is ignored (OIDC Core 3.1.2.1).
@@ -74,31 +77,8 @@ MAX_AGE = re.compile(r"[0-9]{1,12}")
 KNOWN_PROMPTS = {"none", "login", "consent", "select_account"}
 
 
-NOTHING_SHARED = "Nothing was shared with the application."
 # A second answer to a request already answered (a double click, a reload): the first one went through.
 ANSWERED_ALREADY = "Your first answer was sent to the application: go back to it."
-
-
-class UntrustedRequest(Exception):
-    """The request cannot be answered by redirect: show the member an error page instead. Where
-    they are known, the page names the app and the redirect URI it was refused (shown as text,
-    never as a link), with a hint for the app's developer."""
-
-    def __init__(
-        self,
-        title: str,
-        message: str,
-        status: int = 400,
-        hint: str = NOTHING_SHARED,
-        app_name: str | None = None,
-        redirect_uri: str | None = None,
-        developer_hint: str | None = None,
-    ):
-        super().__init__(message)
-        self.title, self.message, self.status, self.hint = title, message, status, hint
-        self.app_name = app_name
-        self.redirect_uri = redirect_uri[:500] if redirect_uri is not None else None
-        self.developer_hint = developer_hint
 
 
 REDIRECT_HINT = (
@@ -108,12 +88,12 @@ REDIRECT_HINT = (
 )
 
 
-def trusted_destination(payload: Any) -> tuple[Client, str]:
+def trusted_destination(payload: Any) -> tuple[App, str]:
     """The client and the redirect_uri errors may be sent to, or UntrustedRequest."""
     client_id = payload.data.get("client_id")
     if not client_id:
         raise UntrustedRequest("Missing application", "The sign-in link does not name an application (client_id).")
-    client = find_client(str(client_id)[:64])
+    client = app_by_client_id(str(client_id)[:64])
     if client is None or client.is_deleted:
         raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
     if not client.is_active:
@@ -190,14 +170,14 @@ def _hinted_subject(params: Mapping[str, Any]) -> str | None:
     return read_id_token_hint(hint)["sub"]
 
 
-def _login_is_fresh(login: LoginSession, max_age: str | None) -> bool:
+def _login_is_fresh(login: Login, max_age: str | None) -> bool:
     if max_age is None:
         return True
     return utcnow() - login.auth_time <= timedelta(seconds=int(max_age))
 
 
 def must_sign_in(
-    params: Mapping[str, Any], login: LoginSession | None, interaction: Interaction | None, hinted: str | None
+    params: Mapping[str, Any], login: Login | None, interaction: PendingRequest | None, hinted: str | None
 ) -> bool:
     """Whether the member must sign in (again) before the request goes on: no session, `prompt=login`,
     a login older than `max_age`, `acr_values` asking for two factors from a member who signed in
@@ -215,7 +195,7 @@ def must_sign_in(
     return hinted is not None and hinted != login.user.sub
 
 
-def consent_needs_login(interaction: Interaction, login: LoginSession | None) -> bool:
+def consent_needs_login(interaction: PendingRequest, login: Login | None) -> bool:
     """The consent page's use of the rule above (the request was checked when it was parked; a
     hint that no longer verifies sends the member to the login page, and from there the request
     ends with the error)."""
@@ -226,7 +206,7 @@ def consent_needs_login(interaction: Interaction, login: LoginSession | None) ->
     return must_sign_in(interaction.params, login, interaction, hinted)
 
 
-def run(oauth_request: OAuth2Request, interaction: Interaction | None = None) -> Response:
+def run(oauth_request: OAuth2Request, interaction: PendingRequest | None = None) -> Response:
     """Take the request as far as it can go: an error, a hand-off to a page, or a code."""
     payload = oauth_request.payload
     client, redirect_uri = trusted_destination(payload)
@@ -257,7 +237,7 @@ def run(oauth_request: OAuth2Request, interaction: Interaction | None = None) ->
                     raise ConsentRequiredError()
                 return _hand_off("consent.show", oauth_request, client, interaction, login)
             granted = wanted
-        if interaction is not None and not close_interaction(interaction):
+        if interaction is not None and not interactions.consume(interaction.id):
             raise UntrustedRequest(
                 "Request already completed", "This sign-in request has already been used.", hint=ANSWERED_ALREADY
             )
@@ -266,13 +246,13 @@ def run(oauth_request: OAuth2Request, interaction: Interaction | None = None) ->
         return error_redirect(oauth_request, error, redirect_uri)
 
 
-def resume(interaction: Interaction) -> Response:
+def resume(interaction: PendingRequest) -> Response:
     """Continue a parked request right after the member signed in on the login page (the browser
     carried only the interaction's reference)."""
     return run(StoredAuthorizationRequest(interaction.params), interaction)
 
 
-def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | None) -> Response:
+def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str] | None) -> Response:
     """The member's answer on the consent page: a code, or `access_denied`. Single use: the
     interaction is consumed atomically before anything is issued."""
     oauth_request = StoredAuthorizationRequest(interaction.params)
@@ -282,7 +262,7 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
         raise UntrustedRequest(
             "Signed out", "You were signed out before answering. Go back to the application and start again."
         )
-    if not close_interaction(interaction):
+    if not interactions.consume(interaction.id):
         raise UntrustedRequest(
             "Request already completed", "This sign-in request has already been answered.", hint=ANSWERED_ALREADY
         )
@@ -295,17 +275,17 @@ def complete_consent(interaction: Interaction, allow: bool, ticked: list[str] | 
         granted = decide_granted(asked, ticked, login.user.tier)
         record_consent(db.session(), login.user, client, asked, granted)
         record("consent.granted", actor=login.user, client=client, scopes=granted)
-        db.session.commit()
-        return _issue_code(oauth_request, grant, login, granted)
+        return _issue_code(oauth_request, grant, login, granted)  # commits the answer with the code
     except OAuth2Error as error:
+        db.session.commit()  # the request stays answered: a second answer is refused
         return error_redirect(oauth_request, error, redirect_uri)
 
 
-def _issue_code(oauth_request: OAuth2Request, grant: Any, login: LoginSession, granted: list[str]) -> Response:
+def _issue_code(oauth_request: OAuth2Request, grant: Any, login: Login, granted: list[str]) -> Response:
     oauth_request.granted_scope = join(granted)
     oauth_request.auth_time = login.auth_time
     oauth_request.amr = login.amr
-    touch(login)  # the account page's "last active" (committed with the code)
+    touch(login)  # the account page's "last active"; the code's INSERT commits it all (grants.py)
     return server.create_authorization_response(request=oauth_request, grant_user=login.user, grant=grant)
 
 
@@ -324,47 +304,42 @@ def error_redirect(oauth_request: OAuth2Request, error: OAuth2Error, redirect_ur
 def _hand_off(
     endpoint: str,
     oauth_request: OAuth2Request,
-    client: Client,
-    interaction: Interaction | None,
-    login: LoginSession | None,
+    client: App,
+    interaction: PendingRequest | None,
+    login: Login | None,
 ) -> Response:
     if interaction is None:
         interaction = park(oauth_request, client, login.user_id if login is not None else None)
+        db.session.commit()  # the page the browser goes to next reads it
     return redirect(url_for(endpoint, interaction=interaction.id))
 
 
-def park(oauth_request: OAuth2Request, client: Client, user_id: str | None = None) -> Interaction:
+def park(oauth_request: OAuth2Request, client: App, user_id: str | None = None) -> PendingRequest:
     """Store the validated request; `user_id` is the member already signed in, if any (the login
     page sets it otherwise), so that disconnecting the app closes the request."""
     data = oauth_request.payload.data
-    now = utcnow()
-    interaction = Interaction(
-        id=new_secret(24),
-        client_id=client.id,
-        user_id=user_id,
-        params={k: data.get(k) for k in PARKED_PARAMS if data.get(k) is not None},
-        browser_hash=sha256_hex(browser_id()),
-        expires_at=now + timedelta(seconds=int(current_app.config["INTERACTION_LIFETIME"])),
+    return interactions.park(
+        new_secret(24),
+        {
+            "client_id": client.id,
+            "user_id": user_id,
+            "params": {k: data.get(k) for k in PARKED_PARAMS if data.get(k) is not None},
+            "browser_hash": sha256_hex(browser_id()),
+            "expires_at": utcnow() + timedelta(seconds=int(current_app.config["INTERACTION_LIFETIME"])),
+        },
     )
-    db.session.add(interaction)
-    db.session.commit()
-    return interaction
 
 
-# Built once: each page of the sign-in flow looks its interaction up (cheaper than Session.get,
-# which builds its primary-key query on every call when the row is not in the session yet).
-_INTERACTION = select(Interaction).where(Interaction.id == bindparam("id"))
-
-
-def find_interaction(uid: str | None) -> Interaction:
+def find_interaction(uid: str | None) -> PendingRequest:
     """The open interaction `uid` started by this browser, or UntrustedRequest."""
-    interaction = db.session.scalar(_INTERACTION, {"id": uid}) if uid and len(uid) <= 64 else None
+    interaction = interactions.find(uid) if uid and len(uid) <= 64 else None
     if interaction is None or interaction.browser_hash != sha256_hex(browser_id()):
         raise UntrustedRequest(
             "Sign-in request not found",
             "This sign-in request is unknown or was started in another browser. Go back to the application and start again.",
         )
-    app_name = _name_of(interaction.client_id)
+    app = app_by_id(interaction.client_id)
+    app_name = app.name if app is not None and not app.is_deleted else None
     if interaction.consumed_at is not None:
         raise UntrustedRequest(
             "Request already completed",
@@ -381,19 +356,7 @@ def find_interaction(uid: str | None) -> Interaction:
     return interaction
 
 
-def _name_of(client_pk: int) -> str | None:
-    """The app's name for an error page (None if it is gone)."""
-    client = db.session.get(Client, client_pk)
-    return client.name if client is not None and not client.is_deleted else None
-
-
-def close_interaction(interaction: Interaction) -> bool:
-    """Consume the interaction; True for exactly one caller."""
-    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
-        update(Interaction)
-        .where(Interaction.id == interaction.id, Interaction.consumed_at.is_(None))
-        .values(consumed_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    db.session.commit()
-    return result.rowcount == 1
+def note_login(interaction: PendingRequest, login: Login) -> PendingRequest:
+    """The member signed in for this very request on the login page: recorded on the request (it
+    satisfies `prompt=login` and `max_age`, and a disconnect of the app now closes the request)."""
+    return interactions.attach_login(interaction, login.id, login.user_id)

@@ -26,9 +26,9 @@ from app.auth.sessions import end_login
 from app.capabilities import INTROSPECTION_AUTH_METHODS, REVOCATION_AUTH_METHODS, SIGNING_ALG
 from app.extensions import db
 from app.jwks import keystore
-from app.models import Client, Token
+from app.models import Client
 from app.models.base import utcnow
-from app.oauth import tokens
+from app.oauth.store import tokens
 from app.scopes import grantable, join, scope_list
 
 ACCESS_TOKEN = "access_token"
@@ -40,7 +40,7 @@ class PresentedToken:
     """A token row seen through the token that was presented: the access token or the refresh
     token of that row, which expire and stop being usable at different times."""
 
-    row: Token
+    row: tokens.StoredToken
     kind: str
 
     def check_client(self, client: Client) -> bool:
@@ -95,9 +95,8 @@ class Revocation(TokenParameter, RevocationEndpoint):
         goes too (RFC 7009 section 2.1 allows it; the app asked to end this access)."""
         if token.kind == REFRESH_TOKEN:
             tokens.revoke_grant(token.row.grant_id)
-            return
-        if token.row.revoked_at is None:
-            token.row.revoked_at = utcnow()
+        else:
+            tokens.revoke_token(token.row.id)
         db.session.commit()
 
 

@@ -13,11 +13,12 @@ from flask import current_app
 from app import metrics
 from app.capabilities import TOKEN_AUTH_METHODS
 from app.extensions import db
-from app.models import AuthorizationCode, Client, Token
-from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
-from app.oauth import refresh_grace, tokens
+from app.models import AuthorizationCode, Client
+from app.models.base import new_secret, new_uuid, utcnow
+from app.oauth import refresh_grace
+from app.oauth.store import codes, tokens
+from app.oauth.store.members import Member
 
-_INSERT_CODE = AuthorizationCode.__table__.insert()
 TokenResponse = tuple[int, dict[str, Any], list[tuple[str, str]]]  # status, body, headers (Authlib's)
 
 
@@ -39,10 +40,9 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         scope and the login time were decided by the consent step (see authorize.py). A Core
         INSERT: the row is only read back by the token request."""
         now = utcnow()
-        db.session.execute(
-            _INSERT_CODE,
+        codes.issue_code(
+            code,
             {
-                "code_hash": sha256_hex(code),
                 "client_id": request.client.id,
                 "user_id": request.user.id,
                 "grant_id": new_uuid(),
@@ -59,22 +59,24 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         )
         db.session.commit()
 
-    def query_authorization_code(self, code: str, client: Client) -> tokens.RedeemedCode | None:
+    def query_authorization_code(self, code: str, client: Client) -> codes.RedeemedCode | None:
         """The code, spent as it is found (one UPDATE ... RETURNING; a later refusal in this request
         rolls that back). When nothing comes back, a used code presented again is reuse."""
-        redeemed = tokens.redeem_code(code, client)
+        redeemed = codes.redeem_code(code, client.id)
         if redeemed is not None:
             return redeemed
-        row = tokens.find_code(code)
-        if row is not None and row.client_id == client.id and row.used_at is not None:
+        spent = codes.spent_code(code, client.id)
+        if spent is not None:
             # RFC 6749 4.1.2: a code used twice revokes the tokens issued from it (and so does
-            # losing a race with a concurrent redemption of the same code).
-            metrics.reuse_detected("code", row)
-            tokens.revoke_grant(row.grant_id)
+            # losing a race with a concurrent redemption of the same code). Committed at once: the
+            # revocation stands although this request is refused.
+            metrics.reuse_detected("code", spent)
+            tokens.revoke_grant(spent.grant_id)
+            db.session.commit()
         return None
 
     def create_token_response(self) -> TokenResponse:
-        code: tokens.RedeemedCode = self.request.authorization_code
+        code: codes.RedeemedCode = self.request.authorization_code
         self.request.auth_time = code.auth_time
         self.request.amr = code.amr
         response = super().create_token_response()
@@ -86,7 +88,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
         """Kept (marked used) rather than deleted, so a replay can be recognized; purged later."""
 
-    def authenticate_user(self, authorization_code: tokens.RedeemedCode) -> tokens.BearerMember:
+    def authenticate_user(self, authorization_code: codes.RedeemedCode) -> Member:
         return authorization_code.user
 
 
@@ -94,12 +96,12 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
     INCLUDE_NEW_REFRESH_TOKEN = True  # rotate on every use
 
-    def authenticate_refresh_token(self, refresh_token: str) -> tokens.RotatedRefresh | Token | None:
+    def authenticate_refresh_token(self, refresh_token: str) -> tokens.RotatedRefresh | tokens.StoredToken | None:
         """The refresh token, marked rotated as it is found (one UPDATE ... RETURNING). When nothing
         comes back: a retry within the grace window gets the first answer again; a rotated-out
         token presented again means someone holds a copy, and the family is revoked."""
         client = self.request.client
-        rotated = tokens.rotate_refresh_token(refresh_token, client)
+        rotated = tokens.rotate_refresh_token(refresh_token, client.id)
         if rotated is not None:
             return rotated
         row = tokens.find_refresh_token(refresh_token)
@@ -109,6 +111,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
             return row  # answered again in create_token_response
         metrics.reuse_detected("refresh_token", row)
         tokens.revoke_grant(row.grant_id)
+        db.session.commit()  # the revocation stands although this request is refused
         return None
 
     def create_token_response(self) -> TokenResponse:
@@ -124,13 +127,13 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         self.request.auth_time = old.auth_time
         self.request.amr = old.amr
         status, body, headers = super().create_token_response()
-        refresh_grace.seal(old, presented, body)
+        refresh_grace.seal(old, self.request.issued_token_id, presented, body)
         issued_to = self.request.client.client_id, self.request.user.id
         db.session.commit()
         metrics.tokens_issued("refresh_token", *issued_to)
         return status, body, headers
 
-    def authenticate_user(self, refresh_token: tokens.RotatedRefresh) -> tokens.BearerMember:
+    def authenticate_user(self, refresh_token: tokens.RotatedRefresh) -> Member:
         return refresh_token.user
 
     def revoke_old_credential(self, refresh_token: tokens.RotatedRefresh) -> None:

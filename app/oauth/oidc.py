@@ -15,11 +15,11 @@ from app.auth.second_factor import acr_for
 from app.capabilities import SIGNING_ALG
 from app.jwks import keystore
 from app.models import Client, User
-from app.oauth.tokens import BearerMember
+from app.oauth.store.members import Member
 from app.scopes import claims_for, scope_list
 
 
-def user_claims(user: User | BearerMember, scope: str) -> UserInfo:
+def user_claims(user: User | Member, scope: str) -> UserInfo:
     """The claims `scope` releases for `user`, plus the stable user id (always released, under
     the configured namespaced name). Feeds both the ID token and userinfo."""
     allowed = claims_for(scope_list(scope))
@@ -67,7 +67,7 @@ class IDTokenMixin:
         claims["amr"], claims["acr"] = amr, acr_for(amr)
         return claims
 
-    def generate_user_info(self, user: User | BearerMember, scope: str) -> UserInfo:
+    def generate_user_info(self, user: User | Member, scope: str) -> UserInfo:
         return user_claims(user, scope)
 
 

@@ -23,12 +23,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
-from sqlalchemy import delete
 
-from app.extensions import db
-from app.models import RefreshReplay, Token
 from app.models.base import utcnow
-from app.oauth import tokens
+from app.oauth.store import tokens
 
 HKDF_INFO = b"credits-id refresh-replay v1"
 NONCE_BYTES = 12
@@ -50,29 +47,20 @@ def _associated_data(token_id: int) -> bytes:
     return f"refresh_replays:{token_id}".encode()
 
 
-def seal(old: tokens.RotatedRefresh, presented_refresh_token: str, response: dict[str, Any]) -> None:
-    """Keep `response` (the rotation's answer) openable by `presented_refresh_token` only.
-    Added to the caller's transaction, so it commits together with the rotation."""
+def seal(old: tokens.RotatedRefresh, successor_id: int, presented_refresh_token: str, response: dict[str, Any]) -> None:
+    """Keep `response` (the rotation's answer, stored as token row `successor_id`) openable by
+    `presented_refresh_token` only. In the caller's transaction: it commits with the rotation."""
     seconds = window_seconds()
     if seconds <= 0:
-        return
-    successor = tokens.find_access_token(response.get("access_token", ""))
-    if successor is None:
         return
     nonce = os.urandom(NONCE_BYTES)
     plaintext = json.dumps(response, separators=(",", ":")).encode()
     ciphertext = AESGCM(_key(presented_refresh_token)).encrypt(nonce, plaintext, _associated_data(old.id))
-    now = utcnow()
-    # Rows older than the longest window can never be replayed: purge them while we are here.
-    db.session.execute(
-        delete(RefreshReplay)
-        .where(RefreshReplay.created_at < now - timedelta(seconds=60))
-        .execution_options(synchronize_session=False)
-    )
-    db.session.add(RefreshReplay(token_id=old.id, successor_id=successor.id, sealed=nonce + ciphertext, created_at=now))
+    # Rows older than the longest window can never be replayed: the store purges them meanwhile.
+    tokens.seal_answer(old.id, successor_id, nonce + ciphertext, purge_before=utcnow() - timedelta(seconds=60))
 
 
-def replay(old: Token, presented_refresh_token: str) -> dict[str, Any] | None:
+def replay(old: tokens.StoredToken, presented_refresh_token: str) -> dict[str, Any] | None:
     """The response the rotation of `old` produced, if the retry is within the window and the
     family is intact; None otherwise (the caller then treats it as reuse)."""
     seconds = window_seconds()
@@ -80,13 +68,13 @@ def replay(old: Token, presented_refresh_token: str) -> dict[str, Any] | None:
         return None
     if utcnow() - old.refresh_used_at > timedelta(seconds=seconds):
         return None
-    row = db.session.get(RefreshReplay, old.id)
-    if row is None:
+    answer = tokens.sealed_answer(old.id)
+    if answer is None:
         return None
-    successor = db.session.get(Token, row.successor_id)
+    successor_id, sealed = answer
+    successor = tokens.find_token(successor_id)
     if successor is None or successor.revoked_at is not None or successor.refresh_used_at is not None:
         return None
-    sealed = bytes(row.sealed)
     try:
         plaintext = AESGCM(_key(presented_refresh_token)).decrypt(
             sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], _associated_data(old.id)

@@ -14,42 +14,26 @@ from authlib.oauth2.rfc9207 import IssuerParameter
 from authlib.oidc.core import UserInfo as UserInfoClaims
 from authlib.oidc.core import UserInfoEndpoint
 from flask import Flask, current_app, g
-from sqlalchemy import bindparam, select
 
 from app import logs
 from app.adapters import BearerOnlyResourceProtector, FlaskAuthorizationServer, S256CodeChallenge, is_wired
 from app.capabilities import TOKEN_AUTH_METHODS
-from app.extensions import db
-from app.models import Client
 from app.oauth import client_auth, endpoints, tokens
 from app.oauth.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from app.oauth.oidc import CodeIDToken, RefreshIDToken, user_claims
-
-_CLIENT_BY_ID = select(Client).where(Client.client_id == bindparam("client_id"))  # built once
-
-
-def find_client(client_id: str | None) -> Client | None:
-    """A client by its public id, active or not, looked up once per request: Authlib validates an
-    authorization request twice (consent step and response), and /authorize checks trust first."""
-    if not client_id or len(client_id) > 64 or "\x00" in client_id:
-        return None
-    seen = g.setdefault("clients_by_id", {})
-    client = seen.get(client_id)
-    if client is None or client not in db.session:  # only rows of this request's session are reused
-        client = db.session.scalar(_CLIENT_BY_ID, {"client_id": client_id})
-        if client is not None:
-            seen[client_id] = client
-    return client
+from app.oauth.store.clients import App, app_by_client_id
+from app.oauth.store.members import Member
+from app.oauth.store.tokens import StoredToken
 
 
-def query_client(client_id: str | None) -> Client | None:
-    """An active client by its public id (a disabled client does not exist for the protocol)."""
-    client = find_client(client_id)
-    return client if client is not None and client.is_active else None
+def query_client(client_id: str | None) -> App | None:
+    """An active app by its public id (a disabled app does not exist for the protocol)."""
+    app = app_by_client_id(client_id)
+    return app if app is not None and app.is_active else None
 
 
 class CreditsAuthorizationServer(FlaskAuthorizationServer):
-    def authenticate_client(self, request: OAuth2Request, methods: list[str], endpoint: str = "token") -> Client:
+    def authenticate_client(self, request: OAuth2Request, methods: list[str], endpoint: str = "token") -> App:
         """One client, authenticated one way (app/oauth/client_auth.py), for the token, revocation
         and introspection endpoints alike. The client that authenticated is kept for the rest of the
         request: CORS answers its origins, not those of whatever the request also names."""
@@ -69,25 +53,25 @@ class IssuerIdentification(IssuerParameter):
 class AccessTokenValidator(BearerTokenValidator):
     """Userinfo's bearer tokens, by the same rule as the /v1 data API's (tokens.live_bearer)."""
 
-    def authenticate_token(self, token_string: str) -> tokens.Bearer | None:
+    def authenticate_token(self, token_string: str) -> StoredToken | None:
         return tokens.live_bearer(token_string)
 
 
 class UserInfo(UserInfoEndpoint):
-    def generate_user_info(self, user: tokens.BearerMember, scope: str) -> UserInfoClaims:
+    def generate_user_info(self, user: Member, scope: str) -> UserInfoClaims:
         return user_claims(user, scope)
 
     def get_issuer(self) -> str:
         return current_app.config["ISSUER_URL"]
 
 
-def _note_client(sender: object, client: Client | None = None, **kwargs: object) -> None:
+def _note_client(sender: object, client: App | None = None, **kwargs: object) -> None:
     """The access line names the app that authenticated at the token endpoint."""
     if client is not None:
         logs.note(client_id=client.client_id)
 
 
-def _note_token(sender: object, token: tokens.Bearer | None = None, **kwargs: object) -> None:
+def _note_token(sender: object, token: StoredToken | None = None, **kwargs: object) -> None:
     """The access line names the app and the member behind a bearer token."""
     if token is not None:
         logs.note(client_id=token.client.client_id, user_id=token.user_id)

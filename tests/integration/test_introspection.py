@@ -9,7 +9,7 @@ import requests
 from app.extensions import db
 from app.models import Token, User
 from app.models.base import utcnow
-from app.oauth.tokens import find_access_token
+from app.oauth.store.tokens import find_access_token
 from tests.factories import db_state, make_client, make_member
 from tests.issued import issue, post_as
 
@@ -22,8 +22,9 @@ def introspect(base: str, issued, token: str, **extra) -> requests.Response:
 
 
 def row_of(access_token: str) -> Token:
+    """The token's row, to read or to change (the ORM model: the store's records are read-only)."""
     db.session.remove()
-    return find_access_token(access_token)
+    return db.session.scalar(db.select(Token).where(Token.id == find_access_token(access_token).id))
 
 
 def test_an_active_access_token(live_server):

@@ -289,14 +289,13 @@ def test_interactive_sign_in_reads_no_row_it_just_wrote(counted_app):
         "INSERT login_sessions",
         "INSERT audit_events",
         "UPDATE interactions",
-        "SELECT clients",
         "SELECT consents",
-        # the consent page, then the decision (consent, audit, code)
+        # the consent page, then the decision (consent, audit, code); each page reads the request
+        # with its app in one query (the protocol store), and the decision reuses that app
         "SELECT interactions",
         "SELECT login_sessions",
         "SELECT interactions",
         "SELECT login_sessions",
-        "SELECT clients",
         "UPDATE interactions",
         "SELECT consents",
         "INSERT consents",

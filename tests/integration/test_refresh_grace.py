@@ -14,7 +14,7 @@ from app.extensions import db
 from app.models import RefreshReplay, Token
 from app.models.base import utcnow
 from app.oauth import refresh_grace
-from app.oauth.tokens import find_refresh_token
+from app.oauth.store.tokens import find_refresh_token
 from tests.conftest import free_port, start_server
 from tests.issued import issue, post_as
 

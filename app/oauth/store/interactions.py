@@ -1,0 +1,117 @@
+"""Pending sign-in requests (interactions): an authorization request parked while the member signs
+in or answers the consent page; the browser holds only its random reference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import CursorResult, bindparam, select
+
+from app.extensions import db
+from app.models import Client, Interaction
+from app.models.base import utcnow
+from app.oauth.store.clients import APP_COLUMNS, App, app_by_id, app_from
+
+_interactions, _clients = Interaction.__table__, Client.__table__
+_INSERT = _interactions.insert()
+# The request with its app in one query: every page of the sign-in flow names the app.
+_BY_ID = (
+    select(
+        _interactions.c.id,
+        _interactions.c.client_id,
+        _interactions.c.params,
+        _interactions.c.browser_hash,
+        _interactions.c.login_session_id,
+        _interactions.c.user_id,
+        _interactions.c.expires_at,
+        _interactions.c.consumed_at,
+        *APP_COLUMNS,
+    )
+    .join_from(_interactions, _clients, _clients.c.id == _interactions.c.client_id)
+    .where(_interactions.c.id == bindparam("uid"))
+)
+_ATTACH_LOGIN = (
+    _interactions.update()
+    .where(_interactions.c.id == bindparam("uid"))
+    .values(login_session_id=bindparam("login"), user_id=bindparam("member"))
+)
+# Consuming is the single-use mark: one UPDATE that only an open request matches.
+_CONSUME = (
+    _interactions.update()
+    .where(
+        _interactions.c.id == bindparam("uid"),
+        _interactions.c.consumed_at.is_(None),
+        _interactions.c.expires_at > bindparam("now"),
+    )
+    .values(consumed_at=bindparam("now"))
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """A parked authorization request, read-only, with its app (read with it)."""
+
+    id: str
+    client_id: int  # the app's row id
+    params: dict[str, Any]
+    browser_hash: str
+    login_session_id: int | None
+    user_id: str | None
+    expires_at: datetime
+    consumed_at: datetime | None
+
+    def is_open(self, now: datetime | None = None) -> bool:
+        return self.consumed_at is None and (now or utcnow()) < self.expires_at
+
+    @property
+    def client(self) -> App | None:
+        """The app the request is for (None once it was deleted outright)."""
+        return app_by_id(self.client_id)
+
+
+def park(uid: str, values: dict[str, Any]) -> PendingRequest:
+    """Store a validated request under the random reference `uid` (`values`: the columns)."""
+    row = {"id": uid, "created_at": utcnow(), "login_session_id": None, "consumed_at": None, **values}
+    db.session.execute(_INSERT, row)
+    return PendingRequest(
+        uid,
+        row["client_id"],
+        row["params"],
+        row["browser_hash"],
+        None,
+        row.get("user_id"),
+        row["expires_at"],
+        None,
+    )
+
+
+def find(uid: str) -> PendingRequest | None:
+    row = db.session.execute(_BY_ID, {"uid": uid}).first()
+    if row is None:
+        return None
+    app_from(row)  # kept for the request: the pages and the protocol ask for the app next
+    return PendingRequest(*row[:8])
+
+
+def attach_login(request: PendingRequest, login_pk: int, user_id: str) -> PendingRequest:
+    """Record that the member signed in for this very request (it satisfies `prompt=login` and
+    `max_age`, and a later disconnect of the app closes the request)."""
+    db.session.execute(_ATTACH_LOGIN, {"uid": request.id, "login": login_pk, "member": user_id})
+    return PendingRequest(
+        request.id,
+        request.client_id,
+        request.params,
+        request.browser_hash,
+        login_pk,
+        user_id,
+        request.expires_at,
+        request.consumed_at,
+    )
+
+
+def consume(uid: str) -> bool:
+    """Mark the request answered; True for exactly one caller, and only while it is open."""
+    result: CursorResult[Any] = db.session.execute(_CONSUME, {"uid": uid, "now": utcnow()})  # type: ignore[assignment]
+    return bool(result.rowcount)

@@ -1,0 +1,50 @@
+"""The member beside a protocol row: what ID-token claims, userinfo and tier rules need."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Label, Row, Table, select
+
+from app.models import User
+
+_users = User.__table__
+MEMBER_COLUMNS = ("sub", "name", "email", "email_verified", "tier", "profile_id")
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A member as the protocol sees them (read-only): claims, tier, the data they own."""
+
+    id: str
+    sub: str
+    name: str
+    email: str
+    email_verified: bool
+    tier: str
+    profile_id: str | None
+
+
+def member_columns(table: Table) -> list[Label[Any]]:
+    """The member's columns beside a row of `table`, as correlated subqueries labelled `member_*`:
+    SQLite's RETURNING may name only the table it changes, and these let one statement find,
+    spend and describe."""
+    return [
+        select(_users.c[name])
+        .where(_users.c.id == table.c.user_id)
+        .correlate(table)
+        .scalar_subquery()
+        .label(f"member_{name}")
+        for name in MEMBER_COLUMNS
+    ]
+
+
+def member_joined() -> list[Any]:
+    """The member's columns, labelled `member_*`, for a statement that joins the users table."""
+    return [_users.c[name].label(f"member_{name}") for name in MEMBER_COLUMNS]
+
+
+def member_from(row: Row[Any]) -> Member:
+    """The Member of a row selected with `member_columns` or `member_joined` (and `user_id`)."""
+    return Member(row.user_id, *(getattr(row, f"member_{name}") for name in MEMBER_COLUMNS))

@@ -1,0 +1,98 @@
+"""Login sessions: the provider's own sign-in, found by the hash of the cookie's random id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import CursorResult, bindparam, select
+
+from app.extensions import db
+from app.models import LoginSession, User
+from app.models.base import sha256_hex, utcnow
+from app.oauth.store.members import Member, member_from, member_joined
+
+_sessions, _users = LoginSession.__table__, User.__table__
+_INSERT = _sessions.insert()
+
+# Only a live session of a member who is not suspended counts: the rule is in the query, so an
+# ended, expired or suspended member's session is simply not found.
+_LIVE_BY_HASH = (
+    select(
+        _sessions.c.id,
+        _sessions.c.user_id,
+        _sessions.c.auth_time,
+        _sessions.c.expires_at,
+        _sessions.c.amr,
+        _sessions.c.last_seen_at,
+        *member_joined(),
+    )
+    .join_from(_sessions, _users, _users.c.id == _sessions.c.user_id)
+    .where(
+        _sessions.c.session_hash == bindparam("hash"),
+        _sessions.c.ended_at.is_(None),
+        _sessions.c.expires_at > bindparam("now"),
+        _users.c.suspended_at.is_(None),
+    )
+)
+_END = (
+    _sessions.update()
+    .where(_sessions.c.id == bindparam("pk"), _sessions.c.ended_at.is_(None))
+    .values(ended_at=bindparam("now"))
+)
+_TOUCH = _sessions.update().where(_sessions.c.id == bindparam("pk")).values(last_seen_at=bindparam("now"))
+
+
+@dataclass(frozen=True, slots=True)
+class Login:
+    """A live login session, read-only: who signed in, when, and how (RFC 8176 `amr`)."""
+
+    id: int
+    user_id: str
+    auth_time: datetime
+    expires_at: datetime
+    amr: str
+    last_seen_at: datetime | None
+    user: Member
+
+
+def live_login(session_id: str) -> Login | None:
+    """The live session whose cookie carries `session_id`, with its member."""
+    row = db.session.execute(_LIVE_BY_HASH, {"hash": sha256_hex(session_id), "now": utcnow()}).first()
+    if row is None:
+        return None
+    return Login(row.id, row.user_id, row.auth_time, row.expires_at, row.amr, row.last_seen_at, member_from(row))
+
+
+def start_login(session_id: str, member: Member, values: dict[str, Any]) -> Login:
+    """Store a new session for `member` (`values`: auth_time, expires_at, amr, ip, user_agent)."""
+    row = {"session_hash": sha256_hex(session_id), "user_id": member.id, "last_seen_at": values["auth_time"], **values}
+    result: CursorResult[Any] = db.session.execute(_INSERT, row)  # type: ignore[assignment]  # an INSERT's
+    key = result.inserted_primary_key
+    assert key is not None  # an INSERT of one row
+    pk = key[0]
+    return Login(
+        int(pk), member.id, values["auth_time"], values["expires_at"], values["amr"], values["auth_time"], member
+    )
+
+
+def end_login(pk: int) -> bool:
+    """End one session on the server; False when it had ended already."""
+    result: CursorResult[Any] = db.session.execute(_END, {"pk": pk, "now": utcnow()})  # type: ignore[assignment]
+    return bool(result.rowcount)
+
+
+def end_logins_of(user_id: str, only: int | None = None) -> int:
+    """End every live session of a member (sign out everywhere, a new password, a suspension), or
+    just session `only` of theirs (the account page's list). Returns how many ended."""
+    statement = _sessions.update().where(_sessions.c.user_id == user_id, _sessions.c.ended_at.is_(None))
+    if only is not None:
+        statement = statement.where(_sessions.c.id == only)
+    result: CursorResult[Any] = db.session.execute(statement.values(ended_at=utcnow()))  # type: ignore[assignment]
+    return int(result.rowcount)
+
+
+def note_seen(pk: int, when: datetime) -> None:
+    """The session was used (an app sign-in, the account page)."""
+    db.session.execute(_TOUCH, {"pk": pk, "now": when})

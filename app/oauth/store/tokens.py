@@ -1,0 +1,294 @@
+"""Access and refresh tokens: issued as hashes, read by their bearer, rotated in one statement,
+revoked by family, by member or by app."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from authlib.oauth2.rfc6749 import TokenMixin
+from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, or_, select
+
+from app import metrics
+from app.database import read_row
+from app.extensions import db
+from app.models import AuthorizationCode, Client, ClientStatus, Interaction, RefreshReplay, Token, User
+from app.models.base import sha256_hex, utcnow
+from app.oauth.store.members import Member, member_columns, member_from, member_joined
+from app.scopes import join, scope_list
+
+_tokens, _codes, _clients, _users = Token.__table__, AuthorizationCode.__table__, Client.__table__, User.__table__
+_interactions, _replays = Interaction.__table__, RefreshReplay.__table__
+_SEALED = select(_replays.c.successor_id, _replays.c.sealed).where(_replays.c.token_id == bindparam("pk"))
+_INSERT = _tokens.insert()
+
+_ROTATE_REFRESH = (
+    _tokens.update()
+    .where(
+        _tokens.c.refresh_token_hash == bindparam("hash"),
+        _tokens.c.client_id == bindparam("client"),
+        _tokens.c.refresh_used_at.is_(None),
+        _tokens.c.revoked_at.is_(None),
+        _tokens.c.refresh_expires_at > bindparam("now"),
+    )
+    .values(refresh_used_at=bindparam("now"))
+    .returning(
+        _tokens.c.id,
+        _tokens.c.grant_id,
+        _tokens.c.user_id,
+        _tokens.c.scope,
+        _tokens.c.auth_time,
+        _tokens.c.amr,
+        *member_columns(_tokens),
+    )
+)
+
+# A token with its app's public id and its member, in one query: what a bearer (userinfo, /v1),
+# revocation and introspection need, as plain values rather than three ORM objects.
+_STORED_COLUMNS = (
+    _tokens.c.id,
+    _tokens.c.client_id,
+    _tokens.c.user_id,
+    _tokens.c.grant_id,
+    _tokens.c.scope,
+    _tokens.c.issued_at,
+    _tokens.c.access_expires_at,
+    _tokens.c.refresh_expires_at,
+    _tokens.c.refresh_used_at,
+    _tokens.c.revoked_at,
+    _clients.c.client_id.label("app_client_id"),
+    _clients.c.status.label("app_status"),
+    *member_joined(),
+)
+_WITH_APP_AND_MEMBER = (
+    select(*_STORED_COLUMNS)
+    .join_from(_tokens, _clients, _clients.c.id == _tokens.c.client_id)
+    .join(_users, _users.c.id == _tokens.c.user_id)
+)
+_BY_ACCESS_HASH = _WITH_APP_AND_MEMBER.where(_tokens.c.access_token_hash == bindparam("hash"))
+_BY_REFRESH_HASH = _WITH_APP_AND_MEMBER.where(_tokens.c.refresh_token_hash == bindparam("hash"))
+_BY_ID = _WITH_APP_AND_MEMBER.where(_tokens.c.id == bindparam("id"))
+
+
+@dataclass(frozen=True, slots=True)
+class TokenApp:
+    """The app a token was issued to (the Client rules apply: `is_active` is the model's)."""
+
+    id: int
+    client_id: str
+    status: str
+
+    @property
+    def client_metadata(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def is_active(self) -> bool:
+        return ClientStatus(self.status).is_active
+
+
+@dataclass(frozen=True, slots=True)
+class StoredToken(TokenMixin):
+    """One issued pair as stored, read-only, with its app and member (the Token model's rules apply)."""
+
+    id: int
+    user_id: str
+    grant_id: str
+    scope: str
+    issued_at: datetime
+    access_expires_at: datetime
+    refresh_expires_at: datetime | None
+    refresh_used_at: datetime | None
+    revoked_at: datetime | None
+    client: TokenApp
+    user: Member
+
+    @property
+    def client_id(self) -> int:
+        return self.client.id
+
+    check_client = Token.check_client
+    get_scope = Token.get_scope
+    get_expires_in = Token.get_expires_in
+    is_expired = Token.is_expired
+    is_revoked = Token.is_revoked
+    get_user = Token.get_user
+    get_client = Token.get_client
+
+
+def _stored(row: Any) -> StoredToken | None:
+    if row is None:
+        return None
+    return StoredToken(
+        row.id,
+        row.user_id,
+        row.grant_id,
+        row.scope,
+        row.issued_at,
+        row.access_expires_at,
+        row.refresh_expires_at,
+        row.refresh_used_at,
+        row.revoked_at,
+        TokenApp(row.client_id, row.app_client_id, row.app_status),
+        member_from(row),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RotatedRefresh:
+    """A refresh token marked rotated by the statement that found it, with its member."""
+
+    id: int
+    grant_id: str
+    user_id: str
+    scope: str
+    auth_time: datetime
+    amr: str
+    user: Member
+
+    get_scope = Token.get_scope
+
+    def check_client(self, client: Any) -> bool:
+        return True  # found by its client (the UPDATE's WHERE): another client's token is never returned
+
+
+def issue_token(values: dict[str, Any]) -> int:
+    """Store one pair (`values`: the columns, hashes only); returns its row id."""
+    result: CursorResult[Any] = db.session.execute(_INSERT, values)  # type: ignore[assignment]  # an INSERT's
+    key = result.inserted_primary_key
+    assert key is not None  # an INSERT of one row
+    return int(key[0])
+
+
+def find_bearer(value: str) -> StoredToken | None:
+    """The access token a bearer presents (userinfo, /v1), with its app and member: one indexed query,
+    outside the request's transaction (on PostgreSQL, one round trip: no BEGIN, no ROLLBACK)."""
+    if not value or len(value) > 512:
+        return None
+    return _stored(read_row(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}))
+
+
+def find_access_token(value: str) -> StoredToken | None:
+    """The pair whose access token is `value`, in the request's transaction (to revoke or describe it)."""
+    if not value or len(value) > 512:
+        return None
+    return _stored(db.session.execute(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}).first())
+
+
+def find_refresh_token(value: str) -> StoredToken | None:
+    """The pair whose refresh token is `value`, rotated or not."""
+    if not value or len(value) > 512:
+        return None
+    return _stored(db.session.execute(_BY_REFRESH_HASH, {"hash": sha256_hex(value)}).first())
+
+
+def find_token(pk: int) -> StoredToken | None:
+    return _stored(db.session.execute(_BY_ID, {"id": pk}).first())
+
+
+def rotate_refresh_token(value: str, client_pk: int, now: datetime | None = None) -> RotatedRefresh | None:
+    """Find the app's live refresh token and mark it rotated, in one statement; None when there is
+    none (unknown, another app's, expired, revoked or rotated already: `find_refresh_token` tells)."""
+    if not value or len(value) > 512:
+        return None
+    row = db.session.execute(
+        _ROTATE_REFRESH, {"hash": sha256_hex(value), "client": client_pk, "now": now or utcnow()}
+    ).first()
+    if row is None:
+        return None
+    return RotatedRefresh(row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, member_from(row))
+
+
+def _rowcount(statement: Any) -> int:
+    result: CursorResult[Any] = db.session.execute(statement)  # type: ignore[assignment]  # DML has a rowcount
+    return int(result.rowcount)
+
+
+def revoke_token(pk: int) -> int:
+    """Revoke one pair (its access and its refresh token); 0 when it was revoked already."""
+    revoked = _rowcount(
+        _tokens.update().where(_tokens.c.id == pk, _tokens.c.revoked_at.is_(None)).values(revoked_at=utcnow())
+    )
+    metrics.tokens_revoked(revoked)
+    return revoked
+
+
+def revoke_grant(grant_id: str) -> int:
+    """Revoke every token of a grant family (code reuse, refresh reuse, a refresh token revoked)."""
+    revoked = _rowcount(
+        _tokens.update()
+        .where(_tokens.c.grant_id == grant_id, _tokens.c.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
+    metrics.tokens_revoked(revoked)
+    return revoked
+
+
+def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> int:
+    """End what a member gave an app: every app's when `client_id` is None, every member's when
+    `user_id` is None. Outstanding authorization codes are deleted (a code issued before a
+    disconnect must not redeem after it), the member's pending sign-in requests to the app are
+    closed, and live access and refresh tokens are revoked. The codes go first: on PostgreSQL a
+    redemption already under way holds its code's row, so the DELETE waits for it, and the token
+    UPDATE after it then sees (and revokes) the tokens that redemption issued. The caller
+    commits, so the consent, the codes and the tokens change together. Returns the tokens revoked."""
+    if user_id is None and client_id is None:
+        raise ValueError("end_grants needs a member, an app, or both")
+    now = utcnow()
+
+    def scoped(table: Table) -> list[ColumnElement[bool]]:
+        which: list[ColumnElement[bool]] = []
+        if user_id is not None:
+            which.append(table.c.user_id == user_id)
+        if client_id is not None:
+            which.append(table.c.client_id == client_id)
+        return which
+
+    db.session.execute(_codes.delete().where(*scoped(_codes), _codes.c.used_at.is_(None)))
+    db.session.execute(  # expired rather than consumed: the page then says "start again", not "answered"
+        _interactions.update()
+        .where(*scoped(_interactions), _interactions.c.consumed_at.is_(None), _interactions.c.expires_at > now)
+        .values(expires_at=now)
+    )
+    revoked = _rowcount(_tokens.update().where(*scoped(_tokens), _tokens.c.revoked_at.is_(None)).values(revoked_at=now))
+    metrics.tokens_revoked(revoked)
+    return revoked
+
+
+def live_tokens_filter(now: datetime) -> ColumnElement[bool]:
+    """SQL condition for tokens that still grant something (account pages, the console, purges)."""
+    return (_tokens.c.revoked_at.is_(None)) & or_(_tokens.c.access_expires_at > now, _tokens.c.refresh_expires_at > now)
+
+
+def narrow_live_tokens(user_id: str, keep: Callable[[list[str]], list[str]], now: datetime | None = None) -> int:
+    """Rewrite the scope of a member's live tokens to `keep(scopes)` (a downgrade: what the lower
+    membership lacks is gone for good, so an upgrade later does not bring it back without a new
+    consent). Returns the tokens changed; the caller commits."""
+    rows = db.session.execute(
+        select(_tokens.c.id, _tokens.c.scope).where(_tokens.c.user_id == user_id, live_tokens_filter(now or utcnow()))
+    ).all()
+    changed = 0
+    for row in rows:
+        narrowed = join(keep(scope_list(row.scope)))
+        if narrowed != row.scope:
+            db.session.execute(_tokens.update().where(_tokens.c.id == row.id).values(scope=narrowed))
+            changed += 1
+    return changed
+
+
+def seal_answer(token_pk: int, successor_pk: int, sealed: bytes, purge_before: datetime) -> None:
+    """Keep a rotation's sealed answer for the grace window (app/oauth/refresh_grace.py), dropping
+    the answers whose window has closed."""
+    db.session.execute(_replays.delete().where(_replays.c.created_at < purge_before))
+    db.session.execute(
+        _replays.insert(),
+        {"token_id": token_pk, "successor_id": successor_pk, "sealed": sealed, "created_at": utcnow()},
+    )
+
+
+def sealed_answer(token_pk: int) -> tuple[int, bytes] | None:
+    """The successor's row id and the sealed answer of a rotation, if one is kept."""
+    row = db.session.execute(_SEALED, {"pk": token_pk}).first()
+    return None if row is None else (int(row.successor_id), bytes(row.sealed))
