@@ -53,7 +53,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     init_published(app)
 
     from app.auth.recovery_views import bp as recovery_bp
-    from app.auth.two_step_login import bp as two_step_login_bp
+    from app.auth.two_step_login_views import bp as two_step_login_bp
     from app.auth.verification_views import bp as verification_bp
     from app.auth.views import bp as auth_bp
     from app.consent.views import bp as consent_bp
