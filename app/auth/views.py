@@ -24,7 +24,7 @@ from app.auth.passwords import passwords
 from app.auth.second_factor import has_second_factor
 from app.auth.sessions import current_user, end_login, start_login
 from app.extensions import db
-from app.models import User
+from app.models import Interaction, User
 from app.oauth.authorize import find_interaction, resume
 from app.roles import can_use_console
 from app.security import allow_form_redirect
@@ -140,7 +140,9 @@ def login() -> Response | str:
     return onward(interaction, form.next.data)
 
 
-def begin_session(user: User, interaction, amr: tuple[str, ...], notice: tuple[str, str] | None = None) -> None:
+def begin_session(
+    user: User, interaction: Interaction | None, amr: tuple[str, ...], notice: tuple[str, str] | None = None
+) -> None:
     """Every factor checked: a known browser from now on, a fresh session, the audit line, and the
     parked request (if any) bound to the new session. `notice` (message, category) is flashed in the
     new session. Flushes only: the route commits, then answers with `onward`."""
@@ -156,7 +158,7 @@ def begin_session(user: User, interaction, amr: tuple[str, ...], notice: tuple[s
         interaction.user_id = user.id
 
 
-def onward(interaction, next_path: str | None) -> Response:
+def onward(interaction: Interaction | None, next_path: str | None) -> Response:
     """After a committed sign-in: on to the parked request, or to `next` (a path on this site)."""
     if interaction is not None:
         # On with the parked request at once: to the consent page, or back to the app with its
