@@ -53,7 +53,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     init_published(app)
 
     from app.auth.recovery_views import bp as recovery_bp
-    from app.auth.two_step_login import bp as two_step_login_bp
+    from app.auth.two_step_login_views import bp as two_step_login_bp
     from app.auth.verification_views import bp as verification_bp
     from app.auth.views import bp as auth_bp
     from app.consent.views import bp as consent_bp
@@ -66,8 +66,8 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(verification_bp)
     app.register_blueprint(consent_bp)
 
-    from app.account import revoke_confirm  # noqa: F401 - its page joins the account blueprint
-    from app.account.two_step import bp as two_step_bp
+    from app.account import revoke_views  # noqa: F401 - its page joins the account blueprint
+    from app.account.two_step_views import bp as two_step_bp
     from app.account.views import bp as account_bp
     from app.console import bp as console_bp
 

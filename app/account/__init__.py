@@ -1,1 +1,2 @@
-"""The member's account page (app.account.views) and the step before revoking an app (revoke_confirm)."""
+"""The member's account pages. Views (views, revoke_views, two_step_views) own each request's unit
+of work and commit it once; the modules they call (connections, sessions) only read and flush."""

@@ -1,4 +1,7 @@
-"""The member's account page: profile, membership, connected apps (revoke), password, sign out."""
+"""The member's account page: profile, membership, connected apps (revoke), password, sign out.
+
+Each route is one unit of work: the services it calls only flush; the route commits once, then
+mails what announces the change."""
 
 from __future__ import annotations
 
@@ -63,7 +66,7 @@ def show():
         return redirect(url_for("auth.login", next=url_for("account.show")))
     login = current_login()
     touch(login)
-    db.session.commit()
+    db.session.commit()  # "last active" on the sessions list below
     return render_template(
         "account/account.html",
         user=user,
@@ -223,8 +226,7 @@ def email() -> Response:
         return refused
     try:
         mail = verification.request_email_change(user, form.email.data)
-    except MemberError as exc:
-        db.session.rollback()
+    except MemberError as exc:  # refused before anything was written
         return _email_page(form, error=str(exc), status=400)
     db.session.commit()
     send_later(mail)

@@ -21,8 +21,8 @@ from flask_wtf import FlaskForm
 from wtforms import HiddenField
 
 from app.auth.sessions import current_login
-from app.oauth.authorize import UntrustedRequest
 from app.oauth.server import server
+from app.oauth.untrusted import UntrustedRequest
 from app.security import allow_form_redirect
 
 # The request parameters the confirmation page carries over to its POST.

@@ -1,4 +1,5 @@
-"""The forgot-password pages: ask for a link, then set a new password through it."""
+"""The forgot-password pages: ask for a link, then set a new password through it. The rules live
+in app.auth.recovery (flush only); each route commits once, then sends the mail."""
 
 from __future__ import annotations
 
@@ -104,15 +105,14 @@ def reset() -> Response | str:
         )
     try:
         ended = complete_reset(link, form.new.data, form.disconnect_apps.data)
-    except MemberError as exc:
+    except MemberError as exc:  # refused before anything was written: the link stays usable
         return make_response(
             render_template(
                 "auth/reset.html", form=form, email=link.user.email, error=str(exc), max_length=MAX_PASSWORD_LENGTH
             ),
             400,
         )
-    except links.LinkAlreadyUsed:
-        db.session.rollback()
+    except links.LinkAlreadyUsed:  # another request used the link first; nothing was written here
         return _link_invalid()
     remember_device(link.user)  # this browser proved the mailbox: a known browser for the account
     db.session.commit()

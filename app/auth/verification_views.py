@@ -1,4 +1,5 @@
-"""The pages of verification and invitation links: confirm an address, set a first password."""
+"""The pages of verification and invitation links: confirm an address, set a first password. The
+rules live in app.auth.verification (flush only); each route commits once, then sends the mail."""
 
 from __future__ import annotations
 
@@ -62,11 +63,10 @@ def verify_email() -> Response | str:
     user = link.user
     try:
         mails = confirm(link)
-    except links.LinkAlreadyUsed:
-        db.session.rollback()
+    except links.LinkAlreadyUsed:  # another request used the link first; nothing was written here
         return _invalid("verification", url_for("account.show"))
     except MemberError as exc:
-        db.session.rollback()
+        db.session.rollback()  # the new address was taken meanwhile: a failed flush must be rolled back
         return make_response(
             render_template("auth/verify_email.html", form=form, email=link.email, changing=changing, error=str(exc)),
             409,
@@ -107,10 +107,9 @@ def invitation() -> Response | str:
     user = link.user
     try:
         accept_invitation(link, form.new.data)
-    except MemberError as exc:
+    except MemberError as exc:  # refused before anything was written: the link stays usable
         return page(400, str(exc))
-    except links.LinkAlreadyUsed:
-        db.session.rollback()
+    except links.LinkAlreadyUsed:  # another request used the link first; nothing was written here
         return _invalid("invitation", url_for("recovery.forgot"))
     remember_device(user)
     db.session.commit()

@@ -1,5 +1,8 @@
 """The login page. It knows nothing of OAuth beyond the interaction reference it was given:
-after a successful login it sends the browser back to resume the parked request."""
+after a successful login it sends the browser back to resume the parked request.
+
+Each route here (and in the other sign-in views) is one unit of work: the services it calls only
+flush, and the route commits once, before the redirect that relies on the change."""
 
 from __future__ import annotations
 
@@ -20,10 +23,11 @@ from app.auth.passkeys import available as passkeys_available
 from app.auth.passwords import passwords
 from app.auth.second_factor import has_second_factor
 from app.auth.sessions import current_user, end_login, start_login
-from app.console.apps import can_use_console
 from app.extensions import db
 from app.models import User
 from app.oauth.authorize import find_interaction, note_login, resume
+from app.oauth.store.interactions import PendingRequest
+from app.roles import can_use_console
 from app.security import allow_form_redirect
 
 bp = Blueprint("auth", __name__)
@@ -111,7 +115,7 @@ def login() -> Response | str:
     if not passwords.verify(user, form.password.data):
         attempt.failed()
         record("signin.failed", actor=user, client=client)  # an unknown email is not stored
-        db.session.commit()
+        db.session.commit()  # the failed attempt is this request's unit of work: its audit line stays
         metrics.login_failed()
         return _page(form, interaction, error=INVALID_CREDENTIALS, status=throttle.FAILED_LOGIN_STATUS)
 
@@ -119,7 +123,7 @@ def login() -> Response | str:
     if user.is_suspended:
         # Only someone who knows the password learns this (an unknown email never gets here).
         record("signin.failed", actor=user, client=client, reason="suspended")
-        db.session.commit()
+        db.session.commit()  # the refused sign-in is this request's unit of work: its audit line stays
         metrics.login_failed()
         return _page(form, interaction, error=SUSPENDED, status=403)
     if has_second_factor(user):
@@ -130,16 +134,20 @@ def login() -> Response | str:
             "i": uid or "",
             "n": safe_next(form.next.data) or "",
         }
-        db.session.commit()
+        db.session.commit()  # a password hash upgraded by passwords.verify
         return redirect(url_for("two_step_login.code"), 303)
-    return complete_sign_in(user, interaction, form.next.data, amr=("pwd",))
+    interaction = begin_session(user, interaction, amr=("pwd",))
+    db.session.commit()
+    return onward(interaction, form.next.data)
 
 
-def complete_sign_in(
-    user: User, interaction, next_path: str | None, amr: tuple[str, ...], notice: tuple[str, str] | None = None
-) -> Response:
-    """Every factor checked: a known browser from now on, a fresh session, the audit line, and on
-    to the parked request (or `next`). `notice` (message, category) is flashed in the new session."""
+def begin_session(
+    user: User, interaction: PendingRequest | None, amr: tuple[str, ...], notice: tuple[str, str] | None = None
+) -> PendingRequest | None:
+    """Every factor checked: a known browser from now on, a fresh session, the audit line, and the
+    parked request (if any) bound to the new session, which is returned. `notice` (message,
+    category) is flashed in the new session. Flushes only: the route commits, then answers with
+    `onward`."""
     client = interaction.client if interaction is not None else None
     remember_device(user)
     session_row = start_login(user, amr=amr)
@@ -148,8 +156,12 @@ def complete_sign_in(
     record("signin.ok", actor=user, client=client, amr=" ".join(amr) if amr != ("pwd",) else None)
     metrics.login_succeeded(user)
     if interaction is not None:
-        interaction = note_login(interaction, session_row)
-    db.session.commit()
+        return note_login(interaction, session_row)
+    return None
+
+
+def onward(interaction: PendingRequest | None, next_path: str | None) -> Response:
+    """After a committed sign-in: on to the parked request, or to `next` (a path on this site)."""
     if interaction is not None:
         # On with the parked request at once: to the consent page, or back to the app with its
         # code (no separate "resume" hop: one redirect fewer for every sign-in).

@@ -9,6 +9,7 @@ from wtforms import HiddenField
 from app.auth.sessions import current_login
 from app.consent.service import describe
 from app.oauth import authorize
+from app.oauth.untrusted import UntrustedRequest
 from app.scopes import scope_list
 from app.security import allow_form_redirect
 
@@ -52,7 +53,7 @@ def decide() -> Response:
     if login is None:
         return redirect(url_for("auth.login", interaction=interaction.id))
     if not form.validate_on_submit():
-        raise authorize.UntrustedRequest(
+        raise UntrustedRequest(
             "Form expired", "The consent form expired. Go back to the application and start again."
         )
     allow = request.form.get("decision") == "allow"

@@ -1,5 +1,9 @@
-"""The account's two-step verification: set up an authenticator app (with recovery codes, shown
-once), make new recovery codes, remove it. Each change asks for the password again."""
+"""The account's two-step verification pages: set up an authenticator app (with recovery codes,
+shown once), make new recovery codes, remove it; add and remove passkeys. Each change asks for the
+password again.
+
+The rules live in app.auth.second_factor and app.auth.passkeys, which only flush; each route here
+commits its unit of work once, and only then mails the security notice."""
 
 from __future__ import annotations
 
@@ -61,7 +65,7 @@ def setup() -> Response:
     secret = second_factor.pending_secret(user)
     if request.method == "GET" and secret is None:
         secret = second_factor.begin_totp(user)  # a new key, kept (sealed) until a first code confirms it
-        db.session.commit()
+        db.session.commit()  # this request's unit of work: the key must outlive the page that shows it
     elif secret is None:  # submitted without a key shown first (or it was replaced): start over
         return redirect(url_for("two_step.setup"), 303)
 
@@ -208,8 +212,7 @@ def add_passkey() -> Response:
         return redirect(url_for("account.show"), 303)
     try:
         passkey = passkeys.register(user, form.credential.data, form.name.data)
-    except passkeys.PasskeyError as exc:
-        db.session.rollback()
+    except passkeys.PasskeyError as exc:  # refused before anything was written
         flash(str(exc), "error")
         return redirect(url_for("account.show"), 303)
     codes = second_factor.new_recovery_codes(user) if second_factor.recovery_codes_left(user) == 0 else None

@@ -1,6 +1,10 @@
-"""The sign-in's second step: a code from the authenticator app, or a recovery code, after a
-right password. The browser carries (in its signed session cookie) only who typed the right
-password, when, and the pending request; the session starts once the code is right."""
+"""The sign-in's pages after (or instead of) the password: the second step (a code from the
+authenticator app, a recovery code, or a passkey) and the passkey sign-in without password. The
+browser carries (in its signed session cookie) only who typed the right password, when, and the
+pending request; the session starts once the second factor is right.
+
+The checks live in app.auth.second_factor and app.auth.passkeys, which only flush; each route
+here commits its unit of work once."""
 
 from __future__ import annotations
 
@@ -14,10 +18,18 @@ from wtforms.validators import DataRequired, Length
 from app import metrics
 from app.audit import record
 from app.auth import passkeys, second_factor, throttle
-from app.auth.views import PENDING_SECOND_FACTOR, SUSPENDED, complete_sign_in, throttled, too_many_attempts
+from app.auth.views import (
+    PENDING_SECOND_FACTOR,
+    SUSPENDED,
+    begin_session,
+    onward,
+    throttled,
+    too_many_attempts,
+)
 from app.extensions import db
 from app.models import User
-from app.oauth.authorize import UntrustedRequest, find_interaction
+from app.oauth.authorize import find_interaction
+from app.oauth.untrusted import UntrustedRequest
 
 bp = Blueprint("two_step_login", __name__)
 
@@ -89,7 +101,7 @@ def code() -> Response:
     if used is None:
         attempt.failed()
         record("2fa.failed", actor=user, subject=user)
-        db.session.commit()
+        db.session.commit()  # the failed attempt is this request's unit of work: its audit line stays
         metrics.login_failed()
         return _page(user, form, error=WRONG_CODE, status=throttle.FAILED_LOGIN_STATUS)
     attempt.succeeded()
@@ -101,7 +113,9 @@ def code() -> Response:
             + (" Make new ones on your account page." if left <= 3 else ""),
             "error" if left <= 3 else "message",
         )
-    return complete_sign_in(user, interaction, next_path, amr=("pwd", "otp"), notice=notice)
+    interaction = begin_session(user, interaction, amr=("pwd", "otp"), notice=notice)
+    db.session.commit()  # with the recovery code used up, if one was
+    return onward(interaction, next_path)
 
 
 @bp.post("/login/second-factor/passkey")
@@ -119,12 +133,13 @@ def passkey() -> Response:
             raise passkeys.PasskeyError("The passkey form expired. Try again.")
         passkeys.authenticate(form.credential.data, "2fa", user=user)
     except passkeys.PasskeyError as exc:
-        db.session.rollback()
         record("2fa.failed", actor=user, subject=user, kind="passkey")
-        db.session.commit()
+        db.session.commit()  # the failed attempt is this request's unit of work: its audit line stays
         metrics.login_failed()
         return _page(user, CodeForm(), error=str(exc), status=throttle.FAILED_LOGIN_STATUS)
-    return complete_sign_in(user, interaction, next_path, amr=("pwd", "hwk"))
+    interaction = begin_session(user, interaction, amr=("pwd", "hwk"))
+    db.session.commit()  # with the passkey's new signature count
+    return onward(interaction, next_path)
 
 
 @bp.post("/login/passkey")
@@ -141,15 +156,16 @@ def passkey_sign_in() -> Response:
     try:
         found = passkeys.authenticate(form.credential.data, "signin")
     except passkeys.PasskeyError as exc:
-        db.session.rollback()
-        metrics.login_failed()
+        metrics.login_failed()  # nothing to keep: no member to write an audit line against
         return _passwordless_page(form, error=str(exc), status=throttle.FAILED_LOGIN_STATUS)
     user = db.session.get(User, found.user_id)
     if user.is_suspended:
         record("signin.failed", actor=user, reason="suspended")
-        db.session.commit()
+        db.session.commit()  # the refused sign-in is this request's unit of work: its audit line stays
         return _passwordless_page(form, error=SUSPENDED, status=403)
-    return complete_sign_in(user, interaction, form.next.data, amr=("hwk",))
+    interaction = begin_session(user, interaction, amr=("hwk",))
+    db.session.commit()  # with the passkey's new signature count
+    return onward(interaction, form.next.data)
 
 
 class PasswordlessForm(FlaskForm):
