@@ -8,6 +8,7 @@ import click
 from flask import current_app
 
 from app.commands.output import emit, json_option
+from app.extensions import db
 from app.housekeeping import count_expired, purge_expired
 
 
@@ -24,7 +25,7 @@ def purge_expired_command(batch_size, dry_run, as_json):
         data = {"dry_run": True, "expired": count_expired()}
     else:
         size = batch_size or int(current_app.config["PURGE_BATCH_SIZE"])
-        data = {"dry_run": False, "deleted": purge_expired(size), "batch_size": size}
+        data = {"dry_run": False, "deleted": purge_expired(size, end_batch=db.session.commit), "batch_size": size}
     counts = data["expired"] if dry_run else data["deleted"]
     verb = "would delete" if dry_run else "deleted"
     emit(data, as_json, lambda d: "\n".join(f"{verb} {n} {table}" for table, n in counts.items()))

@@ -77,7 +77,6 @@ def users_create(email, name, tier, admin, role, password_stdin, profile_id, as_
             tier=tier,
             role=role or (Role.ADMIN if admin else Role.MEMBER),
             profile_id=profile_id,
-            commit=False,
         )
     except MemberError as exc:
         fail(str(exc))
