@@ -89,9 +89,9 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     init_api(app)
 
-    from app.cli import register_cli
+    from app.commands import register_commands
 
-    register_cli(app)
+    register_commands(app)
 
     from app.cors import init_cors
     from app.errors import register_error_handlers

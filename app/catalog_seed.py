@@ -8,6 +8,9 @@ size produce identical catalogs (tests and benchmarks can name rows by id).
 Sizes scale with the number of credits asked for; rows are written with bulk INSERTs in
 batches, so a catalog of 100k+ credits builds in seconds. Credits are spread over profiles
 with a Zipf-like skew, as in real catalogs: a few prolific producers and writers, a long tail.
+
+Building and clearing join the caller's transaction and never commit: `flask demo seed` (or a
+benchmark's set-up) commits once, so a rebuild replaces the catalog whole or not at all.
 """
 
 from __future__ import annotations
@@ -412,7 +415,7 @@ def _album_rows(rng: random.Random, new_id: _Ids, count: int) -> list[dict]:
 
 
 def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> CatalogSummary:
-    """Write a fresh catalog (the caller makes sure the catalog tables are empty)."""
+    """Write a fresh catalog (the caller makes sure the catalog tables are empty, and commits)."""
     rng = random.Random(seed)  # noqa: S311 - demo data must be reproducible, not secret
     new_id = _Ids(rng)
     n_profiles, n_tracks, n_albums = _sizes(credits)
@@ -552,7 +555,6 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
         for start in range(0, len(rows), BATCH):
             db.session.execute(insert(table), rows[start : start + BATCH])
     _sync_sequences()
-    db.session.commit()
 
     summary.profiles, summary.albums, summary.tracks = len(profiles), len(albums), len(tracks)
     summary.credits, summary.chart_rows, summary.roles = len(credit_rows), len(chart_rows), len(role_rows)
@@ -577,7 +579,8 @@ class CatalogExists(RuntimeError):
 
 
 def ensure_catalog(seed: int | None = None, credits: int | None = None, rebuild: bool = False) -> CatalogSummary:
-    """Build the demo catalog when there is none (or `rebuild`); otherwise keep the one there."""
+    """Build the demo catalog when there is none (or `rebuild`); otherwise keep the one there.
+    The caller commits."""
     if not catalog_is_empty():
         if not rebuild:
             if seed is not None or credits is not None:
@@ -608,7 +611,8 @@ def catalog_is_empty() -> bool:
 
 
 def clear_catalog() -> None:
-    """Remove every catalog row; members keep their accounts but lose their profile link."""
+    """Remove every catalog row; members keep their accounts but lose their profile link. The
+    caller commits."""
     db.session.execute(update(User).where(User.profile_id.is_not(None)).values(profile_id=None))
     for table in (
         credit_role_links,
@@ -623,7 +627,6 @@ def clear_catalog() -> None:
         db.session.execute(delete(table))
     db.session.execute(update(CreditRole).values(parent_id=None))
     db.session.execute(delete(CreditRole.__table__))
-    db.session.commit()
 
 
 def profiles_by_credit_count(limit: int) -> list[str]:

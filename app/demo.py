@@ -3,7 +3,9 @@ credited profiles, two apps (confidential and public), and a developer with a se
 the catalog API.
 
 Running it again is safe: the same catalog, members and apps are kept, and fresh credentials are
-issued and printed (passwords and secrets are stored hashed, so they cannot be shown again)."""
+issued and printed (passwords and secrets are stored hashed, so they cannot be shown again).
+
+All of it is one transaction, the caller's: `flask demo seed` commits once, then prints."""
 
 from __future__ import annotations
 
@@ -44,7 +46,8 @@ DEMO_APPS = (
 
 
 def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, rebuild: bool = False) -> dict:
-    """Create or refresh the demo catalog, members and apps; returns what a newcomer needs to try it."""
+    """Create or refresh the demo catalog, members and apps; returns what a newcomer needs to try it.
+    Flushed, not committed: the credentials returned are valid once the caller commits."""
     catalog = ensure_catalog(catalog_seed, credits, rebuild)
     linked = profiles_by_credit_count(len(DEMO_MEMBERS))
     members = []
@@ -108,5 +111,4 @@ def _demo_developer() -> dict:
         key, value = create_key(user, DEMO_KEY_NAME, "secret", "payg")
     else:
         value = rotate_key(key)
-    db.session.commit()
     return {"email": user.email, "password": password, "api_key": value, "api_key_plan": key.plan}

@@ -12,6 +12,8 @@ What "no longer usable" means, table by table:
 
 Each batch is one short transaction (`DELETE ... WHERE id IN (SELECT id ... LIMIT n)`), so
 requests served meanwhile never wait long on a lock, and an interrupted purge simply resumes.
+The caller owns those transactions: it hands in `end_batch` (`flask purge-expired` passes
+`db.session.commit`), this module never commits.
 """
 
 from __future__ import annotations
@@ -65,8 +67,9 @@ def count_expired(now: datetime | None = None) -> dict[str, int]:
     }
 
 
-def purge_table(rule: Rule, now: datetime, batch_size: int) -> int:
-    """Delete the expired rows of one table, `batch_size` per committed transaction."""
+def purge_table(rule: Rule, now: datetime, batch_size: int, end_batch: Callable[[], None]) -> int:
+    """Delete the expired rows of one table, `batch_size` at a time, calling `end_batch` (the
+    caller's commit) after each batch."""
     pk = rule.model.__mapper__.primary_key[0]
     deleted = 0
     while True:
@@ -74,16 +77,19 @@ def purge_table(rule: Rule, now: datetime, batch_size: int) -> int:
         result = db.session.execute(
             delete(rule.model).where(pk.in_(batch)).execution_options(synchronize_session=False)
         )
-        db.session.commit()
+        end_batch()
         deleted += result.rowcount
         if result.rowcount < batch_size:
             return deleted
 
 
-def purge_expired(batch_size: int = 1000, now: datetime | None = None) -> dict[str, int]:
+def purge_expired(
+    batch_size: int = 1000, now: datetime | None = None, *, end_batch: Callable[[], None]
+) -> dict[str, int]:
     """Purge every table; returns the rows deleted per table. `now` is fixed for the whole run,
-    so rows expiring during it wait for the next run rather than making it chase its tail."""
+    so rows expiring during it wait for the next run rather than making it chase its tail.
+    `end_batch` ends each batch's unit of work: the caller's commit."""
     if batch_size < 1:
         raise ValueError("batch size must be at least 1")
     now = now or utcnow()
-    return {name: purge_table(rule, now, batch_size) for name, rule in RULES.items()}
+    return {name: purge_table(rule, now, batch_size, end_batch) for name, rule in RULES.items()}

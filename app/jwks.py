@@ -4,6 +4,11 @@ All key access goes through this module. Private keys are read from disk once pe
 in memory; the store re-reads the (tiny) `signing_keys` table at most every
 KEY_REFRESH_INTERVAL seconds so a rotation made by another process or machine is picked up
 without a restart. The published key set is serialized once per change, not per request.
+
+Changes (generate, rotate, retire, revoke) join the caller's transaction and only flush: the
+console page or `flask keys` command commits. The cached key set is dropped when that commit
+succeeds (or the transaction rolls back), never before, and a key set read while a change is
+still uncommitted is not cached: a key whose transaction rolls back is never published.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from pathlib import Path
 
 from flask import Flask, current_app
 from joserfc.jwk import RSAKey
+from sqlalchemy import event
+from sqlalchemy.orm import Session, SessionTransaction
 from werkzeug.local import LocalProxy
 
 from app.audit import record
@@ -32,6 +39,7 @@ from app.models.signing_key import SigningKey
 log = logging.getLogger(__name__)
 
 RSA_KEY_BITS = 2048
+UNCOMMITTED = "keystore.uncommitted"  # Session.info: the stores changed in the open transaction
 
 
 class KeyStoreError(RuntimeError):
@@ -140,6 +148,8 @@ class KeyStore:
                 # The key set is still published and the keys can still be listed, rotated and
                 # revoked (the way out); only signing fails, and /readyz reports it.
                 log.error("%s: ID tokens cannot be signed until `flask keys rotate --now`", exc)
+        if self in db.session.info.get(UNCOMMITTED, ()):
+            return snap  # read inside a transaction that changed the keys: not for anyone else
         self._snapshot = snap
         self._checked_at = time.monotonic()
         return snap
@@ -161,17 +171,15 @@ class KeyStore:
 
     # -- changing -----------------------------------------------------------------------
 
-    def generate(self, activates_at: datetime | None = None) -> SigningKey:
-        """Create a new RSA key: private half to KEYS_DIR (0600), public half to the database,
-        committed (the CLI's `keys generate`, `make run`'s first key)."""
-        row = self._new_key(activates_at)
-        db.session.commit()
+    def _changed(self) -> None:
+        """Publish the key set afresh once the caller's transaction ends (`_transaction_ended`)."""
+        db.session.info.setdefault(UNCOMMITTED, set()).add(self)
         self.invalidate()
-        return row
 
-    def _new_key(self, activates_at: datetime | None = None) -> SigningKey:
-        """A new key in the caller's transaction: the private half written to KEYS_DIR first (a file
-        whose row never commits is never published, so it signs nothing)."""
+    def generate(self, activates_at: datetime | None = None) -> SigningKey:
+        """A new RSA key in the caller's transaction (the CLI's `keys generate`, `make run`'s
+        first key): the private half written to KEYS_DIR (0600) first, the public half flushed to
+        the database. A file whose row never commits is never published, so it signs nothing."""
         key = RSAKey.generate_key(RSA_KEY_BITS, private=True)
         kid = key.thumbprint()
         self.keys_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -184,10 +192,12 @@ class KeyStore:
         row = SigningKey(kid=kid, alg=SIGNING_ALG, public_jwk=public, activates_at=activates_at or utcnow())
         db.session.add(row)
         db.session.flush()
+        self._changed()
         return row
 
     def ensure_key(self) -> SigningKey | None:
-        """Generate a first key when none can sign (used by `make run`); None if one exists."""
+        """Generate a first key when none can sign (used by `make run`); None if one exists. In the
+        caller's transaction, as `generate`."""
         if self.snapshot().signing_kid is not None:
             return None
         return self.generate()
@@ -195,7 +205,8 @@ class KeyStore:
     def rotate(self, immediate: bool = False, actor: User | None = None) -> SigningKey:
         """Publish a new key now; it starts signing after KEY_PUBLISH_DELAY (or at once with
         `immediate`), and the current key retires at that moment, staying published until every
-        ID token it signed has expired. Audited here, for every caller (console, CLI).
+        ID token it signed has expired. Audited here, for every caller (console, CLI). One
+        transaction, the caller's: the new key, the old one's retirement and the audit row.
 
         A rotation already under way (a key waiting to sign) is refused, unless `immediate`: an
         emergency rotation withdraws the waiting key too (it signed nothing; it would otherwise
@@ -212,26 +223,24 @@ class KeyStore:
             row.retired_at = row.expires_at = now
         starts = now if immediate else now + timedelta(seconds=self.publish_delay)
         current = self.snapshot().signing_kid
-        new = self._new_key(
-            activates_at=starts
-        )  # one transaction: the new key, the old one's retirement, the audit row
+        new = self.generate(activates_at=starts)
         if current is not None:
             old = db.session.get(SigningKey, current)
             old.retired_at = starts
             old.expires_at = starts + timedelta(seconds=self.token_lifetime)
         record("key.rotated", actor=actor, kid=new.kid)
-        db.session.commit()
-        self.invalidate()
+        db.session.flush()
         return new
 
     def retire(self, kid: str, actor: User | None = None) -> SigningKey:
         """Stop signing with `kid` now; keep it published until its tokens have expired.
-        Audited here, for every caller (console, CLI)."""
+        Audited here, for every caller (console, CLI); in the caller's transaction."""
         return self._end(kid, actor, published_for=timedelta(seconds=self.token_lifetime))
 
     def revoke(self, kid: str, actor: User | None = None) -> SigningKey:
         """A leaked or lost key: stop signing with it and take it out of the key set now, so the
-        ID tokens it signed (and any its holder forges) stop verifying at once."""
+        ID tokens it signed (and any its holder forges) stop verifying at once. In the caller's
+        transaction: the key leaves the key set when it commits."""
         return self._end(kid, actor, published_for=timedelta(0))
 
     def _end(self, kid: str, actor: User | None, published_for: timedelta) -> SigningKey:
@@ -252,8 +261,8 @@ class KeyStore:
         if row.expires_at is None or row.expires_at > expires:
             row.expires_at = expires
             record("key.revoked" if published_for == timedelta(0) else "key.retired", actor=actor, kid=row.kid)
-        db.session.commit()
-        self.invalidate()
+        db.session.flush()
+        self._changed()
         return row
 
     def describe(self) -> list[dict]:
@@ -274,6 +283,15 @@ class KeyStore:
             }
             for r in sorted(snap.rows, key=lambda r: r.created_at, reverse=True)
         ]
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _transaction_ended(session: Session, transaction: SessionTransaction) -> None:
+    """A transaction that changed the keys has ended (committed, rolled back or closed): the
+    stores it changed read the table afresh, so they publish the committed key set only."""
+    if transaction.parent is None:
+        for store in session.info.pop(UNCOMMITTED, ()):
+            store.invalidate()
 
 
 def init_keystore(app: Flask) -> None:

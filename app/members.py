@@ -1,4 +1,8 @@
-"""Creating and changing members (CLI, console and demo data share these rules)."""
+"""Creating and changing members (CLI, console and demo data share these rules).
+
+Services: every function checks before it writes and joins the caller's transaction; none
+commits. The console page or the command that calls them commits once, with their audit rows,
+and sends any mail about the change only after that commit."""
 
 from __future__ import annotations
 
@@ -30,13 +34,12 @@ def create_member(
     role: str = Role.MEMBER,
     profile_id: str | None = None,
     email_verified: bool = False,
-    commit: bool = True,
 ) -> User:
     """A new member. The address is unverified unless the caller vouches for it (demo data, tests):
     `email_verified` becomes true when the member follows a mailed link. Without a password (an
     invitation) the member cannot sign in until they set one through the invitation link: a
-    random one is hashed, so a sign-in attempt costs the same as for anyone else. `commit=False`
-    only flushes (new code: the view or command commits once)."""
+    random one is hashed, so a sign-in attempt costs the same as for anyone else. Flushed (the
+    caller needs its id for the audit row and the mailed link); the caller commits."""
     email = User.normalize_email(email or "")
     if not EMAIL.match(email) or len(email) > 254:
         raise MemberError(f"not a valid email address: {email!r}")
@@ -61,10 +64,7 @@ def create_member(
         profile_id=profile_id,
     )
     db.session.add(user)
-    if commit:
-        db.session.commit()
-    else:
-        db.session.flush()
+    db.session.flush()
     return user
 
 
@@ -76,9 +76,10 @@ def find_member(email: str) -> User:
 
 
 def set_password(user: User, password: str) -> None:
+    """A new password and nothing else (demo data; a member's or support's change is
+    `change_password`, which ends sessions and is audited). The caller commits."""
     check_password_rules(password)
     user.password_hash = passwords.hash(password)
-    db.session.commit()
 
 
 def change_password(

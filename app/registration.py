@@ -1,6 +1,8 @@
 """Registering applications: the redirect-URI rules and issuing client credentials.
 
-Used by the CLI and the console alike, so the rules live in one place."""
+Used by the CLI and the console alike, so the rules live in one place. A service: it checks
+everything before it writes, and joins the caller's transaction (the console page or the
+command commits)."""
 
 from __future__ import annotations
 
@@ -213,7 +215,8 @@ MAX_SECRET_GRACE = timedelta(days=7)
 def rotate_secret(client: Client, grace: timedelta | None = None) -> str:
     """Issue a new secret (returned once; only its hash is kept). Without `grace` the old secret
     stops working at once; with it, the old one keeps working until the grace period ends, so
-    the app can be redeployed without downtime. Only the secret just replaced is kept."""
+    the app can be redeployed without downtime. Only the secret just replaced is kept. Checked
+    before anything changes; the caller commits."""
     if client.is_public:
         raise RegistrationError("A public client has no secret")
     if client.is_deleted:
@@ -228,5 +231,4 @@ def rotate_secret(client: Client, grace: timedelta | None = None) -> str:
         client.previous_secret_expires_at = None
     secret = new_secret(32)
     client.set_secret(secret)
-    db.session.commit()
     return secret

@@ -247,6 +247,7 @@ def prepare(
                 select(func.count()).select_from(Credit).where(Credit.profile_id == profile_id)
             )
         member = create_member(BENCH_EMAIL, "Bench Member", BENCH_PASSWORD, tier="pro", profile_id=profile_id)
+        db.session.commit()  # the key, the app, the catalog and the member: the services only flush
         counts = add_filler(scale, member.password_hash, client.id) if scale > 0 else {}
         return {
             "database_url": database_url,

@@ -105,6 +105,7 @@ def app(settings):
         _reset_schema(db.engine)
         upgrade()
         keystore.ensure_key()
+        db.session.commit()
     return app
 
 

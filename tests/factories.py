@@ -21,7 +21,9 @@ def make_member(
     """A member whose address counts as verified (as after following the mailed link), unless
     `verified=False`."""
     email = email or f"member-{secrets.token_hex(4)}@example.test"
-    return create_member(email, kw.pop("name", "Test Member"), password, tier=tier, email_verified=verified, **kw)
+    user = create_member(email, kw.pop("name", "Test Member"), password, tier=tier, email_verified=verified, **kw)
+    db.session.commit()  # the console and the CLI commit the member with its audit row; here, alone
+    return user
 
 
 def make_client(public: bool = False, redirect_uris: list[str] | None = None, **kw) -> tuple[Client, str | None]:

@@ -53,9 +53,7 @@ def decide() -> Response:
     if login is None:
         return redirect(url_for("auth.login", interaction=interaction.id))
     if not form.validate_on_submit():
-        raise UntrustedRequest(
-            "Form expired", "The consent form expired. Go back to the application and start again."
-        )
+        raise UntrustedRequest("Form expired", "The consent form expired. Go back to the application and start again.")
     allow = request.form.get("decision") == "allow"
     ticked = request.form.getlist("scope")
     return authorize.complete_consent(interaction, allow, ticked)

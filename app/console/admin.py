@@ -1,5 +1,6 @@
 """Console pages for the audit log (admins; developers see their own apps' events), signing
-keys and members (admins only)."""
+keys and members (admins only). Each page that changes something calls the services (which only
+flush), commits once, and only then mails or says what it did."""
 
 from __future__ import annotations
 
@@ -167,6 +168,7 @@ def rotate_key():
     except KeyStoreError as exc:
         flash(f"Not rotated: {exc}.", "error")
         return redirect(url_for("console.keys"))
+    db.session.commit()
     flash(f"New key {row.kid} is published and signs from {row.activates_at.isoformat()}.")
     return redirect(url_for("console.keys"))
 
@@ -187,6 +189,7 @@ def retire_key(kid: str):
     except KeyStoreError as exc:
         flash(f"Not retired: {exc}.", "error")
         return redirect(url_for("console.keys"))
+    db.session.commit()
     flash(f"Key {row.kid} no longer signs; it stays published until {row.expires_at.isoformat()}.")
     return redirect(url_for("console.keys"))
 
@@ -231,11 +234,8 @@ def invite_user():
         flash("Give the new member's email and name.", "error")
         return redirect(url_for("console.users"), 303)
     try:
-        user = create_member(
-            form.email.data, form.name.data, None, tier=form.tier.data, role=form.role.data, commit=False
-        )
-    except MemberError as exc:
-        db.session.rollback()
+        user = create_member(form.email.data, form.name.data, None, tier=form.tier.data, role=form.role.data)
+    except MemberError as exc:  # checked before anything was written
         flash(str(exc), "error")
         return redirect(url_for("console.users"), 303)
     record("user.created", actor=console_user(), subject=user, role=user.role, tier=user.tier)
@@ -259,7 +259,7 @@ def update_user(user_id: str):
         set_role(user, form.role.data, actor=console_user())
         set_tier(user, form.tier.data, actor=console_user())
     except MemberError as exc:
-        db.session.rollback()
+        db.session.rollback()  # the page's unit of work: a role changed before a refused tier
         flash(str(exc), "error")
         return redirect(url_for("console.users", q=user.email))
     db.session.commit()
@@ -278,17 +278,17 @@ def suspend_user(user_id: str):
         abort(400)
     if request.form.get("lift"):
         unsuspend_member(user, actor=console_user())
-        db.session.commit()
-        flash(f"{user.email} may sign in again.")
-        return redirect(url_for("console.users", q=user.email), 303)
-    try:
-        ended = suspend_member(user, actor=console_user(), reason=request.form.get("reason"))
-    except MemberError as exc:
-        flash(str(exc), "error")
-        return redirect(url_for("console.users", q=user.email), 303)
+        done = f"{user.email} may sign in again."
+    else:
+        try:
+            ended = suspend_member(user, actor=console_user(), reason=request.form.get("reason"))
+        except MemberError as exc:  # checked before anything was written
+            flash(str(exc), "error")
+            return redirect(url_for("console.users", q=user.email), 303)
+        done = (
+            f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
+            f"{ended.get('tokens_revoked', 0)} tokens revoked."
+        )
     db.session.commit()
-    flash(
-        f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
-        f"{ended.get('tokens_revoked', 0)} tokens revoked."
-    )
+    flash(done)
     return redirect(url_for("console.users", q=user.email), 303)

@@ -92,8 +92,7 @@ def create_key():
             lines(form.domains.data) if form.kind.data == "publishable" else [],
             actor=user,
         )
-    except ApiKeyError as exc:
-        db.session.rollback()
+    except ApiKeyError as exc:  # checked before anything was written
         field = _field_of(str(exc), form)
         if field is not None:
             field.errors = [*field.errors, f"{str(exc)[:1].upper()}{str(exc)[1:]}."]
@@ -140,8 +139,7 @@ def rotate_api_key(key_id: str):
         return redirect(url_for("console.api_key_detail", key_id=key.id), 303)
     try:
         value = rotate_key(key, timedelta(seconds=int(form.grace.data)) or None, actor=console_user())
-    except ApiKeyError as exc:
-        db.session.rollback()
+    except ApiKeyError as exc:  # checked before anything was written
         flash(str(exc), "error")
         return redirect(url_for("console.api_key_detail", key_id=key.id))
     db.session.commit()

@@ -2,7 +2,11 @@
 
 Shared by the console pages and the CLI, so a change made either way does the same thing.
 Registration rules (redirect URIs, links, scopes) live in app.registration; this module adds
-ownership, the app's life cycle (disable, enable, delete) and the audit trail."""
+ownership, the app's life cycle (disable, enable, delete) and the audit trail.
+
+Services: each change joins the caller's transaction with its audit row and never commits; the
+console page or the command commits once, so a change and its audit row land together or not
+at all. Refusals (NotAllowed, RegistrationError) are raised before anything is written."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from app.extensions import db
 from app.models import Client, ClientStatus, Consent, Role, User
 from app.models.base import utcnow
 from app.oauth.store.tokens import end_grants
-from app.registration import NewClient, RegistrationError, register_client, rotate_secret, update_client
+from app.registration import NewClient, register_client, rotate_secret, update_client
 
 
 class AppNotFound(LookupError):
@@ -25,10 +29,6 @@ class AppNotFound(LookupError):
 
 class NotAllowed(PermissionError):
     """The signed-in member may not do this to that app."""
-
-
-def can_use_console(user: User | None) -> bool:
-    return user is not None and user.role in (Role.DEVELOPER, Role.ADMIN)
 
 
 def can_manage(user: User, client: Client) -> bool:
@@ -83,41 +83,34 @@ def apps_page(user: User, query: str = "", number: int = 1, size: int = APPS_PAG
 
 def register_app(spec: NewClient, actor: User | None) -> tuple[Client, str | None]:
     """Register an app (its secret is returned once). Only an admin may make it a trusted
-    first-party app or turn PKCE off; a developer's app is owned by the developer."""
+    first-party app or turn PKCE off; a developer's app is owned by the developer. The app and
+    its `app.registered` audit row join the caller's transaction; the caller commits them together."""
     if actor is not None and actor.role != Role.ADMIN:
         spec.owner_id = actor.id
         if spec.trusted or not spec.require_pkce:
             raise NotAllowed("Only an admin can mark an app as trusted or turn PKCE off.")
     client, secret = register_client(spec)
     record("app.registered", actor=actor, client=client, type=client.client_type)
-    db.session.commit()
     return client, secret
 
 
 def edit_app(client: Client, spec: NewClient, actor: User | None) -> list[str]:
     """Change details and URIs; returns what changed. The admin-only switches keep their value
-    when a developer edits."""
+    when a developer edits. A RegistrationError leaves the app untouched; the caller commits."""
     if actor is not None and actor.role != Role.ADMIN:
         spec.trusted, spec.require_pkce = client.trusted, client.require_pkce
-    try:
-        changed = update_client(client, spec)
-    except RegistrationError:
-        db.session.rollback()
-        raise
+    changed = update_client(client, spec)
     if changed:
         record("app.changed", actor=actor, client=client, fields=changed)
-    db.session.commit()
     return changed
 
 
 def rotate_app_secret(client: Client, actor: User | None, grace: timedelta | None = None) -> str:
-    """A new secret, shown once. The old one stops at once, or at the end of `grace`."""
+    """A new secret, shown once. The old one stops at once, or at the end of `grace`. The new hash
+    and the audit row join the caller's transaction (a RegistrationError writes neither)."""
+    secret = rotate_secret(client, grace)
     record("app.secret_rotated", actor=actor, client=client, grace_seconds=int(grace.total_seconds()) if grace else 0)
-    try:
-        return rotate_secret(client, grace)  # commits the event with the new hash
-    except RegistrationError:
-        db.session.rollback()
-        raise
+    return secret
 
 
 def acts_as_admin(actor: User | None) -> bool:
@@ -131,7 +124,7 @@ def disable_app(client: Client, actor: User | None) -> bool:
     disabled after a leak or abuse, and enabling it again must not bring back what may have been
     copied meanwhile. Members' consents are kept, so after it is enabled they sign in again
     without being asked again. Disabled by an administrator, only an administrator enables it
-    again. False when it already was disabled."""
+    again. False when it already was disabled. The caller commits."""
     if client.status == ClientStatus.DISABLED and (client.disabled_by_admin or not acts_as_admin(actor)):
         return False
     # Disabled by its developer, an administrator may still lock it (it stays disabled meanwhile).
@@ -140,7 +133,6 @@ def disable_app(client: Client, actor: User | None) -> bool:
     client.disabled_by_admin = acts_as_admin(actor)
     revoked = end_grants(client_id=client.id) if first else 0
     record("app.disabled", actor=actor, client=client, tokens_revoked=revoked)
-    db.session.commit()
     return True
 
 
@@ -149,7 +141,8 @@ def may_enable(client: Client, actor: User | None) -> bool:
 
 
 def enable_app(client: Client, actor: User | None) -> bool:
-    """Let members sign in again. NotAllowed for a developer when an administrator disabled it."""
+    """Let members sign in again. NotAllowed for a developer when an administrator disabled it
+    (nothing changed then). The caller commits."""
     if client.status == ClientStatus.ACTIVE:
         return False
     if not may_enable(client, actor):
@@ -157,14 +150,13 @@ def enable_app(client: Client, actor: User | None) -> bool:
     client.status = ClientStatus.ACTIVE
     client.disabled_by_admin = False
     record("app.enabled", actor=actor, client=client)
-    db.session.commit()
     return True
 
 
 def delete_app(client: Client, actor: User | None) -> dict[str, int]:
     """Delete the app: every token it holds is revoked and every consent given to it removed,
-    in one transaction. The row is kept (status `deleted`, secrets erased) for the fee ledger
-    and the audit trail, and so its client id is never reused."""
+    in one transaction, the caller's (it commits). The row is kept (status `deleted`, secrets
+    erased) for the fee ledger and the audit trail, and so its client id is never reused."""
     now = utcnow()
     revoked = end_grants(client_id=client.id)
     consents = db.session.execute(
@@ -176,5 +168,4 @@ def delete_app(client: Client, actor: User | None) -> dict[str, int]:
     client.previous_secret_hash = None
     client.previous_secret_expires_at = None
     record("app.deleted", actor=actor, client=client, tokens_revoked=revoked, consents_removed=consents)
-    db.session.commit()
     return {"tokens_revoked": revoked, "consents_removed": consents}

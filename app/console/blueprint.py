@@ -12,9 +12,10 @@ from functools import wraps
 from flask import Blueprint, g, has_request_context, redirect, request, url_for
 
 from app.auth.sessions import current_user
-from app.console.apps import AppNotFound, NotAllowed, can_use_console
+from app.console.apps import AppNotFound, NotAllowed
 from app.errors import error_page
 from app.models import Role, User
+from app.roles import can_use_console
 
 bp = Blueprint("console", __name__, url_prefix="/console")
 

@@ -1,4 +1,5 @@
-"""Console pages for apps and fees. Thin: each reads a form and calls app.console.apps."""
+"""Console pages for apps and fees. Thin: each reads a form, calls app.console.apps (which only
+flushes) and commits once, the change with its audit row, before it answers."""
 
 from __future__ import annotations
 
@@ -118,6 +119,7 @@ def register():
         client, secret = register_app(spec, actor)
     except RegistrationError as exc:
         return _refused(form, problems=exc.fields, other=None if exc.fields else str(exc))
+    db.session.commit()
     once.remember(form.submission.data, client.client_id)
     if secret is None:
         flash(
@@ -172,6 +174,7 @@ def edit(client_id: str):
         changed = edit_app(client, _spec_from(form), console_user())
     except RegistrationError as exc:
         return _refused(form, client, problems=exc.fields, other=None if exc.fields else str(exc))
+    db.session.commit()
     flash(f"Saved: {', '.join(changed)}." if changed else "Nothing changed.")
     return redirect(url_for("console.app_detail", client_id=client.client_id))
 
@@ -191,6 +194,7 @@ def rotate(client_id: str):
     except RegistrationError as exc:
         flash(str(exc), "error")
         return redirect(url_for("console.app_detail", client_id=client.client_id))
+    db.session.commit()
     once.remember(form.submission.data, client.client_id)
     return _secret_page(client, secret, created=False)
 
@@ -200,6 +204,7 @@ def rotate(client_id: str):
 def disable(client_id: str):
     client = app_for(console_user(), client_id)
     changed = disable_app(client, console_user())
+    db.session.commit()
     flash(
         f"{client.name} is disabled: sign-ins show an error page and its tokens are refused."
         if changed
@@ -217,6 +222,7 @@ def enable(client_id: str):
     except NotAllowed as refused:
         flash(str(refused), "error")
         return redirect(url_for("console.app_detail", client_id=client.client_id))
+    db.session.commit()
     flash(f"{client.name} is enabled again." if changed else f"{client.name} was already enabled.")
     return redirect(url_for("console.app_detail", client_id=client.client_id))
 
@@ -234,6 +240,7 @@ def delete(client_id: str):
         form.confirm_name.errors.append(f"Type {client.name} exactly to delete it; nothing was deleted.")
         return render_template("console/delete.html", client=client, form=form), 400
     counts = delete_app(client, console_user())
+    db.session.commit()
     flash(
         f"{client.name} is deleted: {counts['tokens_revoked']} tokens revoked, "
         f"{counts['consents_removed']} consents removed."

@@ -215,6 +215,7 @@ def test_rotate_and_retire_keys_ask_for_confirmation(live_server, page, shots):
     admin = make_member(role="admin")
     old = keystore.snapshot().signing_kid
     keystore.generate()
+    db.session.commit()
     open_console(page, live_server, admin.email, "/console/keys")
     created = page.locator("table.keys time").first  # dates in words, the exact time in the title
     assert created.get_attribute("title").endswith(" UTC") and created.get_attribute("datetime")

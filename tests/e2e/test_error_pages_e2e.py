@@ -7,6 +7,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from app.console.apps import disable_app
+from app.extensions import db
 from tests.e2e.test_account_console_e2e import no_page_problems, sign_in_on_login_page
 from tests.factories import make_client, make_member
 from tests.flows import AUTHORIZE, RelyingParty
@@ -37,6 +38,7 @@ def test_a_refused_redirect_uri_is_named_with_the_app_and_a_developer_hint(live_
     no_page_problems(page)
 
     disable_app(client, None)
+    db.session.commit()
     response = page.goto(f"{live_server.url}{AUTHORIZE}?{urlencode(rp.auth_params('openid'))}")
     assert response.status == 403
     expect(page.locator("#error-app")).to_have_text("Liner Notes")

@@ -219,6 +219,7 @@ def test_retire_a_key(live_server, restore_keys):
     admin = make_member(role="admin")
     old = keystore.snapshot().signing_kid
     newer = keystore.generate()  # signs at once; the old one can now be retired
+    db.session.commit()
     browser = signed_in(live_server.url, admin.email)
     response = post_form(browser, "/console/keys", f"/console/keys/{old}/retire")
     assert response.status_code == 302
@@ -361,6 +362,7 @@ def test_rotating_and_retiring_keys_ask_first(live_server, restore_keys):
     admin = make_member(role="admin")
     old = keystore.snapshot().signing_kid
     keystore.generate()
+    db.session.commit()
     browser = signed_in(live_server.url, admin.email)
     page = browser.get("/console/keys").text
     assert 'href="/console/keys/rotate"' in page and f'href="/console/keys/{old}/retire"' in page

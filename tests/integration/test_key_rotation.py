@@ -42,6 +42,7 @@ def test_rotation_keeps_old_tokens_verifiable_until_the_old_key_expires(live_ser
     _, first_response = published(live_server.url)
 
     new_key = keystore.rotate(immediate=True)
+    db.session.commit()
     new_kid = new_key.kid
     assert new_kid != old_kid
 
@@ -89,6 +90,7 @@ def test_rotation_keeps_old_tokens_verifiable_until_the_old_key_expires(live_ser
 def test_a_scheduled_rotation_publishes_before_it_signs(live_server):
     current = keystore.snapshot().signing_kid
     upcoming = keystore.rotate().kid  # default: starts signing after KEY_PUBLISH_DELAY
+    db.session.commit()
     try:
         key_set, _ = published(live_server.url)
         assert upcoming in {k.kid for k in key_set.keys}  # relying parties can cache it already

@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from app.extensions import db
 from app.jwks import keystore
 from tests.factories import make_client, make_member
 from tests.flows import Browser, RelyingParty, sign_in
@@ -202,6 +203,7 @@ def test_key_rows_have_distinct_retire_buttons_and_every_column_a_header(live_se
     admin = make_member(role="admin")
     keystore.generate()
     keystore.generate()  # the newest signs; the two before it can be retired
+    db.session.commit()
     doc = parse(signed_in(live_server.url, admin.email).get("/console/keys").text)
     assert_unique_ids(doc)  # one form a row: no repeated id="csrf_token"
     table = doc.find("table")

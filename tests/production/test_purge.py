@@ -132,7 +132,7 @@ def remaining(model) -> set:
 
 def test_purge_deletes_only_what_is_unusable_in_batches():
     keep = seed()
-    deleted = purge_expired(batch_size=3)
+    deleted = purge_expired(batch_size=3, end_batch=db.session.commit)
     assert deleted == {
         "authorization_codes": 10,
         "tokens": 10,
@@ -148,13 +148,13 @@ def test_purge_deletes_only_what_is_unusable_in_batches():
     assert remaining(OneTimeLink) == {keep["link"]}
     assert keep["event"] in remaining(AuditEvent)
     assert not any(e.created_at < utcnow() - timedelta(days=365) for e in AuditEvent.query)
-    assert purge_expired(batch_size=3) == dict.fromkeys(deleted, 0)
+    assert purge_expired(batch_size=3, end_batch=db.session.commit) == dict.fromkeys(deleted, 0)
 
 
 def test_audit_retention_of_zero_keeps_the_trail_forever(app, monkeypatch):
     seed()
     monkeypatch.setitem(app.config, "AUDIT_RETENTION_DAYS", 0)
-    assert purge_expired(batch_size=3)["audit_events"] == 0
+    assert purge_expired(batch_size=3, end_batch=db.session.commit)["audit_events"] == 0
     assert AuditEvent.query.filter(AuditEvent.created_at < utcnow() - timedelta(days=365)).count() == 4
 
 
@@ -207,10 +207,10 @@ def test_purge_while_serving_keeps_live_sign_ins_working(live_server):
     client, secret = make_client()
     rp = RelyingParty(live_server.url, client.client_id, secret)
     params, _ = sign_in(live_server.url, rp, member.email, scope="openid offline_access")
-    assert purge_expired(batch_size=2)["tokens"] == 10
+    assert purge_expired(batch_size=2, end_batch=db.session.commit)["tokens"] == 10
     response = rp.exchange(params["code"])
     assert response.status_code == 200, response.text
-    assert purge_expired(batch_size=2) == {
+    assert purge_expired(batch_size=2, end_batch=db.session.commit) == {
         "authorization_codes": 0,
         "tokens": 0,
         "login_sessions": 0,

@@ -15,8 +15,10 @@ def fresh_keys(app):
     db.session.commit()
     keystore.invalidate()
     first = keystore.generate()
+    db.session.commit()
     yield first
     SigningKey.query.delete()
     db.session.commit()
     keystore.invalidate()
     keystore.generate()
+    db.session.commit()

@@ -42,13 +42,17 @@ def upc_is_valid(upc: str) -> bool:
 
 def test_the_same_seed_builds_the_same_catalog_and_another_seed_does_not():
     build_catalog(seed=11, credits=900)
+    db.session.commit()  # the snapshots read through a connection of their own
     first = snapshot()
     clear_catalog()
+    db.session.commit()
     assert all(not rows for rows in snapshot().values())
     build_catalog(seed=11, credits=900)
+    db.session.commit()
     assert snapshot() == first
     clear_catalog()
     build_catalog(seed=12, credits=900)
+    db.session.commit()
     assert snapshot()["profiles"] != first["profiles"]
 
 

@@ -37,9 +37,11 @@ def history():
     short_lived = register("Short lived", "2026-01-15T12:00:00", bo)
     with time_machine.travel(at("2026-02-28T23:59:59"), tick=False):
         delete_app(short_lived, actor=None)  # charged for February, not for March
+        db.session.commit()  # as the console and the CLI do
     at_midnight = register("Deleted at midnight", "2026-01-10T08:00:00", bo)
     with time_machine.travel(at("2026-02-01T00:00:00"), tick=False):
         delete_app(at_midnight, actor=None)  # gone the instant February began: not charged for it
+        db.session.commit()  # as the console and the CLI do
     return {
         "ana": ana,
         "bo": bo,

@@ -10,7 +10,7 @@ import click
 from flask.cli import AppGroup
 
 from app.apikeys import MAX_GRACE, ApiKeyError, KeyNotFound, create_key, find_key, key_json, revoke_key, rotate_key
-from app.cli import emit, fail, grace_option, json_option
+from app.commands.output import emit, fail, grace_option, json_option
 from app.extensions import db
 from app.members import MemberError, find_member
 from app.metering import usage_for
@@ -41,9 +41,8 @@ def api_keys_create(owner_email, name, kind, plan, domains, as_json):
     """Create a key. Its value is printed once; only a hash is stored."""
     try:
         owner = find_member(owner_email)
-        key, value = create_key(owner, name, kind, plan, list(domains))
+        key, value = create_key(owner, name, kind, plan, list(domains))  # checks everything before writing
     except (MemberError, ApiKeyError) as exc:
-        db.session.rollback()
         fail(str(exc))
     db.session.commit()
     emit({**key_json(key), "key": value}, as_json, lambda d: _human(d) + "\n(the key is shown only now)")
@@ -86,9 +85,8 @@ def api_keys_rotate(key_id, grace, as_json):
     """Issue a new value for the key (same id, plan and usage); printed once."""
     key = _key(key_id)
     try:
-        value = rotate_key(key, grace)
+        value = rotate_key(key, grace)  # checks everything before writing
     except ApiKeyError as exc:
-        db.session.rollback()
         fail(str(exc))
     db.session.commit()
     emit({**key_json(key), "key": value}, as_json, lambda d: _human(d) + "\n(the key is shown only now)")

@@ -1,0 +1,165 @@
+"""Issue 20, item 1: services only flush; the console page or the command that calls them commits
+once (one unit of work). And one CLI module per noun, none changing another's commands."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from sqlalchemy import func, select
+
+import app as app_package
+from app.console.apps import register_app
+from app.extensions import db
+from app.jwks import keystore
+from app.models import AuditEvent, Client, SigningKey
+from app.registration import NewClient
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Called by pages and commands: they join the caller's transaction and never end it.
+SERVICES = (
+    "app/apikeys.py",
+    "app/catalog_seed.py",
+    "app/console/apps.py",
+    "app/demo.py",
+    "app/fees.py",
+    "app/housekeeping.py",
+    "app/jwks.py",
+    "app/members.py",
+    "app/metering.py",
+    "app/registration.py",
+)
+# The callers that own a unit of work: each function commits at most once.
+CALLERS = (
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app/commands").glob("*.py")),
+    "app/console/admin.py",
+    "app/console/api_keys.py",
+    "app/console/views.py",
+)
+COMMAND_MODULES = ("api_keys", "clients", "demo", "fees", "housekeeping", "keys", "users")
+COMMANDS = {
+    "users": {
+        "create",
+        "invite",
+        "set-role",
+        "set-tier",
+        "set-password",
+        "suspend",
+        "unsuspend",
+        "remove-second-factor",
+    },
+    "clients": {"create", "list", "rotate-secret", "disable", "enable", "delete"},
+    "keys": {"generate", "ensure", "rotate", "retire", "revoke", "list"},
+    "api-keys": {"create", "list", "rotate", "revoke", "usage"},
+    "fees": {"report"},
+    "demo": {"seed"},
+    "purge-expired": set(),
+}
+
+
+def calls(tree: ast.AST, method: str) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
+    ]
+
+
+@pytest.mark.parametrize("path", SERVICES)
+def test_services_never_commit_or_roll_back(path):
+    tree = ast.parse((ROOT / path).read_text())
+    found = [f"{method} on line {call.lineno}" for method in ("commit", "rollback") for call in calls(tree, method)]
+    assert found == [], f"{path} ends its caller's transaction: {found}"
+
+
+@pytest.mark.parametrize("path", CALLERS)
+def test_each_page_and_command_commits_at_most_once(path):
+    tree = ast.parse((ROOT / path).read_text())
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    assert functions
+    for function in functions:
+        assert len(calls(function, "commit")) <= 1, f"{path}: {function.name} commits more than once"
+
+
+def count(model, *where) -> int:
+    """Rows another connection sees: what is committed."""
+    with db.engine.connect() as conn:
+        return conn.scalar(select(func.count()).select_from(model).where(*where))
+
+
+def test_an_app_and_its_audit_row_are_committed_together_by_the_caller():
+    spec = NewClient(name="One unit", redirect_uris=["https://unit.example/cb"])
+    client, _ = register_app(spec, actor=None)
+    registered = (AuditEvent.action == "app.registered", AuditEvent.client_id == client.id)
+    assert db.session.scalar(select(func.count()).select_from(AuditEvent).where(*registered)) == 1
+    assert count(Client, Client.id == client.id) == 0 and count(AuditEvent, *registered) == 0
+    db.session.rollback()
+    assert count(Client, Client.name == "One unit") == 0 and count(AuditEvent, *registered) == 0
+
+    client, _ = register_app(spec, actor=None)
+    db.session.commit()
+    registered = (AuditEvent.action == "app.registered", AuditEvent.client_id == client.id)
+    assert count(Client, Client.id == client.id) == 1 and count(AuditEvent, *registered) == 1
+
+
+def test_a_rotation_is_published_only_once_committed(fresh_keys):
+    """The key store caches the key set: a rotation read back inside its own transaction must not
+    reach the cache, or a rolled-back key would be published (and signed with) until the next
+    refresh."""
+    keystore.refresh_interval = 3600
+    try:
+        new = keystore.rotate(immediate=True)
+        assert keystore.snapshot().signing_kid == new.kid  # the transaction sees its own change
+        shared = keystore.fresh_snapshot()  # what other requests are served meanwhile
+        assert shared is None or new.kid not in {row.kid for row in shared.rows}
+        db.session.rollback()
+        assert keystore.snapshot().signing_kid == fresh_keys.kid
+        assert new.kid not in {k["kid"] for k in keystore.public_key_set()["keys"]}
+        assert count(SigningKey, SigningKey.kid == new.kid) == 0
+
+        new = keystore.rotate(immediate=True)
+        db.session.commit()
+        assert keystore.snapshot().signing_kid == new.kid  # published at the commit, not at a refresh
+        assert new.kid in {k["kid"] for k in keystore.public_key_set()["keys"]}
+    finally:
+        keystore.refresh_interval = 0
+
+
+@pytest.fixture
+def fresh_import():
+    """Import command modules afresh, then put the app's own modules back."""
+    saved = {name: module for name, module in sys.modules.items() if name.startswith("app.commands")}
+    for name in saved:
+        del sys.modules[name]
+    yield
+    for name in [name for name in sys.modules if name.startswith("app.commands")]:
+        del sys.modules[name]
+    sys.modules.update(saved)
+    app_package.commands = saved["app.commands"]
+
+
+@pytest.mark.parametrize("name", COMMAND_MODULES)
+def test_importing_a_command_module_loads_no_other(fresh_import, name):
+    """A module that added commands to another module's group would have to import it."""
+    importlib.import_module(f"app.commands.{name}")
+    loaded = {module for module in sys.modules if module.startswith("app.commands.")}
+    assert loaded == {f"app.commands.{name}", "app.commands.output"}
+
+
+def test_each_group_holds_only_the_commands_of_its_own_module(app):
+    registered = {name: command for name, command in app.cli.commands.items() if name in COMMANDS}
+    assert {name: set(getattr(c, "commands", {})) for name, c in registered.items()} == COMMANDS
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"app.commands.{name}")
+        own = [value for value in vars(module).values() if isinstance(value, click.Command)]
+        groups = [value for value in own if isinstance(value, click.Group)]
+        assert len(groups) == (0 if name == "housekeeping" else 1), f"app.commands.{name}: one group per noun"
+        for group in groups:
+            assert registered[group.name] is group
+            strays = {c.name: c.callback.__module__ for c in group.commands.values()}
+            assert set(strays.values()) == {module.__name__}, f"{group.name} has commands from elsewhere: {strays}"
