@@ -55,11 +55,12 @@ profile: venv
 layers: venv
 	$(BIN)/python -m bench.layers
 
-## lint: ruff check, ruff format --check, and mypy (strict on the protocol package; see pyproject.toml)
+## lint: ruff check, ruff format --check, mypy (strict on the protocol package and the services) and lint-imports (the layers; see pyproject.toml)
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) instance .pytest_cache artifacts examples/clients/node_modules

@@ -34,24 +34,10 @@ from app.models import Passkey, RecoveryCode, TotpFactor, User
 from app.models.base import sha256_hex, utcnow
 from app.oauth.store.members import Member
 
-SFA = "https://refeds.org/profile/sfa"  # acr: signed in with one factor
-MFA = "https://refeds.org/profile/mfa"  # acr: signed in with two factors
-ACR_VALUES = (SFA, MFA)
-SECOND_FACTORS = {"otp", "hwk"}  # amr values that count as a second factor
 RECOVERY_CODES = 10
 RECOVERY_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: read off paper
 ISSUER_NAME = "Credits ID"
 HKDF_INFO = b"credits-id totp secret v1"
-
-
-def acr_for(amr: list[str]) -> str:
-    """The assurance of a sign-in made with the methods `amr`."""
-    return MFA if SECOND_FACTORS & set(amr) else SFA
-
-
-def wants_mfa(acr_values: str | None) -> bool:
-    """Whether an authorization request's `acr_values` asks for the multi-factor profile."""
-    return MFA in (acr_values or "").split()
 
 
 # -- sealing the TOTP secret -------------------------------------------------------------------

@@ -8,6 +8,7 @@ from authlib.oidc.core import AuthorizationCodeMixin
 from sqlalchemy import ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from app.assurance import acr_for
 from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
@@ -57,8 +58,6 @@ class AuthorizationCode(db.Model, AuthorizationCodeMixin):
         return int(self.auth_time.timestamp())
 
     def get_acr(self) -> str:
-        from app.auth.second_factor import acr_for
-
         return acr_for(self.get_amr())
 
     def get_amr(self) -> list[str]:

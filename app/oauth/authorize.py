@@ -35,8 +35,9 @@ from werkzeug.wrappers import Response
 
 from app import metrics
 from app.adapters import OnlyCodeResponseType, StoredAuthorizationRequest
+from app.assurance import MFA, acr_for, wants_mfa
 from app.audit import record
-from app.auth.second_factor import MFA, acr_for, has_second_factor, wants_mfa
+from app.auth.second_factor import has_second_factor
 from app.auth.sessions import browser_id, current_login, touch
 from app.consent.service import decide_granted, missing_scopes, record_consent, remembered_scopes
 from app.extensions import db

@@ -11,7 +11,7 @@ from typing import Any
 from flask import Flask
 from werkzeug.http import parse_etags, unquote_etag
 
-from app.auth.second_factor import ACR_VALUES
+from app.assurance import ACR_VALUES
 from app.capabilities import (
     AUTHORIZE_PATH,
     CODE_CHALLENGE_METHODS,

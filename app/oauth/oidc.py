@@ -11,7 +11,7 @@ from authlib.oidc.core.grants import OpenIDCode, OpenIDToken
 from flask import current_app, g
 from joserfc.jwk import RSAKey
 
-from app.auth.second_factor import acr_for
+from app.assurance import acr_for
 from app.capabilities import SIGNING_ALG
 from app.jwks import keystore
 from app.models import Client, User

@@ -302,6 +302,8 @@ def test_audit_filters_partial_names_event_types_and_days(live_server):
     liner, _ = make_client(name="Liner Notes")
     other, _ = make_client(name="Setlist")
     now = utcnow()
+    # Noon two days ago, so the 55 events stay on one UTC day whatever the time of the run.
+    noon = (now - timedelta(days=2)).replace(hour=12, minute=0, second=0, microsecond=0)
     for i in range(55):
         db.session.add(
             AuditEvent(
@@ -309,7 +311,7 @@ def test_audit_filters_partial_names_event_types_and_days(live_server):
                 actor_id=ana.id,
                 actor_email=ana.email,
                 client_id=liner.id,
-                created_at=now - timedelta(days=2, minutes=i),
+                created_at=noon - timedelta(minutes=i),
             )
         )
     db.session.add_all(
@@ -321,7 +323,7 @@ def test_audit_filters_partial_names_event_types_and_days(live_server):
                 client_id=liner.id,
                 created_at=now - timedelta(days=10),
             ),
-            AuditEvent(action="app.changed", client_id=other.id, created_at=now - timedelta(days=2)),
+            AuditEvent(action="app.changed", client_id=other.id, created_at=noon),
         ]
     )
     db.session.commit()
