@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Client, ClientStatus, Consent, Token, User
+from app.models import Client, ClientStatus, Consent, User
 from app.models.base import utcnow
-from app.oauth.store.tokens import live_tokens_filter
+from app.oauth.store import tokens as stored
 from app.scopes import SCOPES, scope_list
 
 
@@ -38,11 +38,7 @@ def connections(db_session: Session, user: User, now: datetime | None = None) ->
     """Every app connected to `user`, most recently used first. Deleted apps are gone already
     (deleting an app removes its consents and revokes its tokens)."""
     now = now or utcnow()
-    usage = dict(
-        db_session.execute(
-            select(Token.client_id, func.max(Token.issued_at)).where(Token.user_id == user.id).group_by(Token.client_id)
-        ).all()
-    )
+    usage = stored.last_use_by_app(user.id)
     consents = db_session.execute(
         select(Consent, Client)
         .join(Client, Consent.client_id == Client.id)
@@ -53,28 +49,13 @@ def connections(db_session: Session, user: User, now: datetime | None = None) ->
         for consent, client in consents
     ]
     consented_ids = {c.client.id for c in result}
-    live = db_session.execute(
-        select(Token.client_id, func.min(Token.issued_at))
-        .where(Token.user_id == user.id, live_tokens_filter(now))
-        .group_by(Token.client_id)
-    ).all()
-    for client_id, first_issued in live:
+    for client_id, first_issued in stored.first_live_by_app(user.id, now).items():
         if client_id in consented_ids:
             continue
         client = db_session.get(Client, client_id)
         if client is None or client.is_deleted:
             continue
-        scopes = " ".join(
-            dict.fromkeys(
-                s
-                for (scope,) in db_session.execute(
-                    select(Token.scope).where(
-                        Token.user_id == user.id, Token.client_id == client_id, live_tokens_filter(now)
-                    )
-                )
-                for s in scope_list(scope)
-            )
-        )
+        scopes = " ".join(stored.live_scopes(user.id, client_id, now))
         result.append(Connection(client, plain_words(scopes), first_issued, usage.get(client_id), False))
     return sorted(result, key=lambda c: c.last_used_at or c.connected_at, reverse=True)
 

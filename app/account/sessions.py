@@ -7,11 +7,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
-
-from app.models import LoginSession, User
-from app.models.base import utcnow
+from app.models import User
+from app.oauth.store import sessions as stored
 
 # Order matters: Edge and Opera also say "Chrome", Chrome also says "Safari".
 BROWSERS = (
@@ -56,14 +53,9 @@ def browser_name(user_agent: str | None) -> str:
     return browser or system or "Unknown browser"
 
 
-def live_sessions(db_session: Session, user: User, current_id: int | None) -> list[SessionLine]:
+def live_sessions(user: User, current_id: int | None) -> list[SessionLine]:
     """Every live session of the member, the current one first, then the most recently seen."""
-    now = utcnow()
-    rows = db_session.scalars(
-        select(LoginSession).where(
-            LoginSession.user_id == user.id, LoginSession.ended_at.is_(None), LoginSession.expires_at > now
-        )
-    ).all()
+    rows = stored.live_logins_of(user.id)
     lines = [
         SessionLine(
             r.id, browser_name(r.user_agent), r.ip, r.auth_time, r.last_seen_at or r.auth_time, r.id == current_id
@@ -73,12 +65,6 @@ def live_sessions(db_session: Session, user: User, current_id: int | None) -> li
     return sorted(lines, key=lambda s: (not s.current, -s.last_seen_at.timestamp()))
 
 
-def end_session(db_session: Session, user: User, session_id: int) -> bool:
+def end_session(user: User, session_id: int) -> bool:
     """End one live session of the member (never another member's). True when it ended."""
-    result = db_session.execute(
-        update(LoginSession)
-        .where(LoginSession.id == session_id, LoginSession.user_id == user.id, LoginSession.ended_at.is_(None))
-        .values(ended_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    return result.rowcount == 1
+    return stored.end_logins_of(user.id, only=session_id) == 1

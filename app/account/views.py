@@ -74,7 +74,7 @@ def show():
         connections=connections(db.session, user),
         form=ActionForm(),
         pending_email=pending_email(user),
-        sessions=live_sessions(db.session, user, login.id),
+        sessions=live_sessions(user, login.id),
         two_step=second_factor.has_totp(user),
         passkeys=passkeys.passkeys_of(user),
         any_second_factor=second_factor.has_second_factor(user),
@@ -111,7 +111,7 @@ def end_one_session(session_id: int):
         abort(400)
     if session_id == current_login().id:
         return sign_out()
-    if not end_session(db.session, user, session_id):
+    if not end_session(user, session_id):
         flash("That session had already ended.", "error")
         return redirect(url_for("account.show"), 303)
     record("session.signed_out", actor=user, session_id=session_id)

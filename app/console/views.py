@@ -28,9 +28,9 @@ from app.console.forms import ActionForm, AppForm, DeleteForm, RotateSecretForm
 from app.extensions import db
 from app.fees import CURRENCY, MONTHLY_FEE, POLICY, FeeError, Month, ledger
 from app.members import MemberError, find_member
-from app.models import Consent, Role, Token
+from app.models import Consent, Role
 from app.models.base import utcnow
-from app.oauth.store.tokens import live_tokens_filter
+from app.oauth.store.tokens import live_token_count
 from app.registration import RegistrationError, registration_problems
 
 
@@ -136,9 +136,7 @@ def app_detail(client_id: str):
     """A deleted app's page stays readable (it is in the ledger); its actions are gone."""
     client = app_for(console_user(), client_id, include_deleted=True)
     now = utcnow()
-    live_tokens = db.session.scalar(
-        db.select(db.func.count(Token.id)).where(Token.client_id == client.id, live_tokens_filter(now))
-    )
+    live_tokens = live_token_count(client.id, now)
     consents = db.session.scalar(db.select(db.func.count(Consent.id)).where(Consent.client_id == client.id))
     events = audit_page(AuditFilter(client=client), size=10).items
     return render_template(

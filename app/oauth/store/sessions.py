@@ -96,3 +96,29 @@ def end_logins_of(user_id: str, only: int | None = None) -> int:
 def note_seen(pk: int, when: datetime) -> None:
     """The session was used (an app sign-in, the account page)."""
     db.session.execute(_TOUCH, {"pk": pk, "now": when})
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSeen:
+    """A live session as its member sees it listed: where and when."""
+
+    id: int
+    user_agent: str | None
+    ip: str | None
+    auth_time: datetime
+    last_seen_at: datetime | None
+
+
+_LIVE_OF_MEMBER = select(
+    _sessions.c.id, _sessions.c.user_agent, _sessions.c.ip, _sessions.c.auth_time, _sessions.c.last_seen_at
+).where(
+    _sessions.c.user_id == bindparam("user_id"),
+    _sessions.c.ended_at.is_(None),
+    _sessions.c.expires_at > bindparam("now"),
+)
+
+
+def live_logins_of(user_id: str) -> list[SessionSeen]:
+    """Every live session of a member (the account page's list)."""
+    rows = db.session.execute(_LIVE_OF_MEMBER, {"user_id": user_id, "now": utcnow()}).all()
+    return [SessionSeen(r.id, r.user_agent, r.ip, r.auth_time, r.last_seen_at) for r in rows]

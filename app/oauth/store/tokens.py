@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from authlib.oauth2.rfc6749 import TokenMixin
-from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, or_, select
+from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, func, or_, select
 
 from app import metrics
 from app.database import read_row
@@ -292,3 +292,44 @@ def sealed_answer(token_pk: int) -> tuple[int, bytes] | None:
     """The successor's row id and the sealed answer of a rotation, if one is kept."""
     row = db.session.execute(_SEALED, {"pk": token_pk}).first()
     return None if row is None else (int(row.successor_id), bytes(row.sealed))
+
+
+# -- what the account page and the console show of a member's or an app's tokens ----------------
+
+
+def last_use_by_app(user_id: str) -> dict[int, datetime]:
+    """When each app last had a token issued for the member (by the app's row id)."""
+    rows = db.session.execute(
+        select(_tokens.c.client_id, func.max(_tokens.c.issued_at))
+        .where(_tokens.c.user_id == user_id)
+        .group_by(_tokens.c.client_id)
+    ).all()
+    return {client_pk: issued for client_pk, issued in rows}
+
+
+def first_live_by_app(user_id: str, now: datetime) -> dict[int, datetime]:
+    """The apps holding a live token of the member, each with its oldest live token's issue time."""
+    rows = db.session.execute(
+        select(_tokens.c.client_id, func.min(_tokens.c.issued_at))
+        .where(_tokens.c.user_id == user_id, live_tokens_filter(now))
+        .group_by(_tokens.c.client_id)
+    ).all()
+    return {client_pk: issued for client_pk, issued in rows}
+
+
+def live_scopes(user_id: str, client_pk: int, now: datetime) -> list[str]:
+    """Every scope the member's live tokens for one app carry, each once, in order of appearance."""
+    rows = db.session.execute(
+        select(_tokens.c.scope).where(
+            _tokens.c.user_id == user_id, _tokens.c.client_id == client_pk, live_tokens_filter(now)
+        )
+    ).all()
+    return list(dict.fromkeys(s for (scope,) in rows for s in scope_list(scope)))
+
+
+def live_token_count(client_pk: int, now: datetime) -> int:
+    """How many of an app's tokens still grant something."""
+    count = db.session.execute(
+        select(func.count()).select_from(_tokens).where(_tokens.c.client_id == client_pk, live_tokens_filter(now))
+    ).scalar_one()
+    return int(count)
