@@ -1,7 +1,15 @@
-"""Errors, answered in the caller's language: an HTML page for people, JSON for machines.
+"""Errors, answered in the caller's language. One renderer per kind of caller:
 
-Machine routes get OAuth-style JSON (`error`, `error_description`) - the /v1 data API renders
-its own envelope. Nothing internal (stack traces, SQL, secrets) ever reaches a response."""
+- people (every page): `error_page`, the HTML page;
+- OAuth clients (the protocol's machine endpoints): `machine_error`, RFC 6749 JSON (`error`,
+  `error_description`); Authlib renders the protocol's own errors in the same shape;
+- the /v1 data API and the widget: the envelope's `status_error` (app/api/envelope.py);
+- API-key callers of the catalog, refused at the door: the gateway's `{message, request_id}`
+  (app/api/gateway.py).
+
+`for_caller` picks among the first three for the errors no view answered itself (404, 405, 429,
+a database outage, a crash), so each status reads the same wherever it happens. Nothing internal
+(stack traces, SQL, secrets) ever reaches a response."""
 
 from __future__ import annotations
 
@@ -9,6 +17,7 @@ import logging
 
 from authlib.oauth2.rfc6749 import OAuth2Error
 from flask import Flask, Response, g, jsonify, make_response, render_template, request
+from flask_limiter import RateLimitExceeded
 from flask_wtf.csrf import CSRFError
 from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -36,6 +45,11 @@ FRIENDLY = {
     429: ("Too many attempts", "Too many attempts. Wait a moment and try again."),
     500: ("Something went wrong", "An unexpected error happened on our side. Please try again."),
     503: ("Temporarily unavailable", "The sign-in service is temporarily unavailable. Please try again shortly."),
+}
+# What an OAuth client's developer reads, where it says more than the page's plain words.
+OAUTH_DESCRIPTIONS = {
+    429: "Too many requests. Retry later.",
+    503: "The service is temporarily unavailable. Retry shortly.",
 }
 OAUTH_CODES = {
     400: "invalid_request",
@@ -100,6 +114,17 @@ def machine_error(status: int, description: str) -> Response:
     return response
 
 
+def for_caller(status: int, message: str | None = None, hint: str | None = None, title: str | None = None) -> Response:
+    """The error `status` in the caller's language: the /v1 envelope, OAuth JSON, or the page.
+    `message` (and `title`) replace the status's plain words for OAuth clients and people alike."""
+    title, friendly = FRIENDLY.get(status, (title or "Error", "The request could not be completed."))
+    if is_api_request():
+        return status_error(status)
+    if is_machine_request():
+        return machine_error(status, message or OAUTH_DESCRIPTIONS.get(status, friendly))
+    return make_response(error_page(title, message or friendly, status, hint=hint))
+
+
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(UntrustedRequest)
     def untrusted(error: UntrustedRequest):
@@ -127,16 +152,21 @@ def register_error_handlers(app: Flask) -> None:
         status, body, headers = error()
         return Response(jsonify(body).get_data(), status=status, headers=headers)
 
+    @app.errorhandler(RateLimitExceeded)
+    def rate_limited(error: RateLimitExceeded):
+        """A limit's own breach response (the login page, the token endpoint's JSON) wins over
+        the generic answer; limits without one get the caller's 429."""
+        if error.response is not None:
+            return error.response
+        return for_caller(429)
+
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):
         status = error.code or 500
-        title, message = FRIENDLY.get(status, (error.name, error.description or ""))
-        if is_api_request():
-            response = status_error(status)
-        elif is_machine_request():
-            response = machine_error(status, message)
+        if status in FRIENDLY:
+            response = for_caller(status)
         else:
-            response = make_response(error_page(title, message, status))
+            response = for_caller(status, error.description or "", title=error.name)
         allow = dict(error.get_headers()).get("Allow")
         if allow:  # a 405 names the methods the resource has (RFC 9110 15.5.6)
             response.headers["Allow"] = allow
@@ -160,23 +190,11 @@ def register_error_handlers(app: Flask) -> None:
         request was writing was in one uncommitted transaction, so nothing is half-issued."""
         reason = str(getattr(error, "orig", None) or type(error).__name__).splitlines()[0][:300]
         log.error("database unavailable on %s %s: %s", request.method, request.path, reason)
-        title, message = FRIENDLY[503]
-        if is_api_request():
-            response = jsonify(result="error", code=503, message="Service temporarily unavailable")
-            response.status_code = 503
-        elif is_machine_request():
-            response = machine_error(503, "The service is temporarily unavailable. Retry shortly.")
-        else:
-            response = Response(*error_page(title, message, 503, hint="Nothing was changed. Try again in a moment."))
+        response = for_caller(503, hint="Nothing was changed. Try again in a moment.")
         response.headers["Retry-After"] = "5"
         return response
 
     @app.errorhandler(Exception)
     def unexpected(error: Exception):
         log.exception("unhandled error on %s %s", request.method, request.path)
-        title, message = FRIENDLY[500]
-        if is_api_request():
-            return status_error(500)
-        if is_machine_request():
-            return machine_error(500, message)
-        return error_page(title, message, 500)
+        return for_caller(500)

@@ -21,7 +21,7 @@ STATUS_MESSAGES = {
     413: "Request too large",
     429: "Too many requests",
     500: "Internal error",
-    503: "Temporarily unavailable",
+    503: "Service temporarily unavailable",
 }
 
 

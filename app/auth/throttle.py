@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 from authlib.oauth2.rfc6749 import InvalidRequestError
 from flask import Flask, current_app, request
-from flask_limiter.errors import RateLimitExceeded
 from limits import RateLimitItem, parse
 from limits.storage import MemoryStorage
 
@@ -212,15 +211,3 @@ class Attempt:
 def init_throttle(app: Flask) -> None:
     limiter.init_app(app)
     skip_global_limit_check(app, limiter)
-
-    @app.errorhandler(RateLimitExceeded)
-    def rate_limited(error: RateLimitExceeded):
-        """A limit's own breach response (the login page, the token endpoint's JSON) wins over
-        the generic error pages; limits without one get the generic 429 page or JSON."""
-        if error.response is not None:
-            return error.response
-        from app.errors import error_page, is_machine_request, machine_error
-
-        if is_machine_request():
-            return machine_error(429, "Too many requests. Retry later.")
-        return error_page("Too many attempts", "Too many attempts. Wait a moment and try again.", 429)
