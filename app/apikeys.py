@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from limits import RateLimitItem, RateLimitItemPerMinute, RateLimitItemPerSecond
@@ -199,7 +200,7 @@ def live_key(value: str | None) -> ApiKey | None:
     return key
 
 
-def key_json(key: ApiKey) -> dict:
+def key_json(key: ApiKey) -> dict[str, Any]:
     """What the console and the CLI show of a key (never its value or hash)."""
     return {
         "id": key.id,

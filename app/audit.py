@@ -75,7 +75,7 @@ def record(
     subject: User | None = None,
     source: str | None = None,
     actor_email: str | None = None,
-    **detail,
+    **detail: object,
 ) -> AuditEvent:
     """Add an audit event to the session (the caller commits). Outside a request (the CLI) the
     source is `cli` and there is no IP."""
@@ -111,7 +111,7 @@ class AuditFilter:
     until: datetime | None = None  # exclusive
 
 
-def audit_query(f: AuditFilter) -> Select:
+def audit_query(f: AuditFilter) -> Select[AuditEvent]:
     """Newest first. Filtering by member matches events they did and events about them."""
     stmt = select(AuditEvent).order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())
     if f.owner is not None:

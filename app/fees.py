@@ -11,6 +11,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import or_, select
 
@@ -94,7 +95,7 @@ class LedgerLine:
     amount: int
     deleted_on: str | None = None  # YYYY-MM-DD (UTC): a deleted app stays in the ledger, marked
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "currency": CURRENCY}
 
 
@@ -117,8 +118,8 @@ class Ledger:
         return totals
 
     @property
-    def by_owner(self) -> list[dict]:
-        totals: dict[tuple, dict] = defaultdict(lambda: {"apps": set(), "amount": 0})
+    def by_owner(self) -> list[dict[str, Any]]:
+        totals: dict[tuple[str | None, str | None], dict[str, Any]] = defaultdict(lambda: {"apps": set(), "amount": 0})
         for line in self.lines:
             entry = totals[(line.owner_id, line.owner_email)]
             entry["apps"].add(line.client_id)
@@ -128,7 +129,7 @@ class Ledger:
             for (owner_id, email), v in sorted(totals.items(), key=lambda kv: kv[0][1] or "")
         ]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "from": str(self.first),
             "to": str(self.last),

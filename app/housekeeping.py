@@ -21,18 +21,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from flask import current_app
-from sqlalchemy import ColumnElement, delete, false, func, or_, select
+from sqlalchemy import ColumnElement, CursorResult, delete, false, func, or_, select
 
-from app.extensions import db
+from app.extensions import Base, db
 from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, OneTimeLink, Token
 from app.models.base import utcnow
 
 
 @dataclass(frozen=True)
 class Rule:
-    model: type
+    model: type[Base]
     expired: Callable[[datetime], ColumnElement[bool]]
 
 
@@ -74,7 +75,7 @@ def purge_table(rule: Rule, now: datetime, batch_size: int, end_batch: Callable[
     deleted = 0
     while True:
         batch = select(pk).where(rule.expired(now)).limit(batch_size).scalar_subquery()
-        result = db.session.execute(
+        result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # DML has a rowcount
             delete(rule.model).where(pk.in_(batch)).execution_options(synchronize_session=False)
         )
         end_batch()

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, current_app
 from joserfc.jwk import RSAKey
@@ -34,7 +35,7 @@ from app.capabilities import SIGNING_ALG
 from app.extensions import db
 from app.models import User
 from app.models.base import utcnow
-from app.models.signing_key import SigningKey
+from app.models.signing_key import KeyRules, SigningKey
 
 log = logging.getLogger(__name__)
 
@@ -47,20 +48,16 @@ class KeyStoreError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class KeyInfo:
-    """A read-only copy of one SigningKey row."""
+class KeyInfo(KeyRules):
+    """A read-only copy of one SigningKey row, with the same rules (`KeyRules`)."""
 
     kid: str
     alg: str
-    public_jwk: dict
+    public_jwk: dict[str, Any]
     created_at: datetime
     activates_at: datetime
     retired_at: datetime | None
     expires_at: datetime | None
-
-    is_published = SigningKey.is_published
-    can_sign = SigningKey.can_sign
-    state = SigningKey.state
 
 
 @dataclass(frozen=True)
@@ -111,7 +108,7 @@ class KeyStore:
             raise KeyStoreError("no active signing key: run `flask keys generate`")
         return kid, self._private_key(kid)
 
-    def public_key_set(self) -> dict:
+    def public_key_set(self) -> dict[str, Any]:
         return json.loads(self.snapshot().jwks_body)
 
     def invalidate(self) -> None:
@@ -171,6 +168,14 @@ class KeyStore:
 
     # -- changing -----------------------------------------------------------------------
 
+    @staticmethod
+    def _row(kid: str) -> SigningKey:
+        """The row of `kid`, to change. Keys are never deleted, so a kid the snapshot lists has one."""
+        row = db.session.get(SigningKey, kid)
+        if row is None:
+            raise KeyStoreError(f"no key with kid {kid}")
+        return row
+
     def _changed(self) -> None:
         """Publish the key set afresh once the caller's transaction ends (`_transaction_ended`)."""
         db.session.info.setdefault(UNCOMMITTED, set()).add(self)
@@ -219,13 +224,13 @@ class KeyStore:
                 f"{pending[0].activates_at.isoformat()}"
             )
         for waiting in pending:
-            row = db.session.get(SigningKey, waiting.kid)
+            row = self._row(waiting.kid)
             row.retired_at = row.expires_at = now
         starts = now if immediate else now + timedelta(seconds=self.publish_delay)
         current = self.snapshot().signing_kid
         new = self.generate(activates_at=starts)
         if current is not None:
-            old = db.session.get(SigningKey, current)
+            old = self._row(current)
             old.retired_at = starts
             old.expires_at = starts + timedelta(seconds=self.token_lifetime)
         record("key.rotated", actor=actor, kid=new.kid)
@@ -244,9 +249,7 @@ class KeyStore:
         return self._end(kid, actor, published_for=timedelta(0))
 
     def _end(self, kid: str, actor: User | None, published_for: timedelta) -> SigningKey:
-        row = db.session.get(SigningKey, kid)
-        if row is None:
-            raise KeyStoreError(f"no key with kid {kid}")
+        row = self._row(kid)
         now = utcnow()
         others = [r for r in self.snapshot().rows if r.kid != kid and r.can_sign(now)]
         if not others and row.can_sign(now):
@@ -265,7 +268,7 @@ class KeyStore:
         self._changed()
         return row
 
-    def describe(self) -> list[dict]:
+    def describe(self) -> list[dict[str, Any]]:
         """Every key with its state, newest first (CLI and console)."""
         snap = self.snapshot()
         now = utcnow()

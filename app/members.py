@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import TypedDict
 
 from app.audit import record
 from app.auth.passwords import passwords
@@ -24,6 +25,13 @@ MAX_PASSWORD_LENGTH = 1024  # as the login form accepts
 
 class MemberError(ValueError):
     """A member cannot be created or changed as asked."""
+
+
+class Ended(TypedDict, total=False):
+    """What a password change or a suspension ended: audited as the event's detail, and shown."""
+
+    sessions_ended: int
+    tokens_revoked: int
 
 
 def create_member(
@@ -88,7 +96,7 @@ def change_password(
     actor: User | None = None,
     disconnect_apps: bool = False,
     action: str = "password.changed",
-) -> dict:
+) -> Ended:
     """A new password for `user` (the member on the account page, or support with the CLI). Every
     session of theirs ends: whoever signed in with the old password is signed out. After a
     compromise, `disconnect_apps` also revokes every app's consent and tokens (a grant obtained
@@ -97,9 +105,9 @@ def change_password(
     Returns what ended; the caller commits."""
     check_password_rules(password)
     user.password_hash = passwords.hash(password)
-    ended = {"sessions_ended": end_all_logins(user)}
+    ended: Ended = {"sessions_ended": end_all_logins(user)}
     if disconnect_apps:
-        ended["tokens_revoked"] = revoke_consent(db.session, user, None)
+        ended["tokens_revoked"] = revoke_consent(db.session(), user, None)
     record(action, actor=actor, subject=user, **ended)
     return ended
 
@@ -122,7 +130,7 @@ def set_tier(user: User, tier: str, actor: User | None = None) -> bool:
     user.tier = tier
     if before == tier:
         return False
-    withdrawn = withdraw_beyond_tier(db.session, user)
+    withdrawn = withdraw_beyond_tier(db.session(), user)
     record("user.tier_changed", actor=actor, subject=user, tier=tier, previous=before, **withdrawn)
     return True
 
@@ -160,7 +168,7 @@ def linkable_profile_id(profile_id: str | None) -> str | None:
     return canonical
 
 
-def suspend_member(user: User, actor: User | None = None, reason: str | None = None) -> dict:
+def suspend_member(user: User, actor: User | None = None, reason: str | None = None) -> Ended:
     """Suspend a member: sign-in is refused, every session ends, and what every app holds ends
     (end_grants: tokens revoked, codes not yet redeemed deleted, pending sign-in requests closed);
     mailed links are deleted. Consents are kept for when the suspension is lifted. Audited here,
@@ -173,7 +181,7 @@ def suspend_member(user: User, actor: User | None = None, reason: str | None = N
     if user.is_suspended:
         return {}
     user.suspended_at = utcnow()
-    ended = {"sessions_ended": end_all_logins(user), "tokens_revoked": end_grants(user_id=user.id)}
+    ended: Ended = {"sessions_ended": end_all_logins(user), "tokens_revoked": end_grants(user_id=user.id)}
     db.session.execute(db.delete(OneTimeLink).where(OneTimeLink.user_id == user.id, OneTimeLink.used_at.is_(None)))
     record("user.suspended", actor=actor, subject=user, reason=(reason or "")[:200] or None, **ended)
     return ended

@@ -11,6 +11,7 @@ import secrets
 import string
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from app.capabilities import DEFAULT_SECRET_AUTH_METHOD, SECRET_AUTH_METHODS
@@ -155,7 +156,7 @@ def registration_problems(spec: NewClient, public: bool) -> dict[str, list[str]]
     return problems
 
 
-def _checked_fields(spec: NewClient, public: bool) -> dict:
+def _checked_fields(spec: NewClient, public: bool) -> dict[str, Any]:
     """The column values of a valid registration, or RegistrationError naming every problem."""
     problems = registration_problems(spec, public)
     if problems:

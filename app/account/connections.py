@@ -20,7 +20,7 @@ from app.scopes import SCOPES, scope_list
 @dataclass(frozen=True)
 class Connection:
     client: Client
-    scopes: list[dict]  # {"name", "description"} in the scope table's plain words
+    scopes: list[dict[str, str]]  # {"name", "description"} in the scope table's plain words
     connected_at: datetime
     last_used_at: datetime | None  # the last time the app got a token for the member
     consented: bool  # False: a trusted first-party app, connected without a consent page
@@ -30,7 +30,7 @@ class Connection:
         return not self.client.is_active
 
 
-def plain_words(scope: str) -> list[dict]:
+def plain_words(scope: str) -> list[dict[str, str]]:
     return [{"name": s, "description": SCOPES[s].description} for s in scope_list(scope) if s in SCOPES]
 
 

@@ -10,10 +10,11 @@ only flush; the caller commits (and sends the mail after the commit).
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlencode
 
 from flask import current_app
-from sqlalchemy import delete, select, update
+from sqlalchemy import CursorResult, delete, select, update
 
 from app.extensions import db
 from app.models import LinkPurpose, OneTimeLink, User
@@ -76,7 +77,7 @@ def find(token: str | None, purpose: LinkPurpose) -> OneTimeLink | None:
 def consume(link: OneTimeLink) -> bool:
     """Use the link up: True for exactly one caller, and only while it is unexpired."""
     now = utcnow()
-    result = db.session.execute(
+    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # DML has a rowcount
         update(OneTimeLink)
         .where(OneTimeLink.id == link.id, OneTimeLink.used_at.is_(None), OneTimeLink.expires_at > now)
         .values(used_at=now)

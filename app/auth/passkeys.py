@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import current_app, session
@@ -202,7 +203,7 @@ def authenticate(credential_json: str, purpose: str, user: User | None = None) -
     return passkey
 
 
-def _parsed(credential_json: str) -> dict:
+def _parsed(credential_json: str) -> dict[str, Any]:
     try:
         data = json.loads(credential_json or "")
     except ValueError as exc:

@@ -15,7 +15,7 @@ from app.audit import record
 from app.auth import links, throttle
 from app.extensions import db
 from app.mail import Mail
-from app.members import change_password, check_password_rules
+from app.members import Ended, change_password, check_password_rules
 from app.models import LinkPurpose, OneTimeLink, User
 
 
@@ -44,7 +44,7 @@ def request_reset(email: str) -> Mail | None:
     )
 
 
-def complete_reset(link: OneTimeLink, password: str, disconnect_apps: bool) -> dict:
+def complete_reset(link: OneTimeLink, password: str, disconnect_apps: bool) -> Ended:
     """Set the new password through the link (used up here). Raises MemberError for a password
     the rules refuse (the link stays usable), LinkAlreadyUsed when another request used it first."""
     user = link.user

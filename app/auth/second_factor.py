@@ -19,6 +19,7 @@ import hmac
 import os
 import secrets
 import time
+from typing import Any
 
 import pyotp
 from cryptography.exceptions import InvalidTag
@@ -26,7 +27,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
-from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy import CursorResult, delete, exists, func, or_, select, update
 
 from app.audit import record
 from app.extensions import db
@@ -203,7 +204,7 @@ def _check_totp(factor: TotpFactor, user: User, code: str) -> bool:
     totp, now = pyotp.TOTP(secret), int(time.time())
     for step in (now // 30, now // 30 - 1, now // 30 + 1):
         if hmac.compare_digest(totp.at(step * 30), code):
-            result = db.session.execute(
+            result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # DML has a rowcount
                 update(TotpFactor)
                 .where(
                     TotpFactor.user_id == user.id,
@@ -227,7 +228,7 @@ def _use_recovery_code(user: User, code: str) -> bool:
     normalized = _normalized(code)
     if len(normalized) != 16:
         return False
-    result = db.session.execute(
+    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # DML has a rowcount
         update(RecoveryCode)
         .where(
             RecoveryCode.user_id == user.id,

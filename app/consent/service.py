@@ -4,6 +4,7 @@ recording a grant, and revoking one."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any, TypedDict
 
 from sqlalchemy import bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -15,6 +16,14 @@ from app.oauth.store.clients import App
 from app.oauth.store.members import Member
 from app.oauth.store.tokens import end_grants, narrow_live_tokens
 from app.scopes import SCOPES, grantable, join, scope_list, tier_allows
+
+
+class Withdrawn(TypedDict):
+    """What a downgrade took back: audited as the event's detail."""
+
+    consents_narrowed: int
+    tokens_narrowed: int
+
 
 # Built once: every authorization request asks (SQLAlchemy then computes its cache key once).
 _CONSENT = select(Consent).where(Consent.user_id == bindparam("user_id"), Consent.client_id == bindparam("client_id"))
@@ -67,7 +76,7 @@ def revoke_consent(db_session: Session, user: User, client: Client | None) -> in
     return end_grants(user_id=user.id, client_id=client.id if client is not None else None)
 
 
-def withdraw_beyond_tier(db_session: Session, user: User) -> dict[str, int]:
+def withdraw_beyond_tier(db_session: Session, user: User) -> Withdrawn:
     """After a downgrade: take the scopes the new membership lacks out of the member's consents and
     live tokens. Reach is checked on every request anyway; this makes the loss stick, so that an
     upgrade later asks the member again instead of reviving an old grant. The caller commits."""
@@ -81,7 +90,7 @@ def withdraw_beyond_tier(db_session: Session, user: User) -> dict[str, int]:
     return {"consents_narrowed": consents, "tokens_narrowed": narrow_live_tokens(user.id, keep)}
 
 
-def describe(scopes: list[str], tier: str) -> list[dict]:
+def describe(scopes: list[str], tier: str) -> list[dict[str, Any]]:
     """The consent page's lines: plain words per scope, and whether the plan includes it."""
     return [
         {

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import CursorResult, delete, or_, select
 
 from app.audit import record
 from app.extensions import db
@@ -159,9 +160,10 @@ def delete_app(client: Client, actor: User | None) -> dict[str, int]:
     erased) for the fee ledger and the audit trail, and so its client id is never reused."""
     now = utcnow()
     revoked = end_grants(client_id=client.id)
-    consents = db.session.execute(
+    removed: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # DML has a rowcount
         delete(Consent).where(Consent.client_id == client.id).execution_options(synchronize_session=False)
-    ).rowcount
+    )
+    consents = removed.rowcount
     client.status = ClientStatus.DELETED
     client.deleted_at = now
     client.client_secret_hash = None

@@ -9,6 +9,7 @@ A key's state follows from its timestamps, so every process derives the same ans
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, String
 from sqlalchemy.orm import Mapped, mapped_column
@@ -18,17 +19,15 @@ from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 
-class SigningKey(db.Model):
-    __tablename__ = "signing_keys"
+class KeyRules:
+    """A key's state from its timestamps, for the ORM model (the CLI's and the console's changes) and
+    the key store's read-only copy (`app.jwks.KeyInfo`) alike: one place per rule."""
 
-    kid: Mapped[str] = mapped_column(String(64), primary_key=True)
-    alg: Mapped[str] = mapped_column(String(16), default=SIGNING_ALG)
-    public_jwk: Mapped[dict] = mapped_column(JSON)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    activates_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    if TYPE_CHECKING:  # the columns the rules read (declared by each class that carries them)
+        kid: str
+        activates_at: datetime
+        retired_at: datetime | None
+        expires_at: datetime | None
 
     def is_published(self, now: datetime) -> bool:
         return self.expires_at is None or now < self.expires_at
@@ -44,3 +43,16 @@ class SigningKey(db.Model):
         if self.kid == active_kid:
             return "active"
         return "retired"
+
+
+class SigningKey(db.Model, KeyRules):
+    __tablename__ = "signing_keys"
+
+    kid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    alg: Mapped[str] = mapped_column(String(16), default=SIGNING_ALG)
+    public_jwk: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    activates_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
