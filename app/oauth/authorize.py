@@ -276,7 +276,7 @@ def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str]
         granted = decide_granted(asked, ticked, login.user.tier)
         record_consent(db.session(), login.user, client, asked, granted)
         record("consent.granted", actor=login.user, client=client, scopes=granted)
-        return _issue_code(oauth_request, grant, login, granted)  # commits the answer with the code
+        return _issue_code(oauth_request, grant, login, granted)
     except OAuth2Error as error:
         db.session.commit()  # the request stays answered: a second answer is refused
         return error_redirect(oauth_request, error, redirect_uri)
@@ -286,8 +286,12 @@ def _issue_code(oauth_request: OAuth2Request, grant: Any, login: Login, granted:
     oauth_request.granted_scope = join(granted)
     oauth_request.auth_time = login.auth_time
     oauth_request.amr = login.amr
-    touch(login)  # the account page's "last active"; the code's INSERT commits it all (grants.py)
-    return server.create_authorization_response(request=oauth_request, grant_user=login.user, grant=grant)
+    touch(login)  # the account page's "last active"
+    response = server.create_authorization_response(request=oauth_request, grant_user=login.user, grant=grant)
+    # One unit of work for the answer: the request consumed, the consent, its audit line, the
+    # session's last use and the code land together, before the browser is sent back with it.
+    db.session.commit()
+    return response
 
 
 def error_redirect(oauth_request: OAuth2Request, error: OAuth2Error, redirect_uri: str) -> Response:

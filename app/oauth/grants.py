@@ -37,8 +37,8 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
 
     def save_authorization_code(self, code: str, request: OAuth2Request) -> None:
         """Store the hash of the code with what the token request must match. The granted
-        scope and the login time were decided by the consent step (see authorize.py). A Core
-        INSERT: the row is only read back by the token request."""
+        scope and the login time were decided by the consent step (see authorize.py), which
+        commits the code with everything the answer changed."""
         now = utcnow()
         codes.issue_code(
             code,
@@ -57,7 +57,6 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
                 "expires_at": now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
             },
         )
-        db.session.commit()
 
     def query_authorization_code(self, code: str, client: Client) -> codes.RedeemedCode | None:
         """The code, spent as it is found (one UPDATE ... RETURNING; a later refusal in this request

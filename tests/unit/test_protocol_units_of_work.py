@@ -1,0 +1,58 @@
+"""Issue 20, items 1 and 3, for the protocol: the store never ends a transaction (every statement
+joins the caller's), and the protocol commits only where one of its endpoints finishes a unit of
+work - each place named here with the reason, so a new commit elsewhere fails this test."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (module, function) -> why the unit of work ends there
+PROTOCOL_COMMITS = {
+    ("app/oauth/authorize.py", "_issue_code"): "the answer: request consumed, consent, audit, code",
+    ("app/oauth/authorize.py", "complete_consent"): "a refused answer still consumes the request",
+    ("app/oauth/authorize.py", "_hand_off"): "the parked request, before the browser goes to read it",
+    ("app/oauth/grants.py", "create_token_response"): "the token response: code or refresh spent, pair stored",
+    ("app/oauth/grants.py", "query_authorization_code"): "a reused code's family revoked, though refused",
+    ("app/oauth/grants.py", "authenticate_refresh_token"): "a reused refresh token's family revoked, though refused",
+    ("app/oauth/endpoints.py", "revoke_token"): "the revocation endpoint's change",
+    ("app/oauth/endpoints.py", "end_session"): "the session ended before the redirect",
+}
+
+
+def commits_by_function(path: Path) -> dict[str, int]:
+    """How many `.commit()` / `.rollback()` calls each function of a module holds."""
+    found: dict[str, int] = {}
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            calls = [
+                n
+                for n in ast.walk(fn)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("commit", "rollback")
+            ]
+            if calls:
+                found[fn.name] = len(calls)
+    return found
+
+
+def test_the_protocol_store_never_ends_a_transaction():
+    for path in sorted((ROOT / "app/oauth/store").glob("*.py")):
+        assert commits_by_function(path) == {}, path
+
+
+def test_the_protocol_commits_only_where_an_endpoint_finishes_its_work():
+    seen = {
+        (str(path.relative_to(ROOT)), name)
+        for path in sorted((ROOT / "app/oauth").glob("*.py"))
+        for name in commits_by_function(path)
+    }
+    assert seen == set(PROTOCOL_COMMITS)
+
+
+def test_each_of_those_places_commits_once():
+    for (module, name), why in PROTOCOL_COMMITS.items():
+        assert commits_by_function(ROOT / module)[name] == 1, (module, name, why)
