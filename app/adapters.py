@@ -83,7 +83,9 @@ class FlaskAuthorizationServer(AuthorizationServer):
     def create_oauth2_request(self, request: OAuth2Request | None) -> OAuth2Request:
         if isinstance(request, OAuth2Request):
             return request
-        return FlaskOAuth2Request(flask_request)
+        # The request object itself, not Flask's proxy to it: Authlib reads the parameters dozens
+        # of times per request, and each read through the proxy looks the request up again.
+        return FlaskOAuth2Request(flask_request._get_current_object())  # type: ignore[attr-defined]
 
 
 def is_wired(server: AuthorizationServer) -> bool:
