@@ -52,6 +52,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     init_published(app)
 
+    from app.auth.logout_views import bp as logout_bp
     from app.auth.recovery_views import bp as recovery_bp
     from app.auth.two_step_login_views import bp as two_step_login_bp
     from app.auth.verification_views import bp as verification_bp
@@ -61,6 +62,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     app.register_blueprint(oauth_bp)
     app.register_blueprint(auth_bp)
+    app.register_blueprint(logout_bp)
     app.register_blueprint(recovery_bp)
     app.register_blueprint(two_step_login_bp)
     app.register_blueprint(verification_bp)

@@ -6,11 +6,10 @@ from authlib.oauth2.rfc6749 import InvalidRequestError
 from flask import Blueprint, Response, current_app, request
 from werkzeug.wrappers import Response as BaseResponse
 
-from app.auth import logout, throttle
+from app.auth import throttle
 from app.capabilities import (
     AUTHORIZE_PATH,
     DISCOVERY_PATH,
-    END_SESSION_PATH,
     INTROSPECTION_PATH,
     JWKS_PATH,
     REVOCATION_PATH,
@@ -83,14 +82,3 @@ def revoke() -> Response:
 @csrf.exempt
 def introspect() -> Response:
     return server.create_endpoint_response("introspection")
-
-
-@bp.route(END_SESSION_PATH, methods=["GET", "POST"])
-@csrf.exempt  # apps send members here from their own pages (RP-Initiated Logout section 2)
-def end_session() -> Response | str:
-    return logout.end_session_request(request.values)
-
-
-@bp.post(END_SESSION_PATH + "/confirm")
-def end_session_confirm() -> Response | str:
-    return logout.confirm_end_session()

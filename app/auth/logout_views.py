@@ -16,14 +16,18 @@ decides what the member sees:
 from __future__ import annotations
 
 from authlib.oauth2 import OAuth2Error
-from flask import Response, g, render_template
+from flask import Blueprint, Response, g, render_template, request
 from flask_wtf import FlaskForm
 from wtforms import HiddenField
 
 from app.auth.sessions import current_login
+from app.capabilities import END_SESSION_PATH
+from app.extensions import csrf
 from app.oauth.server import server
 from app.oauth.untrusted import UntrustedRequest
 from app.security import allow_form_redirect
+
+bp = Blueprint("logout", __name__)
 
 # The request parameters the confirmation page carries over to its POST.
 CARRIED = ("id_token_hint", "client_id", "post_logout_redirect_uri", "state", "ui_locales", "logout_hint")
@@ -86,3 +90,17 @@ def confirm_end_session() -> Response | str:
         raise UntrustedRequest("Form expired", "The sign-out form expired. Go back and try again.")
     g.end_session_confirmed = True
     return _finish(_validated())
+
+
+# -- the routes, at the protocol's end-session path (discovery's end_session_endpoint) ----------
+
+
+@bp.route(END_SESSION_PATH, methods=["GET", "POST"])
+@csrf.exempt  # apps send members here from their own pages (RP-Initiated Logout section 2)
+def end_session() -> Response | str:
+    return end_session_request(request.values)
+
+
+@bp.post(END_SESSION_PATH + "/confirm")
+def end_session_confirm() -> Response | str:
+    return confirm_end_session()
