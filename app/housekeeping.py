@@ -10,6 +10,9 @@ What "no longer usable" means, table by table:
   one_time_links       mailed links (reset, verification, invitation) past `expires_at`, used or not
   audit_events         older than AUDIT_RETENTION_DAYS (it records IPs; 0 keeps it forever)
 
+The first four are the protocol's rows: their rules are the protocol store's
+(app/oauth/store/expiry.py), which knows when the protocol stops accepting one.
+
 Each batch is one short transaction (`DELETE ... WHERE id IN (SELECT id ... LIMIT n)`), so
 requests served meanwhile never wait long on a lock, and an interrupted purge simply resumes.
 The caller owns those transactions: it hands in `end_batch` (`flask purge-expired` passes
@@ -24,46 +27,39 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import ColumnElement, CursorResult, delete, false, func, or_, select
+from sqlalchemy import ColumnElement, CursorResult, Table, false, func, select
 
-from app.extensions import Base, db
-from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, OneTimeLink, Token
+from app.extensions import db
+from app.models import AuditEvent, OneTimeLink
 from app.models.base import utcnow
+from app.oauth.store.expiry import PURGEABLE
 
 
 @dataclass(frozen=True)
 class Rule:
-    model: type[Base]
+    table: Table
     expired: Callable[[datetime], ColumnElement[bool]]
 
 
+_links, _audit = OneTimeLink.__table__, AuditEvent.__table__
+
 RULES: dict[str, Rule] = {
-    "authorization_codes": Rule(AuthorizationCode, lambda now: AuthorizationCode.expires_at <= now),
-    "tokens": Rule(
-        Token,
-        lambda now: (
-            (Token.access_expires_at <= now) & or_(Token.refresh_expires_at.is_(None), Token.refresh_expires_at <= now)
-        ),
-    ),
-    "login_sessions": Rule(
-        LoginSession, lambda now: or_(LoginSession.expires_at <= now, LoginSession.ended_at.is_not(None))
-    ),
-    "interactions": Rule(Interaction, lambda now: Interaction.expires_at <= now),
-    "one_time_links": Rule(OneTimeLink, lambda now: OneTimeLink.expires_at <= now),
-    "audit_events": Rule(AuditEvent, lambda now: _older_than_retention(now)),
+    **{name: Rule(table, expired) for name, (table, expired) in PURGEABLE.items()},  # the protocol's rows
+    "one_time_links": Rule(_links, lambda now: _links.c.expires_at <= now),
+    "audit_events": Rule(_audit, lambda now: _older_than_retention(now)),
 }
 
 
 def _older_than_retention(now: datetime) -> ColumnElement[bool]:
     days = int(current_app.config["AUDIT_RETENTION_DAYS"])
-    return AuditEvent.created_at <= now - timedelta(days=days) if days else false()
+    return _audit.c.created_at <= now - timedelta(days=days) if days else false()
 
 
 def count_expired(now: datetime | None = None) -> dict[str, int]:
     """How many rows a purge would delete now (for --dry-run)."""
     now = now or utcnow()
     return {
-        name: db.session.scalar(select(func.count()).select_from(rule.model).where(rule.expired(now))) or 0
+        name: db.session.scalar(select(func.count()).select_from(rule.table).where(rule.expired(now))) or 0
         for name, rule in RULES.items()
     }
 
@@ -71,12 +67,12 @@ def count_expired(now: datetime | None = None) -> dict[str, int]:
 def purge_table(rule: Rule, now: datetime, batch_size: int, end_batch: Callable[[], None]) -> int:
     """Delete the expired rows of one table, `batch_size` at a time, calling `end_batch` (the
     caller's commit) after each batch."""
-    pk = rule.model.__mapper__.primary_key[0]
+    (pk,) = rule.table.primary_key.columns
     deleted = 0
     while True:
         batch = select(pk).where(rule.expired(now)).limit(batch_size).scalar_subquery()
         result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # DML has a rowcount
-            delete(rule.model).where(pk.in_(batch)).execution_options(synchronize_session=False)
+            rule.table.delete().where(pk.in_(batch))
         )
         end_batch()
         deleted += result.rowcount

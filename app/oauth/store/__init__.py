@@ -18,4 +18,5 @@ console and account pages keep using to edit an app's registration or a member's
     tokens        issue, bearer lookup, rotate (one statement), revoke, narrow, end grants
     sessions      the browser's login session: find, start, end, touch
     interactions  a parked authorization request: park, find, attach a login, consume
+    expiry        when a row can no longer be used (what housekeeping may delete)
 """
