@@ -131,6 +131,15 @@ def clients_rotate_secret(client_id, grace, as_json):
     emit(data, as_json, lambda d: fields(d) + "\n(the secret is shown only now)")
 
 
+def _emit_status(client: Client, changed: bool, as_json: bool) -> None:
+    """An app's status after `disable` or `enable`, and whether the command changed it."""
+    emit(
+        {"client_id": client.client_id, "status": client.status, "changed": changed},
+        as_json,
+        lambda d: f"{d['client_id']} is {d['status']}" + ("" if d["changed"] else " (it already was)"),
+    )
+
+
 @clients.command("disable")
 @click.argument("client_id")
 @json_option
@@ -139,11 +148,7 @@ def clients_disable(client_id, as_json):
     client = _app(client_id)
     changed = disable_app(client, actor=None)
     db.session.commit()
-    emit(
-        {"client_id": client.client_id, "status": client.status, "changed": changed},
-        as_json,
-        lambda d: f"{d['client_id']} is {d['status']}" + ("" if d["changed"] else " (it already was)"),
-    )
+    _emit_status(client, changed, as_json)
 
 
 @clients.command("enable")
@@ -154,11 +159,7 @@ def clients_enable(client_id, as_json):
     client = _app(client_id)
     changed = enable_app(client, actor=None)
     db.session.commit()
-    emit(
-        {"client_id": client.client_id, "status": client.status, "changed": changed},
-        as_json,
-        lambda d: f"{d['client_id']} is {d['status']}" + ("" if d["changed"] else " (it already was)"),
-    )
+    _emit_status(client, changed, as_json)
 
 
 @clients.command("delete")

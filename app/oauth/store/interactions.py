@@ -3,7 +3,7 @@ in or answers the consent page; the browser holds only its random reference."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -99,16 +99,7 @@ def attach_login(request: PendingRequest, login_pk: int, user_id: str) -> Pendin
     """Record that the member signed in for this very request (it satisfies `prompt=login` and
     `max_age`, and a later disconnect of the app closes the request)."""
     db.session.execute(_ATTACH_LOGIN, {"uid": request.id, "login": login_pk, "member": user_id})
-    return PendingRequest(
-        request.id,
-        request.client_id,
-        request.params,
-        request.browser_hash,
-        login_pk,
-        user_id,
-        request.expires_at,
-        request.consumed_at,
-    )
+    return replace(request, login_session_id=login_pk, user_id=user_id)
 
 
 def consume(uid: str) -> bool:
