@@ -48,9 +48,9 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     init_oauth(app)
     init_metadata(app)
 
-    from app.oauth.published import init_published
+    from app.oauth.front import init_front
 
-    init_published(app)
+    init_front(app)
 
     from app.auth.logout_views import bp as logout_bp
     from app.auth.recovery_views import bp as recovery_bp

@@ -15,7 +15,7 @@ from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Request
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Request, UnsupportedResponseTypeError
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
-from authlib.oauth2.rfc6750 import BearerTokenValidator, InvalidTokenError
+from authlib.oauth2.rfc6750 import BearerTokenValidator, InsufficientScopeError, InvalidTokenError
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oidc.rpinitiated import EndSessionEndpoint
 from flask import Flask
@@ -24,6 +24,7 @@ from flask_limiter import Limiter
 from joserfc.errors import JoseError
 
 from app.capabilities import CODE_CHALLENGE_METHODS, RESPONSE_TYPES
+from app.oauth.tokens import bearer_value
 
 # -- Authlib ----------------------------------------------------------------------------------------
 
@@ -95,17 +96,35 @@ def is_wired(server: AuthorizationServer) -> bool:
     return bool(server._authorization_grants)
 
 
+class InsufficientScopeChallenge(InsufficientScopeError):
+    """RFC 6750 3: a token without the scope the resource needs is refused with a Bearer
+    challenge too; Authlib's InsufficientScopeError carries none."""
+
+    def get_headers(self) -> list[tuple[str, str]]:
+        challenge = f'Bearer error="{self.error}", error_description="{self.description}"'
+        return [*super().get_headers(), ("WWW-Authenticate", challenge)]
+
+
+class ChallengingBearerTokenValidator(BearerTokenValidator):
+    """Authlib's bearer validation, its insufficient-scope refusal with the challenge above."""
+
+    def validate_token(self, token: Any, scopes: Any, request: Any) -> None:
+        try:
+            super().validate_token(token, scopes, request)
+        except InsufficientScopeError as error:
+            raise InsufficientScopeChallenge() from error
+
+
 class BearerOnlyResourceProtector(ResourceProtector):
     """A missing or non-Bearer Authorization is `invalid_token` with a Bearer challenge, as
     node-oidc-provider answers, instead of Authlib's generic `missing_authorization` and
     `unsupported_token_type` errors."""
 
     def parse_request_authorization(self, request: OAuth2Request) -> tuple[BearerTokenValidator, str]:
-        auth = request.headers.get("Authorization") or ""
-        scheme, _, value = auth.partition(" ")
-        if scheme.lower() != "bearer" or not value.strip():
+        value = bearer_value(request.headers.get("Authorization"))
+        if value is None:
             raise InvalidTokenError(description="No valid Bearer access token was provided.")
-        return self._token_validators["bearer"], value.strip()
+        return self._token_validators["bearer"], value
 
 
 BAD_ID_TOKEN_HINT = "The 'id_token_hint' is not a valid ID token from this provider."

@@ -45,6 +45,8 @@ EXPOSED = ", ".join(
         "x-service-version",
     ]
 )
+# What a bearer-token answer (userinfo, /v1) carries for a page of any origin (not a preflight).
+BEARER_READ_HEADERS = [("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", EXPOSED)]
 PREFLIGHT_MAX_AGE = "600"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -80,13 +82,14 @@ def add_cors_headers(response: Response) -> Response:
         return response
     path = request.path
     if path == USERINFO_PATH or is_api_request():
-        response.headers["Access-Control-Allow-Origin"] = "*"
         if request.method == "OPTIONS":
+            response.headers["Access-Control-Allow-Origin"] = "*"
             response.headers["Access-Control-Allow-Methods"] = BEARER_METHODS
             response.headers["Access-Control-Allow-Headers"] = BEARER_HEADERS
             response.headers["Access-Control-Max-Age"] = PREFLIGHT_MAX_AGE
         else:
-            response.headers["Access-Control-Expose-Headers"] = EXPOSED
+            for name, value in BEARER_READ_HEADERS:
+                response.headers[name] = value
     elif path in (TOKEN_PATH, REVOCATION_PATH) and request.method == "POST":
         response.vary.add("Origin")
         if response.status_code < 500 and origin in _calling_client_origins():

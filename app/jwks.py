@@ -95,7 +95,7 @@ class KeyStore:
 
     def fresh_snapshot(self) -> KeySnapshot | None:
         """The cached snapshot while it is still current, else None (reading needs no database,
-        so it works outside an app context: see app/oauth/published.py)."""
+        so it works outside an app context: see app/oauth/front.py)."""
         snap, now = self._snapshot, time.monotonic()
         if snap is None or now >= snap.valid_until or now - self._checked_at >= self.refresh_interval:
             return None

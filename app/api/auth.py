@@ -20,6 +20,7 @@ from functools import wraps
 from flask import current_app, request
 
 from app.api.envelope import NOT_FOUND, ApiError
+from app.oauth import tokens
 from app.oauth.store.members import Member
 from app.oauth.store.tokens import StoredToken
 from app.oauth.tokens import live_bearer
@@ -39,9 +40,7 @@ class Caller:
 
 def bearer_value() -> str | None:
     """The access token of `Authorization: Bearer <token>` (RFC 6750 2.1), or None."""
-    scheme, _, value = (request.headers.get("Authorization") or "").partition(" ")
-    value = value.strip()
-    return value if scheme.lower() == "bearer" and value else None
+    return tokens.bearer_value(request.headers.get("Authorization"))
 
 
 def challenge(error: str | None = None, description: str | None = None, scope: str | None = None) -> dict[str, str]:

@@ -9,10 +9,7 @@ import os
 
 from authlib.integrations.flask_oauth2.signals import client_authenticated, token_authenticated
 from authlib.oauth2.rfc6749 import OAuth2Request
-from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc9207 import IssuerParameter
-from authlib.oidc.core import UserInfo as UserInfoClaims
-from authlib.oidc.core import UserInfoEndpoint
 from flask import Flask, current_app, g
 
 from app import logs
@@ -20,10 +17,10 @@ from app.adapters import BearerOnlyResourceProtector, FlaskAuthorizationServer, 
 from app.capabilities import TOKEN_AUTH_METHODS
 from app.oauth import client_auth, endpoints, tokens
 from app.oauth.grants import AuthorizationCodeGrant, RefreshTokenGrant
-from app.oauth.oidc import CodeIDToken, RefreshIDToken, user_claims
+from app.oauth.oidc import CodeIDToken, RefreshIDToken
 from app.oauth.store.clients import App, app_by_client_id
-from app.oauth.store.members import Member
 from app.oauth.store.tokens import StoredToken
+from app.oauth.userinfo import AccessTokenValidator, UserInfo
 
 
 def query_client(client_id: str | None) -> App | None:
@@ -45,21 +42,6 @@ class CreditsAuthorizationServer(FlaskAuthorizationServer):
 
 class IssuerIdentification(IssuerParameter):
     """RFC 9207: every authorization response names the issuer."""
-
-    def get_issuer(self) -> str:
-        return current_app.config["ISSUER_URL"]
-
-
-class AccessTokenValidator(BearerTokenValidator):
-    """Userinfo's bearer tokens, by the same rule as the /v1 data API's (tokens.live_bearer)."""
-
-    def authenticate_token(self, token_string: str) -> StoredToken | None:
-        return tokens.live_bearer(token_string)
-
-
-class UserInfo(UserInfoEndpoint):
-    def generate_user_info(self, user: Member, scope: str) -> UserInfoClaims:
-        return user_claims(user, scope)
 
     def get_issuer(self) -> str:
         return current_app.config["ISSUER_URL"]

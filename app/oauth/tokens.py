@@ -69,6 +69,14 @@ def save_token(token: dict[str, Any], request: OAuth2Request) -> None:
     )
 
 
+def bearer_value(authorization: str | None) -> str | None:
+    """The access token of an `Authorization: Bearer <token>` header (RFC 6750 2.1; the scheme is
+    case-insensitive), or None: how userinfo, its front and /v1 all read the header."""
+    scheme, _, value = (authorization or "").partition(" ")
+    value = value.strip()
+    return value if scheme.lower() == "bearer" and value else None
+
+
 def live_bearer(value: str | None) -> stored.StoredToken | None:
     """The one bearer-token rule, for userinfo and the /v1 data API alike: the access token `value`
     names, unless it is unknown, revoked or expired, or its app is no longer active."""

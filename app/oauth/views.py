@@ -28,7 +28,7 @@ bp = Blueprint("oauth", __name__)
 
 def _cached_json(body: bytes, etag: str) -> Response:
     """Public, cacheable JSON with conditional GET (discovery and the key set, when the WSGI
-    front in app/oauth/published.py hands the request on)."""
+    front (app/oauth/front.py, published.py) hands the request on)."""
     headers = published_headers(etag, int(current_app.config["JWKS_MAX_AGE"]))
     if not_modified(etag, request.headers.get("If-None-Match")):
         return Response(status=304, headers=headers)

@@ -1,4 +1,4 @@
-"""Discovery and the key set are answered by the WSGI front (app/oauth/published.py) before
+"""Discovery and the key set are answered at the WSGI front (app/oauth/front.py, published.py) before
 Flask: the same bytes and headers as the Flask routes, conditional GET, HEAD, and the same access
 line and metrics; anything unusual, and a key set due for a refresh, still goes to Flask."""
 
@@ -11,7 +11,8 @@ import pytest
 from app.capabilities import DISCOVERY_PATH, JWKS_PATH
 from app.jwks import keystore
 from app.metrics import REQUESTS
-from app.oauth.published import PublishedDocuments
+from app.oauth import published
+from app.oauth.front import Front
 
 PATHS = {DISCOVERY_PATH: "oauth.discovery", JWKS_PATH: "oauth.jwks"}
 
@@ -67,7 +68,7 @@ def test_front_answers_without_flask(app):
     def flask_must_not_run(environ, start_response):
         raise AssertionError(f"handed to Flask: {environ['PATH_INFO']}")
 
-    front = PublishedDocuments(app, flask_must_not_run)
+    front = Front(app, flask_must_not_run, published.answerers(app))
     for path in PATHS:
         statuses = []
         body = b"".join(
@@ -87,7 +88,7 @@ def test_unusual_requests_and_stale_keys_go_to_flask(app):
         start_response("200 OK", [])
         return [b"flask"]
 
-    front = PublishedDocuments(app, flask)
+    front = Front(app, flask, published.answerers(app))
     base = {"PATH_INFO": DISCOVERY_PATH, "REMOTE_ADDR": "127.0.0.1"}
     cases = [
         {**base, "REQUEST_METHOD": "POST"},

@@ -13,6 +13,7 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Request
 from authlib.oauth2.rfc6749 import UnsupportedResponseTypeError
 from authlib.oauth2.rfc6749.authenticate_client import ClientAuthentication
+from authlib.oauth2.rfc6750 import InsufficientScopeError
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oidc.rpinitiated import EndSessionEndpoint
 from flask import Flask
@@ -22,6 +23,7 @@ from werkzeug.wrappers import Request
 
 from app.adapters import (
     CheckedEndSessionEndpoint,
+    InsufficientScopeChallenge,
     OnlyCodeResponseType,
     S256CodeChallenge,
     is_wired,
@@ -57,6 +59,13 @@ def test_authlib_still_echoes_the_response_type_into_its_error():
     """OnlyCodeResponseType exists because the echoed value may hold anything."""
     assert 'x"y' in UnsupportedResponseTypeError('x"y').get_error_description()
     assert OnlyCodeResponseType('x"y').get_error_description() == "Only response_type=code is supported."
+
+
+def test_authlib_insufficient_scope_still_has_no_bearer_challenge():
+    """InsufficientScopeChallenge exists because RFC 6750 3 wants `WWW-Authenticate` on a 403 too."""
+    assert "WWW-Authenticate" not in dict(InsufficientScopeError().get_headers())
+    challenge = dict(InsufficientScopeChallenge().get_headers())["WWW-Authenticate"]
+    assert challenge.startswith('Bearer error="insufficient_scope", error_description="')
 
 
 def test_authlib_merges_query_and_body_with_the_query_first():
