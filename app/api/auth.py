@@ -23,7 +23,6 @@ from app.api.envelope import NOT_FOUND, ApiError
 from app.oauth import tokens
 from app.oauth.store.members import Member
 from app.oauth.store.tokens import StoredToken
-from app.oauth.tokens import live_bearer
 from app.scopes import scope_list, tier_allows
 
 # What a tier-gated scope unlocks, in the words of the refusal.
@@ -55,18 +54,10 @@ def challenge(error: str | None = None, description: str | None = None, scope: s
     return {"WWW-Authenticate": "Bearer " + ", ".join(params)}
 
 
-# Kept in the request's WSGI environ, which lives exactly as long as the request (`g` belongs to
-# the app context, which a caller may keep open across several requests).
-_LIVE_TOKEN = "credits_id.live_token"
-
-
 def live_token() -> StoredToken | None:
     """The live access token the request carries (not revoked or expired, its app active), or
     None; looked up once per request (the budget and the route both ask)."""
-    environ = request.environ
-    if _LIVE_TOKEN not in environ:
-        environ[_LIVE_TOKEN] = live_bearer(bearer_value())
-    return environ[_LIVE_TOKEN]
+    return tokens.request_bearer(request.environ)
 
 
 def authenticate(scope: str) -> Caller:

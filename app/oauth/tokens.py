@@ -84,3 +84,17 @@ def live_bearer(value: str | None) -> stored.StoredToken | None:
     if token is None or token.is_revoked() or token.is_expired() or not token.client.is_active:
         return None
     return token
+
+
+_KEPT = "credits_id.live_token"
+
+
+def request_bearer(environ: dict[str, Any]) -> stored.StoredToken | None:
+    """The live access token of the request's `Authorization: Bearer` header (live_bearer), looked
+    up once per request whoever asks - the front, then Flask's userinfo route, or the /v1 budget and
+    then its route: kept in the request's WSGI environ, which lives exactly as long as the request
+    (`g` belongs to the app context, which a caller may keep open across several requests)."""
+    if _KEPT not in environ:
+        environ[_KEPT] = live_bearer(bearer_value(environ.get("HTTP_AUTHORIZATION")))
+    token: stored.StoredToken | None = environ[_KEPT]
+    return token
