@@ -272,6 +272,10 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
         "SESSION_COOKIE_SAMESITE": "None" if https else "Lax",
         "SESSION_COOKIE_SECURE": https,
         "PERMANENT_SESSION_LIFETIME": int(settings["SESSION_LIFETIME"]),
+        # The login the cookie names ends at a fixed time (auth/sessions.py: expires_at, set once
+        # at sign-in), so the cookie is issued when its contents change and not signed again on
+        # every request to move its expiry: a member's requests between sign-ins set no cookie.
+        "SESSION_REFRESH_EACH_REQUEST": False,
         "WTF_CSRF_TIME_LIMIT": None,  # the token lives as long as the session; the session expires
         # Flask-WTF's strict mode wants a same-origin Referer on https POSTs, but our pages send
         # none (Referrer-Policy: no-referrer, which also makes browsers send `Origin: null`).

@@ -1,5 +1,6 @@
 """The authorization endpoint, login and consent hand-offs, over HTTP against the live server."""
 
+import time
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -8,7 +9,7 @@ import requests
 
 from app.extensions import db
 from app.models import AuthorizationCode, Consent, Interaction, LoginSession
-from tests.factories import REDIRECT_URI, db_state, make_client
+from tests.factories import PASSWORD, REDIRECT_URI, db_state, make_client
 from tests.flows import AUTHORIZE, Browser, RelyingParty, csrf_token, hidden, query, sign_in
 
 
@@ -419,3 +420,29 @@ def test_login_cookie_is_httponly_and_samesite_lax(live_server, rp, member):
     header = response.headers["Set-Cookie"] + cookie_header
     assert "HttpOnly" in header and "SameSite=Lax" in header
     assert "Secure" not in header  # a loopback http issuer; https issuers set Secure (unit-tested)
+
+
+def test_the_login_cookie_is_issued_at_sign_in_and_not_signed_again(app, live_server, rp, member):
+    """The login ends at a fixed time (its row's expires_at), so its cookie is issued when its
+    contents change (sign-in, the new session's CSRF token), with the session's lifetime, and
+    later requests of the signed-in member set no cookie (SESSION_REFRESH_EACH_REQUEST off:
+    nothing to extend, nothing to sign again)."""
+    browser = Browser(live_server.url)
+    browser.authorize(rp.auth_params())
+    browser.post(
+        "/login",
+        data={
+            "csrf_token": csrf_token(browser.last.text),
+            "email": member.email,
+            "password": PASSWORD,
+            "interaction": hidden(browser.last.text, "interaction"),
+        },
+    )
+    assert "credits_id_session=" in browser.last.headers["Set-Cookie"]
+    cookie = next(c for c in browser.session.cookies if c.name == "credits_id_session")
+    assert abs(cookie.expires - time.time() - app.config["SESSION_LIFETIME"]) < 60
+    assert browser.get(browser.last.headers["Location"]).status_code == 200  # the consent page (its CSRF token)
+    for _ in range(2):
+        response = browser.get("/account")
+        assert response.status_code == 200
+        assert "credits_id_session=" not in response.headers.get("Set-Cookie", "")
