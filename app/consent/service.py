@@ -26,12 +26,15 @@ class Withdrawn(TypedDict):
 
 
 # Built once: every authorization request asks (SQLAlchemy then computes its cache key once).
-_CONSENT = select(Consent).where(Consent.user_id == bindparam("user_id"), Consent.client_id == bindparam("client_id"))
+# The scope column alone: the row itself is never edited here (record_consent upserts).
+_CONSENTED = select(Consent.scope).where(
+    Consent.user_id == bindparam("user_id"), Consent.client_id == bindparam("client_id")
+)
 
 
 def remembered_scopes(db_session: Session, user: User | Member, client: Client | App) -> list[str]:
-    row = db_session.scalar(_CONSENT, {"user_id": user.id, "client_id": client.id})
-    return scope_list(row.scope) if row else []
+    scope = db_session.scalar(_CONSENTED, {"user_id": user.id, "client_id": client.id})
+    return scope_list(scope) if scope is not None else []
 
 
 def missing_scopes(requested: list[str], remembered: list[str]) -> list[str]:
