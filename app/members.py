@@ -10,6 +10,8 @@ import re
 import uuid
 from typing import TypedDict
 
+from sqlalchemy import bindparam, select
+
 from app.audit import record
 from app.auth.passwords import passwords
 from app.auth.sessions import end_all_logins
@@ -76,8 +78,18 @@ def create_member(
     return user
 
 
+# Built once (the login page asks on every sign-in): building a statement and its cache key cost
+# more than running it.
+_BY_EMAIL = select(User).where(User.email == bindparam("email"))
+
+
+def member_by_email(email: str | None) -> User | None:
+    """The member with this address (compared as stored: normalised), or None."""
+    return db.session.scalar(_BY_EMAIL, {"email": User.normalize_email(email or "")})
+
+
 def find_member(email: str) -> User:
-    user = db.session.scalar(db.select(User).where(User.email == User.normalize_email(email or "")))
+    user = member_by_email(email)
     if user is None:
         raise MemberError(f"no member with email {email}")
     return user

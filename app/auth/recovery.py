@@ -13,9 +13,8 @@ from flask import current_app
 
 from app.audit import record
 from app.auth import links, throttle
-from app.extensions import db
 from app.mail import Mail
-from app.members import Ended, change_password, check_password_rules
+from app.members import Ended, change_password, check_password_rules, member_by_email
 from app.models import LinkPurpose, OneTimeLink, User
 
 
@@ -28,7 +27,7 @@ def mail_budget_left(user: User) -> bool:
 def request_reset(email: str) -> Mail | None:
     """A reset link for the member with `email`, as a mail to send after the commit; None when no
     member has that address (or it is suspended, or its mail budget is spent). The caller answers the same either way."""
-    user = db.session.scalar(db.select(User).where(User.email == User.normalize_email(email)))
+    user = member_by_email(email)
     if user is None or user.is_suspended or not mail_budget_left(user):
         return None
     token = links.issue(user, LinkPurpose.RESET)

@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
-from sqlalchemy import CursorResult, delete, exists, func, or_, select, update
+from sqlalchemy import CursorResult, bindparam, delete, exists, func, or_, select, update
 
 from app.audit import record
 from app.extensions import db
@@ -70,11 +70,19 @@ def totp_factor(user: User) -> TotpFactor | None:
     return db.session.get(TotpFactor, user.id)
 
 
+# Built once: every sign-in asks, and building the statement and its cache key cost more than
+# running it.
+_HAS_SECOND_FACTOR = select(
+    or_(
+        exists().where(TotpFactor.user_id == bindparam("user_id"), TotpFactor.confirmed_at.is_not(None)),
+        exists().where(Passkey.user_id == bindparam("user_id")),
+    )
+)
+
+
 def has_second_factor(user: User | Member) -> bool:
     """A confirmed authenticator app or a passkey: sign-in asks for it after the password (one query)."""
-    totp = exists().where(TotpFactor.user_id == user.id, TotpFactor.confirmed_at.is_not(None))
-    passkey = exists().where(Passkey.user_id == user.id)
-    return bool(db.session.scalar(select(or_(totp, passkey))))
+    return bool(db.session.scalar(_HAS_SECOND_FACTOR, {"user_id": user.id}))
 
 
 def has_totp(user: User) -> bool:

@@ -24,6 +24,7 @@ from app.auth.passwords import passwords
 from app.auth.second_factor import has_second_factor
 from app.auth.sessions import current_user, end_login, start_login
 from app.extensions import db
+from app.members import member_by_email
 from app.models import User
 from app.oauth.authorize import find_interaction, note_login, resume
 from app.oauth.store.interactions import PendingRequest
@@ -106,7 +107,7 @@ def login() -> Response | str:
 
     if not form.validate_on_submit():
         return _page(form, interaction, error="Enter your email and password.", status=400)
-    user = db.session.scalar(db.select(User).where(User.email == User.normalize_email(form.email.data)))
+    user = member_by_email(form.email.data)
     client = interaction.client if interaction is not None else None
     attempt = throttle.Attempt(throttle.account_key(form.email.data), known_device(user))
     wait = attempt.wait()

@@ -3,10 +3,10 @@ recording a grant, and revoking one."""
 
 from __future__ import annotations
 
-from functools import partial
+from functools import cache, partial
 from typing import Any, TypedDict
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import Insert, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -60,12 +60,29 @@ def record_consent(
     an INSERT ... ON CONFLICT, never check-then-insert."""
     chosen = {s for s in remembered_scopes(db_session, user, client) if s not in asked} | set(granted)
     scope = join(s for s in SCOPES if s in chosen)  # in the scope table's order, as shown
-    dialect = db_session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     now = utcnow()
-    stmt = insert(Consent).values(user_id=user.id, client_id=client.id, scope=scope, granted_at=now, updated_at=now)
-    stmt = stmt.on_conflict_do_update(index_elements=["user_id", "client_id"], set_={"scope": scope, "updated_at": now})
-    db_session.execute(stmt)
+    db_session.execute(
+        _upsert(db_session.get_bind().dialect.name),
+        {"user_id": user.id, "client_id": client.id, "scope": scope, "granted_at": now, "updated_at": now},
+    )
+
+
+@cache
+def _upsert(dialect: str) -> Insert:
+    """The consent upsert in `dialect`'s words (PostgreSQL and SQLite both say ON CONFLICT), built
+    once per dialect: building it and its cache key cost more than running it."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(Consent.__table__).values(
+        user_id=bindparam("user_id"),
+        client_id=bindparam("client_id"),
+        scope=bindparam("scope"),
+        granted_at=bindparam("granted_at"),
+        updated_at=bindparam("updated_at"),
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=["user_id", "client_id"],
+        set_={"scope": stmt.excluded.scope, "updated_at": stmt.excluded.updated_at},
+    )
 
 
 def revoke_consent(db_session: Session, user: User, client: Client | None) -> int:
