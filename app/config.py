@@ -281,8 +281,9 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
         # none (Referrer-Policy: no-referrer, which also makes browsers send `Origin: null`).
         # The CSRF token bound to the session is the defence (and SameSite=Lax on plain http).
         "WTF_CSRF_SSL_STRICT": False,
-        # Flask-Limiter: Redis when configured (shared by every process), else per-process memory.
-        "RATELIMIT_STORAGE_URI": settings["REDIS_URL"] or "memory://",
+        # Flask-Limiter: Redis when configured (shared by every process), else per-process memory
+        # (limits' own, swept without a timer thread: app/adapters.py SweptMemoryStorage).
+        "RATELIMIT_STORAGE_URI": settings["REDIS_URL"] or "swept-memory://",
         "RATELIMIT_KEY_PREFIX": "credits-id",
         "RATELIMIT_SWALLOW_ERRORS": True,  # a Redis outage must not turn sign-in into a 500
         "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from authlib.oauth2.rfc6749 import InvalidRequestError
 from flask import Flask, current_app, request
 from limits import RateLimitItem, parse
-from limits.storage import MemoryStorage
 
-from app.adapters import skip_global_limit_check
+from app.adapters import SweptMemoryStorage, skip_global_limit_check
 from app.extensions import limiter
 from app.models import User
 from app.models.base import sha256_hex
@@ -107,7 +106,7 @@ def token_request_retry_after() -> int | None:
 
 FAILURE_MEMORY = 24 * 3600  # seconds an account's failures from unknown browsers are remembered
 RETRY_STORE_AFTER = 30  # seconds sign-in counts in memory after the counter store failed
-_fallback = MemoryStorage()  # where sign-in counts while Redis is unreachable
+_fallback = SweptMemoryStorage()  # where sign-in counts while Redis is unreachable
 _store_failed_at = 0.0
 
 

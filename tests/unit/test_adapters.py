@@ -6,6 +6,7 @@ library now does the right thing)."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oidc.rpinitiated import EndSessionEndpoint
 from flask import Flask
 from flask_limiter import Limiter
+from limits.storage import MemoryStorage, storage_from_string
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
@@ -26,6 +28,7 @@ from app.adapters import (
     InsufficientScopeChallenge,
     OnlyCodeResponseType,
     S256CodeChallenge,
+    SweptMemoryStorage,
     is_wired,
     skip_global_limit_check,
 )
@@ -115,3 +118,42 @@ def test_flask_limiter_checks_every_request_unless_the_hook_is_removed():
     assert limiter._check_request_limit not in app.before_request_funcs[None]
     with pytest.raises(ValueError):
         skip_global_limit_check(app, limiter)  # once only: a second removal is a programming error
+
+
+def test_limits_memory_storage_still_sweeps_from_a_timer_thread_it_restarts():
+    """SweptMemoryStorage exists because every count restarts MemoryStorage's 10 ms timer thread."""
+    storage = MemoryStorage()
+    storage.incr("k", 60)
+    first = storage.timer
+    time.sleep(0.05)  # the timer has run
+    storage.incr("k", 60)
+    assert storage.timer is not first and storage.timer.is_alive()
+    assert hasattr(MemoryStorage, "_MemoryStorage__schedule_expiry")
+    assert hasattr(MemoryStorage, "_MemoryStorage__expire_events")
+
+
+def test_swept_memory_storage_counts_and_expires_without_threads():
+    storage = storage_from_string("swept-memory://")
+    assert isinstance(storage, SweptMemoryStorage)
+    initial = storage.timer  # the one MemoryStorage starts when it is made
+    for _ in range(50):
+        storage.incr("token-client", 60)
+        time.sleep(0.0005)
+    assert storage.get("token-client") == 50
+    assert storage.timer is initial  # counting started no timer thread
+    storage.incr("short", 0.05)
+    time.sleep(0.06)
+    assert storage.get("short") == 0  # a counter's own expiry is checked when it is read
+    storage.incr("gone", 0.01)
+    time.sleep(0.02)
+    storage.next_sweep = 0  # the sweep is due: the next count frees the expired counters
+    storage.incr("token-client", 60)
+    assert "gone" not in storage.storage and storage.get("token-client") == 51
+
+
+def test_the_rate_limits_count_in_the_swept_storage_without_redis(app):
+    from app.extensions import limiter
+
+    if app.config["REDIS_URL"]:
+        pytest.skip("the tests run with Redis: the limits count there")
+    assert isinstance(limiter.storage, SweptMemoryStorage)
