@@ -10,7 +10,7 @@ Every number comes from the environment, with defaults for a small machine:
 
   WEB_BIND              address to listen on (host:port)                           127.0.0.1:8000
   WEB_CONCURRENCY       worker processes                                           CPUs
-  WEB_THREADS           threads per worker running the app (match DATABASE_POOL_SIZE)   4
+  WEB_THREADS           threads per worker running the app (at most DATABASE_POOL_SIZE) 1
   WEB_GRACEFUL_TIMEOUT  seconds a worker may finish its requests on stop/reload     30
   WEB_KEEPALIVE         seconds an idle keep-alive connection is held, and the most a client
                         may take to send a request's headers (1 to 60)              30
@@ -18,6 +18,13 @@ Every number comes from the environment, with defaults for a small machine:
   PROMETHEUS_MULTIPROC_DIR  where the workers share their metrics          a fresh temporary folder
   METRICS_BIND          host:port of a port of its own for /metrics, served by this
                         (the master) process from the workers' files; keep it private   none
+
+One thread per worker by default: the app's requests are short and mostly CPU, so threads of one
+process mostly wait for its interpreter lock, and switching between them costs CPU. Measured with
+`make bench` (2 cores, 2 workers; docs/performance.md): 4 threads against 1 cost 7-10 % more CPU
+per refresh at 8 concurrent clients, on SQLite and on a local PostgreSQL alike, with fewer requests
+served and a p99 three times longer. Raise WEB_THREADS when the database is far enough away that a
+request spends much of its time waiting for it.
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
 any number of them, on any number of machines, serve one issuer; a worker that dies is replaced.
@@ -60,6 +67,8 @@ JSON_LOGGING: dict[str, Any] = {
 }
 
 
+DEFAULT_THREADS = 1  # per worker: see the module docstring
+
 # gunicorn's settings that granian has no use for: said once at start, so an operator who set them
 # is not left believing they still apply.
 RETIRED = {
@@ -86,7 +95,7 @@ def server_options(environ: os._Environ | dict = os.environ) -> dict[str, Any]:
         "address": host.strip("[]") or "127.0.0.1",
         "port": int(port),
         "workers": int(environ.get("WEB_CONCURRENCY") or os.cpu_count() or 1),
-        "blocking_threads": int(environ.get("WEB_THREADS") or 4),
+        "blocking_threads": int(environ.get("WEB_THREADS") or DEFAULT_THREADS),
         "workers_kill_timeout": int(environ.get("WEB_GRACEFUL_TIMEOUT") or 30),
         "workers_max_rss": max_rss or None,
         "respawn_failed_workers": True,

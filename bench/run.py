@@ -42,7 +42,17 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 from bench import floor_provider
 from bench.dataset import BENCH_LIMITS, CATALOG_CREDITS, CHEAP_ARGON2
-from bench.servers import PEER_PORT, SERVERS, ServerSettings, free_port, start_peer, start_server, stop, wait_for
+from bench.servers import (
+    DEFAULT_THREADS,
+    PEER_PORT,
+    SERVERS,
+    ServerSettings,
+    free_port,
+    start_peer,
+    start_server,
+    stop,
+    wait_for,
+)
 from bench.stores import Store, private_postgres, private_redis, start_with_store, stop_group
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -883,7 +893,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--scale", type=int, default=1, help="dataset size: 1 = 100 apps, 1k members, 10k tokens")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=DEFAULT_THREADS, help="per worker (default: production's, serve.py)")
     ap.add_argument("--catalog-credits", type=int, default=CATALOG_CREDITS, help="demo catalog size for the /v1 reads")
     ap.add_argument(
         "--server",

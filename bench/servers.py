@@ -18,6 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from serve import DEFAULT_THREADS  # noqa: E402 - production's setting, measured as it runs
+
 PEER_PORT = 7101  # fixed by the shared harness's run-peer.sh
 
 
@@ -31,7 +36,7 @@ class ServerSettings:
     one it replaced, kept so the two can be compared in one run."""
 
     workers: int = 2
-    threads: int = 4
+    threads: int = DEFAULT_THREADS
     server: str = "granian"
 
     def argv(self, port: int, wsgi_app: str) -> list[str]:

@@ -50,7 +50,7 @@ def test_settings_come_from_the_environment():
 def test_defaults_for_a_small_machine():
     options = server_options({})
     assert (options["address"], options["port"]) == ("127.0.0.1", 8000)
-    assert options["workers"] == (os.cpu_count() or 1) and options["blocking_threads"] == 4
+    assert options["workers"] == (os.cpu_count() or 1) and options["blocking_threads"] == 1
     assert options["workers_max_rss"] is None  # workers are not replaced for their memory unless asked
     assert options["http1_settings"].header_read_timeout == 30_000
 
