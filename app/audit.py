@@ -15,9 +15,10 @@ from flask import has_request_context, request
 from sqlalchemy import Select, or_, select
 
 from app.extensions import db
-from app.models import AuditEvent, Client, Role, User
+from app.models import AuditEvent, Role, User
 from app.oauth.store.clients import App
 from app.oauth.store.members import Member
+from app.oauth.store.registry import owned_app_ids
 
 # Every action the trail knows, with how the console words it.
 ACTIONS: dict[str, str] = {
@@ -71,7 +72,7 @@ MEMBER_ACTIONS = frozenset(
 def record(
     action: str,
     actor: User | Member | None = None,
-    client: Client | App | None = None,
+    client: App | None = None,
     subject: User | None = None,
     source: str | None = None,
     actor_email: str | None = None,
@@ -100,7 +101,7 @@ def record(
 class AuditFilter:
     """What the audit page asks for. `owner` limits the trail to one developer's apps."""
 
-    client: Client | None = None
+    client: App | None = None
     member: User | None = None
     owner: User | None = None
     # What the search box found: the ids of every app (or member) a partial match named.
@@ -115,8 +116,7 @@ def audit_query(f: AuditFilter) -> Select[AuditEvent]:
     """Newest first. Filtering by member matches events they did and events about them."""
     stmt = select(AuditEvent).order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())
     if f.owner is not None:
-        own_apps = select(Client.id).where(Client.owner_id == f.owner.id)
-        stmt = stmt.where(AuditEvent.client_id.in_(own_apps))
+        stmt = stmt.where(AuditEvent.client_id.in_(owned_app_ids(f.owner.id)))
     if f.client is not None:
         stmt = stmt.where(AuditEvent.client_id == f.client.id)
     if f.client_ids is not None:
