@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from app.extensions import db
 from app.models import ClientStatus
 from app.oauth.store.clients import app_by_client_id
 from app.oauth.store.registry import RegisteredApp, registered_app, set_status
@@ -82,3 +83,22 @@ def test_a_change_is_read_back_by_the_protocol_store_in_the_same_request():
     assert app_by_client_id(app.client_id).check_client_secret(secret)  # the previous one, in its grace period
     stored = registered_app(app.client_id)
     assert stored.previous_secret_hash == app.client_secret_hash and stored.disabled_by_admin
+
+
+def test_the_audit_trail_names_its_apps_through_the_store():
+    """The audit pages show each event's app from the store's records (`Page.apps`); the ORM
+    relationship is not loaded behind them."""
+    from sqlalchemy.exc import InvalidRequestError
+
+    from app.audit import AuditFilter, audit_page
+    from app.console.apps import register_app
+
+    app, _ = register_app(NewClient(name="Audited", redirect_uris=["https://audited.example/cb"]), actor=None)
+    db.session.commit()
+    db.session.expunge_all()  # the events as a page reads them, not the one `record` just added
+    page = audit_page(AuditFilter())
+    [event] = page.items
+    assert event.client_id == app.id and list(page.apps) == [app.id]
+    assert (page.apps[app.id].client_id, page.apps[app.id].name) == (app.client_id, "Audited")
+    with pytest.raises(InvalidRequestError):
+        event.client  # noqa: B018 - raiseload: reading it would be a second path to the row

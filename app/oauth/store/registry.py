@@ -8,6 +8,7 @@ transaction: the page or command that called the service commits, with the audit
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -94,6 +95,14 @@ def registered_app_by_id(pk: int) -> RegisteredApp | None:
     """An app by its row id, whatever its status."""
     row = db.session.execute(_BY_ID, {"id": pk}).first()
     return None if row is None else _labelled(row)
+
+
+def apps_by_ids(ids: Collection[int]) -> dict[int, RegisteredApp]:
+    """The apps with these row ids (those that exist), by row id, in one query."""
+    if not ids:
+        return {}
+    rows = db.session.execute(select(*_LABELLED).where(_clients.c.id.in_(set(ids))))
+    return {app.id: app for app in map(_labelled, rows)}
 
 
 def insert_app(values: dict[str, Any]) -> RegisteredApp:
