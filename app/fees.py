@@ -155,7 +155,7 @@ def ledger(first: Month, last: Month, owner: User | None = None, now: datetime |
     rows = registered_during(first.start, last.next.start, owner_id=None if owner is None else owner.id)
     result = Ledger(first, last)
     for month in reversed(months(first, last)):
-        for client, user in rows:
+        for client, app_owner in rows:
             if is_billable(client, month):
                 result.lines.append(
                     LedgerLine(
@@ -163,7 +163,7 @@ def ledger(first: Month, last: Month, owner: User | None = None, now: datetime |
                         client_id=client.client_id,
                         app_name=client.name,
                         owner_id=client.owner_id,
-                        owner_email=user.email if user else None,
+                        owner_email=app_owner.email if app_owner else None,
                         status=client.status,
                         amount=MONTHLY_FEE,
                         deleted_on=client.deleted_at.astimezone(UTC).date().isoformat() if client.deleted_at else None,
