@@ -8,16 +8,18 @@ passwords, secrets, tokens or codes; the `detail` dict holds only names such as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from flask import has_request_context, request
 from sqlalchemy import Select, insert, or_, select
+from sqlalchemy.orm import raiseload
 
 from app.extensions import db
-from app.models import AuditEvent, Client, Role, User
+from app.models import AuditEvent, Role, User
 from app.oauth.store.clients import App
 from app.oauth.store.members import Member
+from app.oauth.store.registry import RegisteredApp, apps_by_ids, owned_app_ids
 
 # Every action the trail knows, with how the console words it.
 ACTIONS: dict[str, str] = {
@@ -77,7 +79,7 @@ _INSERT = insert(AuditEvent.__table__)
 def record(
     action: str,
     actor: User | Member | None = None,
-    client: Client | App | None = None,
+    client: App | None = None,
     subject: User | None = None,
     source: str | None = None,
     actor_email: str | None = None,
@@ -109,7 +111,7 @@ def record(
 class AuditFilter:
     """What the audit page asks for. `owner` limits the trail to one developer's apps."""
 
-    client: Client | None = None
+    client: App | None = None
     member: User | None = None
     owner: User | None = None
     # What the search box found: the ids of every app (or member) a partial match named.
@@ -121,11 +123,15 @@ class AuditFilter:
 
 
 def audit_query(f: AuditFilter) -> Select[AuditEvent]:
-    """Newest first. Filtering by member matches events they did and events about them."""
-    stmt = select(AuditEvent).order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())
+    """Newest first. Filtering by member matches events they did and events about them. The apps
+    the events name are read through the store (`Page.apps`), not joined in by the ORM."""
+    stmt = (
+        select(AuditEvent)
+        .options(raiseload(AuditEvent.client))
+        .order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())
+    )
     if f.owner is not None:
-        own_apps = select(Client.id).where(Client.owner_id == f.owner.id)
-        stmt = stmt.where(AuditEvent.client_id.in_(own_apps))
+        stmt = stmt.where(AuditEvent.client_id.in_(owned_app_ids(f.owner.id)))
     if f.client is not None:
         stmt = stmt.where(AuditEvent.client_id == f.client.id)
     if f.client_ids is not None:
@@ -148,6 +154,7 @@ class Page:
     items: list[AuditEvent]
     number: int  # 1-based
     has_next: bool
+    apps: dict[int, RegisteredApp] = field(default_factory=dict)  # the apps the items name, by row id
 
     @property
     def has_previous(self) -> bool:
@@ -159,7 +166,9 @@ def audit_page(f: AuditFilter, number: int = 1, size: int = PAGE_SIZE) -> Page:
     exists, instead of counting the whole (growing) table."""
     number = max(1, number)
     rows = db.session.scalars(audit_query(f).offset((number - 1) * size).limit(size + 1)).all()
-    return Page(items=list(rows[:size]), number=number, has_next=len(rows) > size)
+    items = list(rows[:size])
+    apps = apps_by_ids({event.client_id for event in items if event.client_id is not None})
+    return Page(items=items, number=number, has_next=len(rows) > size, apps=apps)
 
 
 def describe(event: AuditEvent) -> str:

@@ -13,8 +13,9 @@ from app.apikeys import create_key, rotate_key
 from app.catalog_seed import ensure_catalog, profiles_by_credit_count
 from app.extensions import db
 from app.members import create_member, set_password
-from app.models import ApiKey, Client, Role, Tier, User
+from app.models import ApiKey, Role, Tier, User
 from app.models.base import new_secret
+from app.oauth.store.registry import change_app, registered_app
 from app.registration import NewClient, register_client, rotate_secret
 
 # `catalog_rank`: which of the most-credited profiles the member is linked to (0 = the most).
@@ -75,11 +76,12 @@ def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, r
         )
     apps = []
     for spec in DEMO_APPS:
-        client = db.session.scalar(db.select(Client).where(Client.client_id == spec.client_id))
+        client = registered_app(spec.client_id) if spec.client_id else None
         if client is None:
             client, secret = register_client(spec)
         else:
-            client.name = spec.name  # a database seeded under an older name shows the one name too
+            if client.name != spec.name:  # a database seeded under an older name shows the one name too
+                client = change_app(client.id, {"name": spec.name})
             secret = None if client.is_public else rotate_secret(client)
         apps.append(
             {

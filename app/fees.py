@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import or_, select
-
-from app.extensions import db
-from app.models import Client, User
+from app.models import User
 from app.models.base import utcnow
+from app.oauth.store.registry import RegisteredApp, registered_during
 
 MONTHLY_FEE = 99
 CURRENCY = "USD"
@@ -79,7 +77,7 @@ def months(first: Month, last: Month) -> list[Month]:
     return out
 
 
-def is_billable(client: Client, month: Month) -> bool:
+def is_billable(client: RegisteredApp, month: Month) -> bool:
     """Registered for at least part of `month`: created before it ended, deleted (if ever) after it began."""
     return client.created_at < month.next.start and (client.deleted_at is None or client.deleted_at > month.start)
 
@@ -154,19 +152,10 @@ def ledger(first: Month, last: Month, owner: User | None = None, now: datetime |
     last = min(last, current)
     if len(months(first, last)) > MAX_MONTHS:
         raise FeeError(f"a report covers at most {MAX_MONTHS} months")
-    stmt = (
-        select(Client, User)
-        .outerjoin(User, Client.owner_id == User.id)
-        .where(Client.created_at < last.next.start)
-        .where(or_(Client.deleted_at.is_(None), Client.deleted_at > first.start))
-        .order_by(Client.created_at, Client.id)
-    )
-    if owner is not None:
-        stmt = stmt.where(Client.owner_id == owner.id)
-    rows = db.session.execute(stmt).all()
+    rows = registered_during(first.start, last.next.start, owner_id=None if owner is None else owner.id)
     result = Ledger(first, last)
     for month in reversed(months(first, last)):
-        for client, user in rows:
+        for client, app_owner in rows:
             if is_billable(client, month):
                 result.lines.append(
                     LedgerLine(
@@ -174,7 +163,7 @@ def ledger(first: Month, last: Month, owner: User | None = None, now: datetime |
                         client_id=client.client_id,
                         app_name=client.name,
                         owner_id=client.owner_id,
-                        owner_email=user.email if user else None,
+                        owner_email=app_owner.email if app_owner else None,
                         status=client.status,
                         amount=MONTHLY_FEE,
                         deleted_on=client.deleted_at.astimezone(UTC).date().isoformat() if client.deleted_at else None,

@@ -16,9 +16,11 @@ from urllib.parse import urlsplit
 
 from app.capabilities import DEFAULT_SECRET_AUTH_METHOD, SECRET_AUTH_METHODS
 from app.config import is_loopback_host
-from app.extensions import db
-from app.models import Client, ClientType
-from app.models.base import new_secret, utcnow
+from app.models import ClientType
+from app.models.base import new_secret, sha256_hex, utcnow
+from app.oauth.store import registry
+from app.oauth.store.clients import App
+from app.oauth.store.registry import RegisteredApp
 from app.scopes import SUPPORTED_SCOPES, known_scopes
 
 # RFC 8252 7.1: a private-use scheme is a reverse domain name, e.g. com.example.app
@@ -180,40 +182,39 @@ def _checked_fields(spec: NewClient, public: bool) -> dict[str, Any]:
     }
 
 
-def register_client(spec: NewClient) -> tuple[Client, str | None]:
+def register_client(spec: NewClient) -> tuple[RegisteredApp, str | None]:
     """Create the client; returns it with its secret (None for public clients). The secret is
-    shown once by the caller: only its hash is stored. Flushed, not committed: the caller commits
+    shown once by the caller: only its hash is stored. Written, not committed: the caller commits
     the app together with its audit row (one unit of work)."""
-    client = Client(
-        client_id=spec.client_id or new_client_id(),
-        client_type=ClientType.PUBLIC if spec.public else ClientType.CONFIDENTIAL,
-        owner_id=spec.owner_id,
-        **_checked_fields(spec, spec.public),
+    fields = _checked_fields(spec, spec.public)
+    secret = None if spec.public else new_secret(32)
+    client = registry.insert_app(
+        {
+            "client_id": spec.client_id or new_client_id(),
+            "client_type": (ClientType.PUBLIC if spec.public else ClientType.CONFIDENTIAL).value,
+            "owner_id": spec.owner_id,
+            "client_secret_hash": None if secret is None else sha256_hex(secret),
+            **fields,
+        }
     )
-    secret = None
-    if not spec.public:
-        secret = new_secret(32)
-        client.set_secret(secret)
-    db.session.add(client)
-    db.session.flush()
     return client, secret
 
 
-def update_client(client: Client, spec: NewClient) -> list[str]:
+def update_client(client: App, spec: NewClient) -> list[str]:
     """Change an app's details and URIs under the same rules as registration. The type
     (confidential/public), client id and owner are kept. Returns the names of what changed;
     the caller commits."""
     fields = _checked_fields(spec, client.is_public)
     changed = [attr for attr, value in fields.items() if getattr(client, attr) != value]
-    for attr in changed:
-        setattr(client, attr, fields[attr])
+    if changed:
+        registry.change_app(client.id, {attr: fields[attr] for attr in changed})
     return changed
 
 
 MAX_SECRET_GRACE = timedelta(days=7)
 
 
-def rotate_secret(client: Client, grace: timedelta | None = None) -> str:
+def rotate_secret(client: App, grace: timedelta | None = None) -> str:
     """Issue a new secret (returned once; only its hash is kept). Without `grace` the old secret
     stops working at once; with it, the old one keeps working until the grace period ends, so
     the app can be redeployed without downtime. Only the secret just replaced is kept. Checked
@@ -224,12 +225,6 @@ def rotate_secret(client: Client, grace: timedelta | None = None) -> str:
         raise RegistrationError("The application is deleted")
     if grace is not None and not (timedelta(0) <= grace <= MAX_SECRET_GRACE):
         raise RegistrationError("The grace period must be between 0 and 7 days")
-    if grace:
-        client.previous_secret_hash = client.client_secret_hash
-        client.previous_secret_expires_at = utcnow() + grace
-    else:
-        client.previous_secret_hash = None
-        client.previous_secret_expires_at = None
     secret = new_secret(32)
-    client.set_secret(secret)
+    registry.replace_secret_hash(client.id, sha256_hex(secret), utcnow() + grace if grace else None)
     return secret

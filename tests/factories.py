@@ -30,9 +30,10 @@ def make_client(public: bool = False, redirect_uris: list[str] | None = None, **
     spec = NewClient(
         name=kw.pop("name", "Test App"), redirect_uris=redirect_uris or [REDIRECT_URI], public=public, **kw
     )
-    client, secret = register_client(spec)
+    registered, secret = register_client(spec)
     db.session.commit()  # the console and the CLI commit the app with its audit row; here, alone
-    return client, secret
+    # The service hands back a frozen record; the tests get the row as the ORM model, to change at will.
+    return db.session.get(Client, registered.id), secret
 
 
 def db_state() -> dict[str, list[tuple]]:

@@ -8,18 +8,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Client, ClientStatus, Consent, User
+from app.models import User
 from app.models.base import utcnow
+from app.oauth.store import registry
 from app.oauth.store import tokens as stored
+from app.oauth.store.clients import App
 from app.scopes import SCOPES, scope_list
 
 
 @dataclass(frozen=True)
 class Connection:
-    client: Client
+    client: App
     scopes: list[dict[str, str]]  # {"name", "description"} in the scope table's plain words
     connected_at: datetime
     last_used_at: datetime | None  # the last time the app got a token for the member
@@ -39,20 +40,15 @@ def connections(db_session: Session, user: User, now: datetime | None = None) ->
     (deleting an app removes its consents and revokes its tokens)."""
     now = now or utcnow()
     usage = stored.last_use_by_app(user.id)
-    consents = db_session.execute(
-        select(Consent, Client)
-        .join(Client, Consent.client_id == Client.id)
-        .where(Consent.user_id == user.id, Client.status != ClientStatus.DELETED)
-    ).all()
     result = [
-        Connection(client, plain_words(consent.scope), consent.granted_at, usage.get(client.id), True)
-        for consent, client in consents
+        Connection(client, plain_words(scope), granted_at, usage.get(client.id), True)
+        for client, scope, granted_at in registry.consented_apps(user.id)
     ]
     consented_ids = {c.client.id for c in result}
     for client_id, first_issued in stored.first_live_by_app(user.id, now).items():
         if client_id in consented_ids:
             continue
-        client = db_session.get(Client, client_id)
+        client = registry.registered_app_by_id(client_id)
         if client is None or client.is_deleted:
             continue
         scopes = " ".join(stored.live_scopes(user.id, client_id, now))
@@ -60,5 +56,5 @@ def connections(db_session: Session, user: User, now: datetime | None = None) ->
     return sorted(result, key=lambda c: c.last_used_at or c.connected_at, reverse=True)
 
 
-def is_connected(db_session: Session, user: User, client: Client, now: datetime | None = None) -> bool:
+def is_connected(db_session: Session, user: User, client: App, now: datetime | None = None) -> bool:
     return any(c.client.id == client.id for c in connections(db_session, user, now))

@@ -5,13 +5,13 @@ account page's "Revoke access" button cannot disconnect an app by a slip of the 
 from __future__ import annotations
 
 from flask import flash, redirect, render_template, url_for
-from sqlalchemy import select
 
 from app.account.connections import connections
 from app.account.views import ActionForm, bp
 from app.auth.sessions import current_user
 from app.extensions import db
-from app.models import Client, Profile
+from app.models import Profile
+from app.oauth.store.registry import registered_app
 
 
 @bp.get("/apps/<client_id>/revoke")
@@ -19,7 +19,7 @@ def confirm_revoke(client_id: str):
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.show")))
-    client = db.session.scalar(select(Client).where(Client.client_id == client_id[:64]))
+    client = registered_app(client_id[:64])
     found = [c for c in connections(db.session, user) if client is not None and c.client.id == client.id]
     if not found:
         flash("That app is not connected to your account.", "error")

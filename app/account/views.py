@@ -25,8 +25,9 @@ from app.consent.service import revoke_consent
 from app.extensions import db
 from app.mail import send_later
 from app.members import MAX_PASSWORD_LENGTH, MemberError, change_password
-from app.models import Client, LinkPurpose, OneTimeLink, Tier
+from app.models import LinkPurpose, OneTimeLink, Tier
 from app.models.base import utcnow
+from app.oauth.store.registry import registered_app
 from app.scopes import SCOPES, tier_allows
 
 bp = Blueprint("account", __name__, url_prefix="/account")
@@ -89,7 +90,7 @@ def revoke(client_id: str):
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.show")))
-    client = db.session.scalar(select(Client).where(Client.client_id == client_id[:64]))
+    client = registered_app(client_id[:64])
     if client is None or not is_connected(db.session, user, client):
         flash("That app is not connected to your account.", "error")
         return redirect(url_for("account.show"), 303)

@@ -19,15 +19,15 @@ from app.console.apps import (
     rotate_app_secret,
 )
 from app.extensions import db
-from app.models import Client, ClientStatus
+from app.oauth.store.registry import RegisteredApp, listed_apps, registered_app
 from app.registration import MAX_SECRET_GRACE, NewClient, RegistrationError
 
 clients = AppGroup("clients", help="Registered applications (OAuth clients).")
 
 
-def _app(client_id: str) -> Client:
+def _app(client_id: str, include_deleted: bool = False) -> RegisteredApp:
     try:
-        return find_app(client_id)
+        return find_app(client_id, include_deleted)
     except AppNotFound as exc:
         fail(str(exc))
 
@@ -59,7 +59,7 @@ def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope,
     )
     if scope is not None:
         spec.scope = scope
-    if client_id and db.session.scalar(db.select(Client.id).where(Client.client_id == client_id)):
+    if client_id and registered_app(client_id) is not None:
         fail(f"client id {client_id} is taken")
     try:
         client, secret = register_app(spec, actor=None)  # same rules as register_client, plus the audit trail
@@ -82,9 +82,7 @@ def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope,
 @json_option
 def clients_list(as_json):
     """Every registered application (deleted ones are left out; the fee ledger keeps them)."""
-    rows = db.session.scalars(
-        db.select(Client).where(Client.status != ClientStatus.DELETED).order_by(Client.created_at)
-    ).all()
+    rows = listed_apps()
     data = [
         {
             "client_id": c.client_id,
@@ -121,6 +119,7 @@ def clients_rotate_secret(client_id, grace, as_json):
     except RegistrationError as exc:
         fail(str(exc))
     db.session.commit()
+    client = _app(client_id)  # as it now is: until when the previous secret works
     data = {
         "client_id": client.client_id,
         "client_secret": secret,
@@ -131,8 +130,9 @@ def clients_rotate_secret(client_id, grace, as_json):
     emit(data, as_json, lambda d: fields(d) + "\n(the secret is shown only now)")
 
 
-def _emit_status(client: Client, changed: bool, as_json: bool) -> None:
-    """An app's status after `disable` or `enable`, and whether the command changed it."""
+def _emit_status(client_id: str, changed: bool, as_json: bool) -> None:
+    """An app's status after `disable` or `enable`, read back, and whether the command changed it."""
+    client = _app(client_id)
     emit(
         {"client_id": client.client_id, "status": client.status, "changed": changed},
         as_json,
@@ -148,7 +148,7 @@ def clients_disable(client_id, as_json):
     client = _app(client_id)
     changed = disable_app(client, actor=None)
     db.session.commit()
-    _emit_status(client, changed, as_json)
+    _emit_status(client_id, changed, as_json)
 
 
 @clients.command("enable")
@@ -159,7 +159,7 @@ def clients_enable(client_id, as_json):
     client = _app(client_id)
     changed = enable_app(client, actor=None)
     db.session.commit()
-    _emit_status(client, changed, as_json)
+    _emit_status(client_id, changed, as_json)
 
 
 @clients.command("delete")
@@ -173,6 +173,7 @@ def clients_delete(client_id, yes, as_json):
         click.confirm(f"Delete {client.name} ({client.client_id})? Its tokens and consents are revoked", abort=True)
     counts = delete_app(client, actor=None)
     db.session.commit()
+    client = _app(client_id, include_deleted=True)  # as it now is
     emit(
         {"client_id": client.client_id, "status": client.status, **counts},
         as_json,

@@ -10,7 +10,7 @@ from sqlalchemy import Insert, bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.models import Client, Consent, User
+from app.models import Consent, User
 from app.models.base import utcnow
 from app.oauth.store.clients import App
 from app.oauth.store.members import Member
@@ -32,7 +32,7 @@ _CONSENTED = select(Consent.scope).where(
 )
 
 
-def remembered_scopes(db_session: Session, user: User | Member, client: Client | App) -> list[str]:
+def remembered_scopes(db_session: Session, user: User | Member, client: App) -> list[str]:
     scope = db_session.scalar(_CONSENTED, {"user_id": user.id, "client_id": client.id})
     return scope_list(scope) if scope is not None else []
 
@@ -51,9 +51,7 @@ def decide_granted(requested: list[str], ticked: list[str] | None, tier: str) ->
     return grantable(chosen, tier)
 
 
-def record_consent(
-    db_session: Session, user: User | Member, client: Client | App, asked: list[str], granted: list[str]
-) -> None:
+def record_consent(db_session: Session, user: User | Member, client: App, asked: list[str], granted: list[str]) -> None:
     """Remember the member's latest answer: for each scope the page `asked` about, whether it was
     granted now (an unticked scope granted before is taken back), and the earlier grants of
     scopes not asked about this time. One row per member and app even under concurrent consents:
@@ -85,7 +83,7 @@ def _upsert(dialect: str) -> Insert:
     )
 
 
-def revoke_consent(db_session: Session, user: User, client: Client | None) -> int:
+def revoke_consent(db_session: Session, user: User, client: App | None) -> int:
     """Forget the consent and end everything it allowed, at once: the app's tokens for the member,
     its codes not yet redeemed and the member's pending requests to it; every app's when `client`
     is None. Returns the tokens revoked; the caller commits."""

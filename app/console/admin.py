@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from flask import abort, flash, redirect, render_template, request, url_for
-from sqlalchemy import func, or_, select
+from sqlalchemy import select
 
 from app.activity import DAYS, SIGN_IN, activity
 from app.audit import ACTIONS, AuditFilter, audit_page, describe, origin, record, who
@@ -19,8 +19,9 @@ from app.extensions import db
 from app.jwks import KeyStoreError, keystore
 from app.mail import send_later
 from app.members import MemberError, create_member, set_role, set_tier, suspend_member, unsuspend_member
-from app.models import AuditEvent, Client, Role, Tier, User
+from app.models import Role, Tier, User
 from app.models.base import utcnow
+from app.oauth.store.registry import busiest_apps, matching_app_ids
 
 USERS_PAGE_SIZE = 50
 
@@ -37,16 +38,7 @@ def _day(raw: str, label: str) -> datetime:
 
 def _matching_apps(user: User, text: str) -> tuple[int, ...]:
     """Apps `user` may see whose client id is `text`, or whose name or client id contains it."""
-    stmt = select(Client.id).where(
-        or_(
-            Client.client_id == text[:64],
-            Client.name.icontains(text, autoescape=True),
-            Client.client_id.icontains(text, autoescape=True),
-        )
-    )
-    if user.role != Role.ADMIN:
-        stmt = stmt.where(Client.owner_id == user.id)
-    return tuple(db.session.scalars(stmt.limit(MATCH_LIMIT)))
+    return matching_app_ids(text, owner_id=None if user.role == Role.ADMIN else user.id, limit=MATCH_LIMIT)
 
 
 def _matching_members(text: str) -> tuple[str, ...]:
@@ -105,14 +97,7 @@ def audit():
 def activity_overview():
     """The provider's sign-ins, consents and active members per day, and the busiest apps."""
     since = utcnow() - timedelta(days=DAYS)
-    top_apps = db.session.execute(
-        select(Client, func.count(AuditEvent.id).label("n"))
-        .join(AuditEvent, AuditEvent.client_id == Client.id)
-        .where(AuditEvent.action == SIGN_IN, AuditEvent.created_at >= since)
-        .group_by(Client.id)
-        .order_by(func.count(AuditEvent.id).desc(), Client.id)
-        .limit(10)
-    ).all()
+    top_apps = busiest_apps(SIGN_IN, since, limit=10)
     return render_template("console/activity.html", act=activity(), chart=bar_chart, top_apps=top_apps)
 
 

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import CursorResult, delete, or_, select
+from sqlalchemy import CursorResult, delete
 
 from app.audit import record
 from app.extensions import db
-from app.models import Client, ClientStatus, Consent, Role, User
+from app.models import ClientStatus, Consent, Role, User
 from app.models.base import utcnow
+from app.oauth.store import registry
+from app.oauth.store.registry import Owner, RegisteredApp
 from app.oauth.store.tokens import end_grants
 from app.registration import NewClient, register_client, rotate_secret, update_client
 
@@ -32,21 +34,21 @@ class NotAllowed(PermissionError):
     """The signed-in member may not do this to that app."""
 
 
-def can_manage(user: User, client: Client) -> bool:
+def can_manage(user: User, client: RegisteredApp) -> bool:
     """An admin manages every app; a developer only the apps they own."""
     return user.role == Role.ADMIN or (user.role == Role.DEVELOPER and client.owner_id == user.id)
 
 
-def find_app(client_id: str, include_deleted: bool = False) -> Client:
+def find_app(client_id: str, include_deleted: bool = False) -> RegisteredApp:
     """A registered app by its public client id; a deleted one only when `include_deleted` (its
     page stays readable, since it is still in the ledger, but nothing can be done to it)."""
-    client = db.session.scalar(select(Client).where(Client.client_id == (client_id or "")[:64]))
+    client = registry.registered_app((client_id or "")[:64])
     if client is None or (client.is_deleted and not include_deleted):
         raise AppNotFound(f"no application with client id {client_id}")
     return client
 
 
-def app_for(user: User, client_id: str, include_deleted: bool = False) -> Client:
+def app_for(user: User, client_id: str, include_deleted: bool = False) -> RegisteredApp:
     """The app, if `user` may manage it: AppNotFound (404) or NotAllowed (403) otherwise."""
     client = find_app(client_id, include_deleted)
     if not can_manage(user, client):
@@ -59,7 +61,7 @@ APPS_PAGE_SIZE = 25
 
 @dataclass(frozen=True)
 class AppPage:
-    rows: list[tuple[Client, User | None]]  # each app with its owner (None: registered on the command line)
+    rows: list[tuple[RegisteredApp, Owner | None]]  # each app with its owner (None: registered on the command line)
     number: int
     has_next: bool
 
@@ -69,20 +71,18 @@ def apps_page(user: User, query: str = "", number: int = 1, size: int = APPS_PAG
     existed, so they stay in sight, marked deleted), oldest first. `query` matches part of the
     name or client id, and for admins part of the owner's email, in any case."""
     number = max(1, number)
-    stmt = select(Client, User).outerjoin(User, Client.owner_id == User.id).order_by(Client.created_at, Client.id)
-    if user.role != Role.ADMIN:
-        stmt = stmt.where(Client.owner_id == user.id)
-    query = (query or "").strip()[:120]
-    if query:
-        matches = [Client.name.icontains(query, autoescape=True), Client.client_id.icontains(query, autoescape=True)]
-        if user.role == Role.ADMIN:
-            matches.append(User.email.icontains(query, autoescape=True))
-        stmt = stmt.where(or_(*matches))
-    rows = db.session.execute(stmt.offset((number - 1) * size).limit(size + 1)).all()
-    return AppPage(rows=[(c, u) for c, u in rows[:size]], number=number, has_next=len(rows) > size)
+    admin = user.role == Role.ADMIN
+    rows = registry.apps_with_owners(
+        owner_id=None if admin else user.id,
+        search=(query or "").strip()[:120],
+        search_owner_email=admin,
+        offset=(number - 1) * size,
+        limit=size + 1,
+    )
+    return AppPage(rows=rows[:size], number=number, has_next=len(rows) > size)
 
 
-def register_app(spec: NewClient, actor: User | None) -> tuple[Client, str | None]:
+def register_app(spec: NewClient, actor: User | None) -> tuple[RegisteredApp, str | None]:
     """Register an app (its secret is returned once). Only an admin may make it a trusted
     first-party app or turn PKCE off; a developer's app is owned by the developer. The app and
     its `app.registered` audit row join the caller's transaction; the caller commits them together."""
@@ -95,7 +95,7 @@ def register_app(spec: NewClient, actor: User | None) -> tuple[Client, str | Non
     return client, secret
 
 
-def edit_app(client: Client, spec: NewClient, actor: User | None) -> list[str]:
+def edit_app(client: RegisteredApp, spec: NewClient, actor: User | None) -> list[str]:
     """Change details and URIs; returns what changed. The admin-only switches keep their value
     when a developer edits. A RegistrationError leaves the app untouched; the caller commits."""
     if actor is not None and actor.role != Role.ADMIN:
@@ -106,7 +106,7 @@ def edit_app(client: Client, spec: NewClient, actor: User | None) -> list[str]:
     return changed
 
 
-def rotate_app_secret(client: Client, actor: User | None, grace: timedelta | None = None) -> str:
+def rotate_app_secret(client: RegisteredApp, actor: User | None, grace: timedelta | None = None) -> str:
     """A new secret, shown once. The old one stops at once, or at the end of `grace`. The new hash
     and the audit row join the caller's transaction (a RegistrationError writes neither)."""
     secret = rotate_secret(client, grace)
@@ -119,7 +119,7 @@ def acts_as_admin(actor: User | None) -> bool:
     return actor is None or actor.role == Role.ADMIN
 
 
-def disable_app(client: Client, actor: User | None) -> bool:
+def disable_app(client: RegisteredApp, actor: User | None) -> bool:
     """Suspend the app: authorize shows an error page and the token endpoint does not know it.
     Its tokens and unredeemed codes end for good, not just while it stays disabled: an app is
     disabled after a leak or abuse, and enabling it again must not bring back what may have been
@@ -130,31 +130,29 @@ def disable_app(client: Client, actor: User | None) -> bool:
         return False
     # Disabled by its developer, an administrator may still lock it (it stays disabled meanwhile).
     first = client.status != ClientStatus.DISABLED
-    client.status = ClientStatus.DISABLED
-    client.disabled_by_admin = acts_as_admin(actor)
+    registry.set_status(client.id, ClientStatus.DISABLED, disabled_by_admin=acts_as_admin(actor))
     revoked = end_grants(client_id=client.id) if first else 0
     record("app.disabled", actor=actor, client=client, tokens_revoked=revoked)
     return True
 
 
-def may_enable(client: Client, actor: User | None) -> bool:
+def may_enable(client: RegisteredApp, actor: User | None) -> bool:
     return not client.disabled_by_admin or acts_as_admin(actor)
 
 
-def enable_app(client: Client, actor: User | None) -> bool:
+def enable_app(client: RegisteredApp, actor: User | None) -> bool:
     """Let members sign in again. NotAllowed for a developer when an administrator disabled it
     (nothing changed then). The caller commits."""
     if client.status == ClientStatus.ACTIVE:
         return False
     if not may_enable(client, actor):
         raise NotAllowed("An administrator disabled this app: only an administrator can enable it again.")
-    client.status = ClientStatus.ACTIVE
-    client.disabled_by_admin = False
+    registry.set_status(client.id, ClientStatus.ACTIVE, disabled_by_admin=False)
     record("app.enabled", actor=actor, client=client)
     return True
 
 
-def delete_app(client: Client, actor: User | None) -> dict[str, int]:
+def delete_app(client: RegisteredApp, actor: User | None) -> dict[str, int]:
     """Delete the app: every token it holds is revoked and every consent given to it removed,
     in one transaction, the caller's (it commits). The row is kept (status `deleted`, secrets
     erased) for the fee ledger and the audit trail, and so its client id is never reused."""
@@ -164,10 +162,6 @@ def delete_app(client: Client, actor: User | None) -> dict[str, int]:
         delete(Consent).where(Consent.client_id == client.id).execution_options(synchronize_session=False)
     )
     consents = removed.rowcount
-    client.status = ClientStatus.DELETED
-    client.deleted_at = now
-    client.client_secret_hash = None
-    client.previous_secret_hash = None
-    client.previous_secret_expires_at = None
+    registry.mark_deleted(client.id, now)
     record("app.deleted", actor=actor, client=client, tokens_revoked=revoked, consents_removed=consents)
     return {"tokens_revoked": revoked, "consents_removed": consents}

@@ -19,6 +19,7 @@ from app.console.apps import (
     disable_app,
     edit_app,
     enable_app,
+    find_app,
     may_enable,
     register_app,
     rotate_app_secret,
@@ -194,7 +195,7 @@ def rotate(client_id: str):
         return redirect(url_for("console.app_detail", client_id=client.client_id))
     db.session.commit()
     once.remember(form.submission.data, client.client_id)
-    return _secret_page(client, secret, created=False)
+    return _secret_page(find_app(client.client_id), secret, created=False)  # as it now is (the grace period)
 
 
 @bp.post("/apps/<client_id>/disable")

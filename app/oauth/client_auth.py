@@ -20,7 +20,7 @@ from urllib.parse import unquote
 
 from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Request
 
-from app.models import Client
+from app.oauth.store.clients import App
 
 # Every credential a request body may carry; none of them may ride in the URL (RFC 6749 2.3.1).
 BODY_CREDENTIALS = ("client_secret", "client_assertion", "client_assertion_type")
@@ -80,18 +80,18 @@ def check_request(headers: Mapping[str, str], form: MultiValues, args: MultiValu
     return named_client_id(headers, form, args)
 
 
-# -- the three methods, as Authlib calls them: (query_client, OAuth2Request) -> Client | None -----
+# -- the three methods, as Authlib calls them: (query_client, OAuth2Request) -> App | None -----
 
-QueryClient = Callable[[str | None], Client | None]
+QueryClient = Callable[[str | None], App | None]
 
 
-def authenticate_client_secret_basic(query: QueryClient, request: OAuth2Request) -> Client | None:
+def authenticate_client_secret_basic(query: QueryClient, request: OAuth2Request) -> App | None:
     client_id, secret = split_basic(request.headers)
     client = query(client_id) if client_id and secret else None
     return client if client is not None and secret and client.check_client_secret(secret) else None
 
 
-def authenticate_client_secret_post(query: QueryClient, request: OAuth2Request) -> Client | None:
+def authenticate_client_secret_post(query: QueryClient, request: OAuth2Request) -> App | None:
     if request.headers.get("Authorization"):
         return None  # one authentication mechanism per request (RFC 6749 2.3)
     client_id, secret = request.form.get("client_id"), request.form.get("client_secret")
@@ -99,7 +99,7 @@ def authenticate_client_secret_post(query: QueryClient, request: OAuth2Request) 
     return client if client is not None and client.check_client_secret(secret) else None
 
 
-def authenticate_none(query: QueryClient, request: OAuth2Request) -> Client | None:
+def authenticate_none(query: QueryClient, request: OAuth2Request) -> App | None:
     if request.headers.get("Authorization") or request.form.get("client_secret"):
         return None
     client_id = named_client_id(request.headers, request.form, request.args)
@@ -108,7 +108,7 @@ def authenticate_none(query: QueryClient, request: OAuth2Request) -> Client | No
 
 # Each method app/capabilities.py names, by its name: a method named there without an
 # implementation here stops the app at start (a KeyError in init_oauth).
-METHODS: dict[str, Callable[[QueryClient, OAuth2Request], Client | None]] = {
+METHODS: dict[str, Callable[[QueryClient, OAuth2Request], App | None]] = {
     "client_secret_basic": authenticate_client_secret_basic,
     "client_secret_post": authenticate_client_secret_post,
     "none": authenticate_none,

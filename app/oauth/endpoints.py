@@ -26,9 +26,9 @@ from app.auth.sessions import end_login
 from app.capabilities import INTROSPECTION_AUTH_METHODS, REVOCATION_AUTH_METHODS, SIGNING_ALG
 from app.extensions import db
 from app.jwks import keystore
-from app.models import Client
 from app.models.base import utcnow
 from app.oauth.store import tokens
+from app.oauth.store.clients import App
 from app.scopes import grantable, join, scope_list
 
 ACCESS_TOKEN = "access_token"
@@ -43,7 +43,7 @@ class PresentedToken:
     row: tokens.StoredToken
     kind: str
 
-    def check_client(self, client: Client) -> bool:
+    def check_client(self, client: App) -> bool:
         return self.row.client_id == client.id
 
     def expires_at(self) -> datetime | None:
@@ -75,7 +75,7 @@ class TokenParameter:
     """`token` is required; `token_type_hint` is only a hint, so an unknown value is ignored
     (RFC 7662 section 2.1) rather than refused with Authlib's 401 `unsupported_token_type`."""
 
-    def check_params(self, request: OAuth2Request, client: Client) -> None:
+    def check_params(self, request: OAuth2Request, client: App) -> None:
         if not request.form.get("token"):
             raise InvalidRequestError("Missing 'token' parameter.")
 
@@ -109,7 +109,7 @@ class Introspection(TokenParameter, IntrospectionEndpoint):
     def query_token(self, token_string: str, token_type_hint: str | None) -> PresentedToken | None:
         return find_presented_token(token_string, token_type_hint)
 
-    def check_permission(self, token: PresentedToken, client: Client, request: OAuth2Request) -> bool:
+    def check_permission(self, token: PresentedToken, client: App, request: OAuth2Request) -> bool:
         return token.check_client(client)
 
     def introspect_token(self, token: PresentedToken) -> dict[str, Any]:
@@ -147,12 +147,12 @@ class EndSession(CheckedEndSessionEndpoint):
         """Signed by one of our keys is not enough: the issuer must be us, with a subject."""
         return claims.get("iss") == current_app.config["ISSUER_URL"] and isinstance(claims.get("sub"), str)
 
-    def is_registered_post_logout_uri(self, client: Client, uri: str) -> bool:
+    def is_registered_post_logout_uri(self, client: App, uri: str) -> bool:
         # Exact string match against the client's registered list (our column, not RFC 7591 metadata).
         return uri in (client.post_logout_redirect_uris or [])
 
     def is_post_logout_redirect_uri_legitimate(
-        self, request: OAuth2Request, post_logout_redirect_uri: str, client: Client, logout_hint: str | None
+        self, request: OAuth2Request, post_logout_redirect_uri: str, client: App, logout_hint: str | None
     ) -> bool:
         """Without an ID token, the redirect is legitimate once the member confirmed the sign-out
         on our page (the URI is still exactly one registered for the client)."""

@@ -13,10 +13,11 @@ from flask import current_app
 from app import metrics
 from app.capabilities import TOKEN_AUTH_METHODS
 from app.extensions import db
-from app.models import AuthorizationCode, Client
+from app.models import AuthorizationCode
 from app.models.base import new_secret, new_uuid, utcnow
 from app.oauth import refresh_grace
 from app.oauth.store import codes, tokens
+from app.oauth.store.clients import App
 from app.oauth.store.members import Member
 
 TokenResponse = tuple[int, dict[str, Any], list[tuple[str, str]]]  # status, body, headers (Authlib's)
@@ -26,7 +27,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
 
     @staticmethod
-    def client_requires_pkce(client: Client) -> bool:
+    def client_requires_pkce(client: App) -> bool:
         """PKCE is required of every client; only a confidential legacy app may be relaxed."""
         return client.require_pkce or client.is_public
 
@@ -58,7 +59,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             },
         )
 
-    def query_authorization_code(self, code: str, client: Client) -> codes.RedeemedCode | None:
+    def query_authorization_code(self, code: str, client: App) -> codes.RedeemedCode | None:
         """The code, spent as it is found (one UPDATE ... RETURNING; a later refusal in this request
         rolls that back). When nothing comes back, a used code presented again is reuse."""
         redeemed = codes.redeem_code(code, client.id)

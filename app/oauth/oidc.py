@@ -14,7 +14,8 @@ from joserfc.jwk import RSAKey
 from app.assurance import acr_for
 from app.capabilities import SIGNING_ALG
 from app.jwks import keystore
-from app.models import Client, User
+from app.models import User
+from app.oauth.store.clients import App
 from app.oauth.store.members import Member
 from app.scopes import claims_for, scope_list
 
@@ -38,18 +39,18 @@ class IDTokenMixin:
     """ID token parts shared by the code and refresh grants: issuer, audience, lifetime, the
     member's real login time, and the active key (with its kid) from the key store."""
 
-    def get_client_algorithm(self, client: Client) -> str:
+    def get_client_algorithm(self, client: App) -> str:
         return SIGNING_ALG
 
-    def get_encode_header(self, client: Client) -> dict[str, str]:
+    def get_encode_header(self, client: App) -> dict[str, str]:
         kid, key = keystore.signing_key()
         g.id_token_key = key  # the same key signs that the header names, even mid-rotation
         return {"alg": SIGNING_ALG, "kid": kid, "typ": "JWT"}
 
-    def resolve_client_private_key(self, client: Client) -> RSAKey:
+    def resolve_client_private_key(self, client: App) -> RSAKey:
         return g.pop("id_token_key")
 
-    def get_client_claims(self, client: Client) -> dict[str, Any]:
+    def get_client_claims(self, client: App) -> dict[str, Any]:
         now = int(time.time())
         return {
             "iss": current_app.config["ISSUER_URL"],

@@ -10,16 +10,17 @@ from typing import Any
 from authlib.oauth2.rfc6749 import OAuth2Request
 from flask import current_app
 
-from app.models import Client, User
+from app.models import User
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.oauth.store import tokens as stored
+from app.oauth.store.clients import App
 from app.oauth.store.members import Member
 from app.scopes import grantable, join, scope_list
 
 
 def generate_bearer_token(
     grant_type: str,
-    client: Client,
+    client: App,
     user: Member | User | None = None,
     scope: str | None = None,
     expires_in: int | None = None,

@@ -115,6 +115,7 @@ def test_only_the_hash_of_the_secret_is_stored():
 def test_rotation_without_grace_stops_the_old_secret_at_once():
     client, old = make_client()
     new = rotate_secret(client)
+    db.session.refresh(client)  # the service wrote the row (a Core UPDATE): read it back
     assert new != old
     assert client.check_client_secret(new)
     assert not client.check_client_secret(old)
@@ -126,6 +127,7 @@ def test_rotation_with_grace_keeps_the_old_secret_until_it_ends():
     with time_machine.travel(start, tick=False):
         client, old = make_client()
         new = rotate_secret(client, grace=timedelta(hours=1))
+        db.session.refresh(client)  # the service wrote the row (a Core UPDATE): read it back
         assert client.check_client_secret(old) and client.check_client_secret(new)
     with time_machine.travel(start + timedelta(minutes=59), tick=False):
         assert client.check_client_secret(old)
@@ -138,6 +140,7 @@ def test_a_second_rotation_drops_the_first_secret():
     client, first = make_client()
     second = rotate_secret(client, grace=timedelta(hours=1))
     third = rotate_secret(client, grace=timedelta(hours=1))
+    db.session.refresh(client)  # the service wrote the row (a Core UPDATE): read it back
     assert not client.check_client_secret(first)
     assert client.check_client_secret(second) and client.check_client_secret(third)
 
