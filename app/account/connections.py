@@ -8,8 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy.orm import Session
-
 from app.models import User
 from app.models.base import utcnow
 from app.oauth.store import registry
@@ -35,7 +33,7 @@ def plain_words(scope: str) -> list[dict[str, str]]:
     return [{"name": s, "description": SCOPES[s].description} for s in scope_list(scope) if s in SCOPES]
 
 
-def connections(db_session: Session, user: User, now: datetime | None = None) -> list[Connection]:
+def connections(user: User, now: datetime | None = None) -> list[Connection]:
     """Every app connected to `user`, most recently used first. Deleted apps are gone already
     (deleting an app removes its consents and revokes its tokens)."""
     now = now or utcnow()
@@ -45,16 +43,15 @@ def connections(db_session: Session, user: User, now: datetime | None = None) ->
         for client, scope, granted_at in registry.consented_apps(user.id)
     ]
     consented_ids = {c.client.id for c in result}
-    for client_id, first_issued in stored.first_live_by_app(user.id, now).items():
-        if client_id in consented_ids:
-            continue
-        client = registry.registered_app_by_id(client_id)
-        if client is None or client.is_deleted:
-            continue
-        scopes = " ".join(stored.live_scopes(user.id, client_id, now))
-        result.append(Connection(client, plain_words(scopes), first_issued, usage.get(client_id), False))
+    held = {pk: grant for pk, grant in stored.live_grants_by_app(user.id, now).items() if pk not in consented_ids}
+    for pk, client in registry.apps_by_ids(held).items():
+        if not client.is_deleted:
+            grant = held[pk]
+            result.append(
+                Connection(client, plain_words(" ".join(grant.scopes)), grant.first_issued, usage.get(pk), False)
+            )
     return sorted(result, key=lambda c: c.last_used_at or c.connected_at, reverse=True)
 
 
-def is_connected(db_session: Session, user: User, client: App, now: datetime | None = None) -> bool:
-    return any(c.client.id == client.id for c in connections(db_session, user, now))
+def is_connected(user: User, client: App, now: datetime | None = None) -> bool:
+    return any(c.client.id == client.id for c in connections(user, now))

@@ -20,7 +20,7 @@ def confirm_revoke(client_id: str):
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.show")))
     client = registered_app(client_id[:64])
-    found = [c for c in connections(db.session, user) if client is not None and c.client.id == client.id]
+    found = [c for c in connections(user) if client is not None and c.client.id == client.id]
     if not found:
         flash("That app is not connected to your account.", "error")
         return redirect(url_for("account.show"), 303)

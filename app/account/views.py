@@ -72,7 +72,7 @@ def show():
         "account/account.html",
         user=user,
         tiers=tiers(),
-        connections=connections(db.session, user),
+        connections=connections(user),
         form=ActionForm(),
         pending_email=pending_email(user),
         sessions=live_sessions(user, login.id),
@@ -91,7 +91,7 @@ def revoke(client_id: str):
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.show")))
     client = registered_app(client_id[:64])
-    if client is None or not is_connected(db.session, user, client):
+    if client is None or not is_connected(user, client):
         flash("That app is not connected to your account.", "error")
         return redirect(url_for("account.show"), 303)
     revoked = revoke_consent(db.session, user, client)

@@ -32,6 +32,7 @@ from app.adapters import (
     is_wired,
     skip_global_limit_check,
 )
+from app.config import flask_config, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -151,9 +152,11 @@ def test_swept_memory_storage_counts_and_expires_without_threads():
     assert "gone" not in storage.storage and storage.get("token-client") == 51
 
 
-def test_the_rate_limits_count_in_the_swept_storage_without_redis(app):
+def test_the_rate_limits_count_in_the_swept_storage_without_redis(app, settings):
+    """Without REDIS_URL (the tests' settings) the limits count in SweptMemoryStorage; with it, in Redis."""
     from app.extensions import limiter
 
-    if app.config["REDIS_URL"]:
-        pytest.skip("the tests run with Redis: the limits count there")
-    assert isinstance(limiter.storage, SweptMemoryStorage)
+    assert not app.config["REDIS_URL"] and isinstance(limiter.storage, SweptMemoryStorage)
+    public = {k: v for k, v in settings.items() if not k.startswith("_")}
+    with_redis = flask_config(load_settings({**public, "REDIS_URL": "redis://127.0.0.1:6379/0"}))
+    assert with_redis["RATELIMIT_STORAGE_URI"] == "redis://127.0.0.1:6379/0"

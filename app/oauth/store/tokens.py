@@ -307,24 +307,27 @@ def last_use_by_app(user_id: str) -> dict[int, datetime]:
     return {client_pk: issued for client_pk, issued in rows}
 
 
-def first_live_by_app(user_id: str, now: datetime) -> dict[int, datetime]:
-    """The apps holding a live token of the member, each with its oldest live token's issue time."""
+@dataclass(frozen=True, slots=True)
+class LiveGrant:
+    """What an app holds of a member now: since when (its oldest live token) and every scope its
+    live tokens carry, each once, in order of issue."""
+
+    first_issued: datetime
+    scopes: list[str]
+
+
+def live_grants_by_app(user_id: str, now: datetime) -> dict[int, LiveGrant]:
+    """The apps holding a live token of the member, with what they hold, in one query."""
     rows = db.session.execute(
-        select(_tokens.c.client_id, func.min(_tokens.c.issued_at))
+        select(_tokens.c.client_id, _tokens.c.issued_at, _tokens.c.scope)
         .where(_tokens.c.user_id == user_id, live_tokens_filter(now))
-        .group_by(_tokens.c.client_id)
+        .order_by(_tokens.c.issued_at, _tokens.c.id)
     ).all()
-    return {client_pk: issued for client_pk, issued in rows}
-
-
-def live_scopes(user_id: str, client_pk: int, now: datetime) -> list[str]:
-    """Every scope the member's live tokens for one app carry, each once, in order of appearance."""
-    rows = db.session.execute(
-        select(_tokens.c.scope).where(
-            _tokens.c.user_id == user_id, _tokens.c.client_id == client_pk, live_tokens_filter(now)
-        )
-    ).all()
-    return list(dict.fromkeys(s for (scope,) in rows for s in scope_list(scope)))
+    grants: dict[int, LiveGrant] = {}
+    for client_pk, issued_at, scope in rows:
+        grant = grants.setdefault(client_pk, LiveGrant(issued_at, []))
+        grant.scopes.extend(s for s in scope_list(scope) if s not in grant.scopes)
+    return grants
 
 
 def live_token_count(client_pk: int, now: datetime) -> int:
