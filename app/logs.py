@@ -19,8 +19,9 @@ import sys
 import time
 import uuid
 
-from flask import Flask, Response, current_app, g, has_request_context, request
+from flask import Flask, Response, current_app, g, has_app_context, request
 from pythonjsonlogger.json import JsonFormatter
+from werkzeug.wrappers import Request
 
 access_log = logging.getLogger("credits_id.access")
 events_log = logging.getLogger("credits_id.events")
@@ -33,11 +34,16 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 RENAMED = {"asctime": "time", "levelname": "level", "name": "logger"}
 
 
+# Where the front (app/oauth/front.py) leaves the request id, so Flask's hooks use the same one.
+REQUEST_ID_KEY = "credits_id.request_id"
+
+
 class RequestContextFilter(logging.Filter):
-    """Stamps the current request's id on every record logged while the request is served."""
+    """Stamps the current request's id on every record logged while the request is served (in
+    Flask, or at the front, which serves a request in an app context of its own)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if has_request_context() and "request_id" in g and not hasattr(record, "request_id"):
+        if has_app_context() and "request_id" in g and not hasattr(record, "request_id"):
             record.request_id = g.request_id
         return True
 
@@ -78,8 +84,9 @@ def member_hash(user_id: str | None) -> str | None:
 
 
 def note(client_id: str | None = None, user_id: str | None = None) -> None:
-    """Tell the access line which app and member the request was about (set by the hooks)."""
-    if not has_request_context():
+    """Tell the access line which app and member the request was about (set by the hooks). The
+    request's app context holds them: Flask's, or the one the front opens for a request."""
+    if not has_app_context():
         return
     if client_id:
         g.log_client_id = str(client_id)[:64]
@@ -127,26 +134,38 @@ def write_access_line(
     )
 
 
+def request_id_of(environ: dict) -> str:
+    """The request's id, made once per request: by the front when it saw the request first."""
+    if REQUEST_ID_KEY not in environ:
+        environ[REQUEST_ID_KEY] = request_id_for(environ.get("HTTP_X_REQUEST_ID"))
+    request_id: str = environ[REQUEST_ID_KEY]
+    return request_id
+
+
 def _start_request() -> None:
     g.request_started = time.perf_counter()
-    g.request_id = request_id_for(request.headers.get(REQUEST_ID_HEADER))
+    g.request_id = request_id_of(request.environ)
 
 
-def _client_id() -> str | None:
-    """The app the request came from: authenticated (hooks/signals), else what it claimed."""
+def client_id_of(req: Request) -> str | None:
+    """The app the request came from: authenticated (hooks/signals, through note()), else what it
+    claimed."""
     if "log_client_id" in g:
-        return g.log_client_id
+        noted: str = g.log_client_id
+        return noted
     try:
-        claimed = request.args.get("client_id") or (request.authorization.username if request.authorization else None)
-        if not claimed and request.mimetype == "application/x-www-form-urlencoded":
-            claimed = request.form.get("client_id")
+        claimed = req.args.get("client_id") or (req.authorization.username if req.authorization else None)
+        if not claimed and req.mimetype == "application/x-www-form-urlencoded":
+            claimed = req.form.get("client_id")
     except Exception:  # a malformed request was already answered; the log line must not fail
         claimed = None
     return str(claimed)[:64] if claimed else None
 
 
-def _user_id() -> str | None:
-    return g.get("log_user_id")  # set through note(): by the session lookup, the grants, the API
+def member_of_request() -> str | None:
+    """The keyed hash of the member the request was about (note()'s: the session lookup, the
+    grants, the API)."""
+    return member_hash(g.get("log_user_id"))
 
 
 def _finish_request(response: Response) -> Response:
@@ -161,8 +180,8 @@ def _finish_request(response: Response) -> Response:
         endpoint=request.url_rule.endpoint if request.url_rule else None,
         status=response.status_code,
         latency_ms=latency_ms,
-        client_id=_client_id(),
-        member=member_hash(_user_id()),
+        client_id=client_id_of(request),
+        member=member_of_request(),
         remote_addr=request.remote_addr,
         request_id=request_id,
     )

@@ -10,7 +10,9 @@ import logging
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, abort, g, request
+from werkzeug.datastructures import Headers
 from werkzeug.middleware.proxy_fix import ProxyFix
+from werkzeug.wrappers import Request
 
 CSP_DIRECTIVES = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; "
@@ -63,19 +65,29 @@ def apply_security_headers(response: Response, https: bool) -> Response:
         headers.setdefault("Content-Security-Policy", content_security_policy())
         headers.setdefault("X-Frame-Options", "DENY")
         headers.setdefault("Referrer-Policy", "no-referrer")
-    if request.path.startswith(NO_STORE_PREFIXES):
-        headers["Cache-Control"] = "no-store"
-        headers.setdefault("Pragma", "no-cache")
+    no_store_under(request.path, headers)
     return response
 
 
-def refuse_nul_bytes() -> None:
-    """No parameter of this service may hold a NUL byte: refuse it before any route reads it
-    (PostgreSQL cannot store NUL in text, and no identifier, code or token contains one)."""
-    values = request.values
-    if "\x00" in request.path or any(
+def no_store_under(path: str, headers: Headers) -> None:
+    """Pages and protocol answers that carry personal data or credentials are never cached."""
+    if path.startswith(NO_STORE_PREFIXES):
+        headers["Cache-Control"] = "no-store"
+        headers.setdefault("Pragma", "no-cache")
+
+
+def holds_nul_bytes(req: Request) -> bool:
+    """Whether the request's path or a parameter holds a NUL byte (PostgreSQL cannot store NUL in
+    text, and no identifier, code or token contains one)."""
+    values = req.values
+    return "\x00" in req.path or any(
         "\x00" in key or "\x00" in value for key in values for value in values.getlist(key)
-    ):
+    )
+
+
+def refuse_nul_bytes() -> None:
+    """No parameter of this service may hold a NUL byte: refuse it before any route reads it."""
+    if holds_nul_bytes(request):
         abort(400)
 
 

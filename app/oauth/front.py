@@ -1,13 +1,15 @@
 """The front: the provider's most frequent machine requests, answered before Flask.
 
-Most of an identity provider's traffic is three requests that need none of Flask's request
+Most of an identity provider's traffic is four requests that need none of Flask's request
 machinery (request context, cookie session, routing, CSRF, the page hooks): the discovery
-document, the key set, and a relying party's userinfo call with a good bearer token. Flask's
+document, the key set, a relying party's token request from its server, and its userinfo call
+with a good bearer token. Flask's
 cycle with those hooks costs more CPU than the answers themselves (docs/performance.md), so this
 WSGI middleware asks the answerer registered for the request's path, and hands everything else
-to Flask: another path, a request the answerer declines (anything unusual, and every error),
-whose Flask route then answers the same request the same way. The answerers are
-`app/oauth/published.py` (discovery, keys) and `app/oauth/userinfo.py`.
+to Flask: another path, a request the answerer declines (anything unusual, and every error it
+does not answer by the same rules as the route), whose Flask route then answers the same request
+the same way. The answerers are `app/oauth/published.py` (discovery, keys),
+`app/oauth/userinfo.py` and `app/oauth/token_endpoint.py`.
 
 Whatever answers, the response carries the request id and the baseline security headers, and
 the request gets its access line and metrics, through the same functions as Flask's hooks
@@ -68,7 +70,7 @@ class Front:
         answer = answerer(environ)
         if answer is None:
             return self.wsgi_app(environ, start_response)
-        request_id = logs.request_id_for(environ.get("HTTP_X_REQUEST_ID"))
+        request_id = logs.request_id_of(environ)
         start_response(
             status_line(answer.status), [*answer.headers, *self.baseline, (logs.REQUEST_ID_HEADER, request_id)]
         )
@@ -91,7 +93,7 @@ class Front:
 
 def init_front(app: Flask) -> None:
     """Install the front; call before ProxyFix wraps the app, so it sees the real client address."""
-    from app.oauth import published, userinfo
+    from app.oauth import published, token_endpoint, userinfo
 
-    answerers = {**published.answerers(app), **userinfo.answerers(app)}
+    answerers = {**published.answerers(app), **userinfo.answerers(app), **token_endpoint.answerers(app)}
     app.wsgi_app = Front(app, app.wsgi_app, answerers)  # type: ignore[method-assign]  # Flask's documented way

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from authlib.oauth2.rfc6749 import InvalidRequestError
 from flask import Blueprint, Response, current_app, request
 from werkzeug.wrappers import Response as BaseResponse
 
-from app.auth import throttle
 from app.capabilities import (
     AUTHORIZE_PATH,
     DISCOVERY_PATH,
@@ -16,10 +14,9 @@ from app.capabilities import (
     TOKEN_PATH,
     USERINFO_PATH,
 )
-from app.errors import machine_error
 from app.extensions import csrf
 from app.jwks import keystore
-from app.oauth import authorize
+from app.oauth import authorize, token_endpoint
 from app.oauth.metadata import not_modified, published_headers
 from app.oauth.server import server
 
@@ -56,14 +53,8 @@ def authorize_endpoint() -> BaseResponse:
 @bp.post(TOKEN_PATH)
 @csrf.exempt
 def token() -> Response:
-    retry_after = throttle.token_request_retry_after()
-    if retry_after is not None:
-        response = machine_error(429, "Too many token requests for this client. Retry later.")
-        response.headers["Retry-After"] = str(retry_after)
-        return response
-    if not request.form.get("grant_type"):
-        return server.handle_error_response(None, InvalidRequestError("Missing 'grant_type' parameter."))
-    return server.create_token_response()
+    """Answered at the front for a relying party's plain form POST (app/oauth/token_endpoint.py)."""
+    return token_endpoint.respond(request._get_current_object())  # type: ignore[attr-defined]
 
 
 @bp.route(USERINFO_PATH, methods=["GET", "POST"])
