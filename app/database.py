@@ -42,6 +42,15 @@ def first_statement_met_a_dead_connection(error: BaseException) -> bool:
     return isinstance(error, DBAPIError) and error.connection_invalidated and g.get("db_statements", 0) <= 1
 
 
+def runs_again_after(error: BaseException) -> bool:
+    """Whether the request may run once more after `error` (a dead connection met by its first
+    statement); logged when it may. For Flask's views and the WSGI front's answers alike."""
+    if not first_statement_met_a_dead_connection(error):
+        return False
+    log.warning("stale database connection replaced; the request runs again")
+    return True
+
+
 class RetryingFlask(Flask):
     """Flask, running a view once more when its first statement found a dead pooled connection."""
 
@@ -49,9 +58,8 @@ class RetryingFlask(Flask):
         try:
             return super().dispatch_request()
         except DBAPIError as error:
-            if not first_statement_met_a_dead_connection(error):
+            if not runs_again_after(error):
                 raise
-            log.warning("stale database connection replaced; the request runs again")
             db.session.remove()
             g.db_statements = 0
             return super().dispatch_request()

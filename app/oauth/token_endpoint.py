@@ -15,7 +15,8 @@ A request the front does not answer reaches Flask as it came: the body is replay
 client's budget is not counted again (the throttle keeps its answer in the request's environ). If
 the front meets an exception (most likely the database), the request's transaction is rolled back
 with its app context, and Flask's route runs the request again. This is what RetryingFlask does for
-a dead connection, and nothing of the first attempt stands. One write commits mid-request: the
+a dead connection (and the front logs it in the same words), and nothing of the first attempt
+stands. One write commits mid-request: the
 revocation of a grant whose code or refresh token was replayed. It ends in an OAuth error the
 front answers, not an exception, so it never runs twice.
 """
@@ -34,6 +35,7 @@ from werkzeug.wrappers import Request
 from app import logs
 from app.auth import throttle
 from app.capabilities import TOKEN_PATH
+from app.database import runs_again_after
 from app.errors import machine_error
 from app.oauth.front import Answer, Answerer
 from app.oauth.server import server
@@ -89,7 +91,8 @@ def answerers(app: Flask) -> dict[str, Answerer]:
             try:
                 response = respond(req)
             except Exception as error:  # rolled back as the app context ends; Flask runs it again
-                log.warning("token request handed to Flask after %s", type(error).__name__)
+                if not runs_again_after(error):
+                    log.warning("token request handed to Flask after %s", type(error).__name__)
                 hand_on()
                 return None
             no_store_under(TOKEN_PATH, response.headers)
