@@ -83,8 +83,16 @@ class PageProblems:
         self.messages: list[str] = []
         page.on("console", self._console)
         page.on("pageerror", lambda exc: self.messages.append(f"script error: {exc}"))
-        page.on("requestfailed", lambda req: self.messages.append(f"request failed: {req.url}"))
+        page.on("requestfailed", self._request_failed)
         page.on("response", self._response)
+
+    def _request_failed(self, request) -> None:
+        """A sub-resource that did not load. Chromium cancels (net::ERR_ABORTED) what a page was
+        still loading when a click or a form took the browser to the next page - the icon, say -
+        which is the navigation's doing, not the page's; every other failure is the page's."""
+        failure = request.failure or ""
+        if "ERR_ABORTED" not in failure:
+            self.messages.append(f"request failed: {request.url} ({failure})")
 
     def _console(self, msg) -> None:
         if msg.type == "error" and not msg.text.startswith("Failed to load resource"):
