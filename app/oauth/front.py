@@ -20,12 +20,13 @@ logging and metrics before Flask, hence by hand.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from flask import Flask
+from flask import Flask, g
 
 from app import logs, metrics
 from app.security import baseline_headers
@@ -48,6 +49,15 @@ class Answer:
 
 # environ -> an Answer, or None to hand the request to Flask
 Answerer = Callable[[dict[str, Any]], Answer | None]
+
+
+@contextmanager
+def serving(app: Flask, environ: dict[str, Any]) -> Iterator[None]:
+    """The app context an answerer serves a request in: its own (a fresh database session and `g`,
+    as Flask gives each request), with the request's id on every line logged meanwhile."""
+    with app.app_context():
+        g.request_id = logs.request_id_of(environ)
+        yield
 
 
 def status_line(status: int) -> str:

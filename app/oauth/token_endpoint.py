@@ -29,7 +29,7 @@ from typing import Any
 
 from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Request
 from authlib.oauth2.rfc6749 import InvalidRequestError
-from flask import Flask, Response, g
+from flask import Flask, Response
 from werkzeug.wrappers import Request
 
 from app import logs
@@ -37,7 +37,7 @@ from app.auth import throttle
 from app.capabilities import TOKEN_PATH
 from app.database import runs_again_after
 from app.errors import machine_error
-from app.oauth.front import Answer, Answerer
+from app.oauth.front import Answer, Answerer, serving
 from app.oauth.server import server
 from app.security import holds_nul_bytes, no_store_under
 
@@ -76,24 +76,19 @@ def answerers(app: Flask) -> dict[str, Answerer]:
         length = declared_length(environ, int(app.config["MAX_CONTENT_LENGTH"]))
         if length is None:
             return None
-        body = environ["wsgi.input"].read(length)
-
-        def hand_on() -> None:
-            environ["wsgi.input"] = io.BytesIO(body)  # Flask reads the body the front read
-
-        hand_on()
-        with app.app_context():
-            g.request_id = logs.request_id_of(environ)
+        # Read once, replayable: a request handed on reaches Flask with the body that came.
+        body = environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read(length))
+        with serving(app, environ):
             req = app.request_class(environ)
             if holds_nul_bytes(req):
-                hand_on()
+                body.seek(0)
                 return None
             try:
                 response = respond(req)
             except Exception as error:  # rolled back as the app context ends; Flask runs it again
                 if not runs_again_after(error):
                     log.warning("token request handed to Flask after %s", type(error).__name__)
-                hand_on()
+                body.seek(0)
                 return None
             no_store_under(TOKEN_PATH, response.headers)
             client_id, member = logs.client_id_of(req), logs.member_of_request()

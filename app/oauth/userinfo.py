@@ -24,7 +24,7 @@ from app.adapters import ChallengingBearerTokenValidator
 from app.capabilities import USERINFO_PATH
 from app.cors import BEARER_READ_HEADERS
 from app.oauth import tokens
-from app.oauth.front import Answer, Answerer
+from app.oauth.front import Answer, Answerer, serving
 from app.oauth.oidc import user_claims
 from app.oauth.store.members import Member
 from app.oauth.store.tokens import StoredToken
@@ -58,7 +58,7 @@ def answerers(app: Flask) -> dict[str, Answerer]:
             return None
         if tokens.bearer_value(environ.get("HTTP_AUTHORIZATION")) is None:
             return None
-        with app.app_context():
+        with serving(app, environ):
             try:
                 token = tokens.request_bearer(environ)
             except SQLAlchemyError:
