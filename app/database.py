@@ -14,6 +14,15 @@ restarted, a proxy or firewall closed it). Instead:
 `read_row` serves requests whose only database work is one indexed read (userinfo, a bearer
 token's lookup): on an autocommit connection, so PostgreSQL sees the SELECT alone, without a
 BEGIN before it and a ROLLBACK after it.
+
+A transaction that only read ends with COMMIT, not ROLLBACK (`end_read_only_transaction`).
+psycopg prepares a statement on a connection once it has run it five times, so PostgreSQL
+parses and plans it only once; but it forgets every prepared statement, and every count, at each
+ROLLBACK. Flask-SQLAlchemy ends a request's transaction with a ROLLBACK when the view did not
+commit, so every page that only reads (the login and consent pages, the second half of a
+sign-in) wiped the connection's statements, and on PostgreSQL the sign-in's statements were
+parsed and planned afresh on every request. To the database, COMMIT and ROLLBACK of a
+transaction that wrote nothing are the same.
 """
 
 from __future__ import annotations
@@ -22,8 +31,9 @@ import logging
 from typing import Any
 
 from flask import Flask, g, has_app_context
-from sqlalchemy import Row, event
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import Connection, Row, event
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.sql import Executable
 
 from app.extensions import db
@@ -79,7 +89,48 @@ def read_row(statement: Executable, params: dict[str, Any]) -> Row[Any] | None:
     return None  # not reached: the loop returns or raises
 
 
+# -- a transaction that only read ends with COMMIT (the module's docstring says why) -----------
+
+_WROTE = "credits_id.transaction_wrote"
+
+
+def _transaction_began(conn: Connection) -> None:
+    conn.info[_WROTE] = False
+
+
+def _statement_ran(conn: Connection, _cursor: object, statement: str, *_rest: object) -> None:
+    """Anything but a SELECT counts as a write (an INSERT, an UPDATE, a lock, a SET...)."""
+    if not statement.lstrip()[:6].upper() == "SELECT":
+        conn.info[_WROTE] = True
+
+
+def _statement_failed(context: ExceptionContext) -> None:
+    """A failed statement leaves the transaction for ROLLBACK to end."""
+    if context.connection is not None:
+        context.connection.info[_WROTE] = True
+
+
+def end_read_only_transaction(_exc: BaseException | None = None) -> None:
+    """Commit the app context's open transaction when it ran only SELECTs that succeeded and the
+    session holds no change of its own; anything else is left for the session's close to roll
+    back. Registered after Flask-SQLAlchemy's teardown, so it runs before it."""
+    if not db.session.registry.has():
+        return
+    session = db.session()
+    if not session.in_transaction() or session.new or session.dirty or session.deleted:
+        return
+    try:
+        if not session.connection().info.get(_WROTE, True):
+            session.commit()
+    except SQLAlchemyError:
+        pass  # a lost connection or a transaction to roll back: the session's close rolls it back
+
+
 def init_database(app: Flask) -> None:
     db.init_app(app)
     with app.app_context():
         event.listen(db.engine, "before_cursor_execute", _count_statement)
+        event.listen(db.engine, "begin", _transaction_began)
+        event.listen(db.engine, "before_cursor_execute", _statement_ran)
+        event.listen(db.engine, "handle_error", _statement_failed)
+    app.teardown_appcontext(end_read_only_transaction)  # Flask runs teardowns last-registered first

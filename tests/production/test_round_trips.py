@@ -110,6 +110,19 @@ def test_a_refused_bearer_token_takes_one_round_trip_too(traced_app):
     assert len(trips) == 1, trips
 
 
+def test_the_sign_in_pages_statements_stay_prepared(traced_app):
+    """psycopg prepares a statement after five runs on a connection and forgets them all at a
+    ROLLBACK. A page that only reads ends its transaction with COMMIT, so once warm a whole
+    sign-in (authorize, login page, login, consent page, consent) parses no statement again."""
+    for _ in range(6):
+        Member(traced_app).sign_in()
+    m = Member(traced_app)
+    with round_trips(traced_app) as trips:
+        code, _ = m.sign_in()
+    assert code and "ROLLBACK" not in trips, trips
+    assert {trip for trip in trips if trip not in ("BEGIN", "COMMIT")} == {"prepared"}, trips
+
+
 # -- what stands in for the pre-ping -----------------------------------------------------------
 
 

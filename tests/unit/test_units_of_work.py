@@ -10,14 +10,16 @@ from pathlib import Path
 
 import click
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select, text, update
+from sqlalchemy.exc import DBAPIError
 
 import app as app_package
 from app.console.apps import register_app
 from app.extensions import db
 from app.jwks import keystore
-from app.models import AuditEvent, Client, SigningKey
+from app.models import AuditEvent, Client, SigningKey, User
 from app.registration import NewClient
+from tests.factories import make_member
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -163,3 +165,70 @@ def test_each_group_holds_only_the_commands_of_its_own_module(app):
             assert registered[group.name] is group
             strays = {c.name: c.callback.__module__ for c in group.commands.values()}
             assert set(strays.values()) == {module.__name__}, f"{group.name} has commands from elsewhere: {strays}"
+
+
+# -- how a request's transaction ends (app/database.py: end_read_only_transaction) ---------------
+
+
+def ended_by(app, work) -> list[str]:
+    """How the transaction of an app context running `work` ended: the engine's commits and
+    rollbacks, in order, as the context closed."""
+    ends: list[str] = []
+
+    def committed(conn):
+        ends.append("commit")
+
+    def rolled_back(conn):
+        ends.append("rollback")
+
+    engine = db.engine
+    event.listen(engine, "commit", committed)
+    event.listen(engine, "rollback", rolled_back)
+    try:
+        with app.app_context():  # a context of its own: its session ends as a request's does
+            work()
+    finally:
+        event.remove(engine, "commit", committed)
+        event.remove(engine, "rollback", rolled_back)
+    return ends
+
+
+def test_a_transaction_that_only_read_ends_with_commit(app):
+    """psycopg forgets its prepared statements at every ROLLBACK: a read-only request commits."""
+    member = make_member()
+    assert ended_by(app, lambda: db.session.scalar(select(User.name).where(User.id == member.id))) == ["commit"]
+
+
+def test_a_request_that_touched_no_table_ends_no_transaction(app):
+    assert ended_by(app, lambda: None) == []
+
+
+def test_a_write_left_uncommitted_is_still_rolled_back(app):
+    member = make_member(name="Before")
+
+    def renamed():
+        db.session.scalar(select(User.name).where(User.id == member.id))
+        db.session.execute(update(User).where(User.id == member.id).values(name="After"))
+
+    assert ended_by(app, renamed) == ["rollback"]
+    db.session.expire_all()
+    assert db.session.scalar(select(User.name).where(User.id == member.id)) == "Before"
+
+
+def test_a_change_pending_in_the_session_is_not_flushed_by_the_commit(app):
+    member = make_member(name="Before")
+
+    def edited():
+        db.session.get(User, member.id).name = "After"  # loaded by a SELECT, changed, never flushed
+
+    assert ended_by(app, edited) == ["rollback"]
+    db.session.expire_all()
+    assert db.session.get(User, member.id).name == "Before"
+
+
+def test_a_transaction_whose_statement_failed_is_rolled_back(app):
+    def failed():
+        with pytest.raises(DBAPIError):
+            db.session.execute(text("SELECT no_such_column FROM users"))
+
+    assert ended_by(app, failed) == ["rollback"]
