@@ -100,7 +100,7 @@ def _transaction_began(conn: Connection) -> None:
 
 def _statement_ran(conn: Connection, _cursor: object, statement: str, *_rest: object) -> None:
     """Anything but a SELECT counts as a write (an INSERT, an UPDATE, a lock, a SET...)."""
-    if not statement.lstrip()[:6].upper() == "SELECT":
+    if statement.lstrip()[:6].upper() != "SELECT":
         conn.info[_WROTE] = True
 
 
