@@ -232,8 +232,8 @@ def run(oauth_request: OAuth2Request, interaction: PendingRequest | None = None)
         if client.trusted:
             granted = wanted
         else:
-            missing = missing_scopes(wanted, remembered_scopes(db.session(), user, client))
-            if missing or "consent" in prompts:
+            # prompt=consent asks whatever was remembered: no need to read it.
+            if "consent" in prompts or missing_scopes(wanted, remembered_scopes(db.session(), user, client)):
                 if "none" in prompts:
                     raise ConsentRequiredError()
                 return _hand_off("consent.show", oauth_request, client, interaction, login)

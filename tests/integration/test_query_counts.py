@@ -280,7 +280,8 @@ def test_interactive_sign_in_reads_no_row_it_just_wrote(counted_app):
         "SELECT clients",
         "INSERT interactions",
         # the login page, then the login (member, session, audit, the request moves on), which
-        # goes on with the parked request at once: no consent remembered yet, so to the consent page.
+        # goes on with the parked request at once: to the consent page, which prompt=consent asks
+        # for whatever was remembered (so no consent is read).
         # (Does the member have a second factor to ask for? One primary-key read.)
         "SELECT interactions",
         "SELECT interactions",
@@ -289,7 +290,6 @@ def test_interactive_sign_in_reads_no_row_it_just_wrote(counted_app):
         "INSERT login_sessions",
         "INSERT audit_events",
         "UPDATE interactions",
-        "SELECT consents",
         # the consent page, then the decision (consent, audit, code); each page reads the request
         # with its app in one query (the protocol store), and the decision reuses that app
         "SELECT interactions",
