@@ -4,10 +4,16 @@ does it run?
     python -m bench.profile --op token --n 300            # pyinstrument call tree, text
     python -m bench.profile --op all --n 200 --no-tree    # wall ms and queries per operation
 
+    python -m bench.profile --op token --no-tree \
+        --database-url postgresql+psycopg://postgres@127.0.0.1:5432/credits_profile
+
 Operations: discovery, jwks, roundtrip, sso, token, refresh, userinfo. The app runs in this
-process on a prepared dataset (bench/dataset.py, SQLite in a temporary folder, the cheap
-bench-only hasher), driven by Flask's test client, so the profile shows the provider's own
-code without the HTTP server. Use `make bench` for the figures that count.
+process on a prepared dataset (bench/dataset.py, the cheap bench-only hasher; SQLite in a
+temporary folder unless `--database-url` names a PostgreSQL database, which is emptied and
+rebuilt), driven by Flask's test client, so the profile shows the provider's own code without
+the HTTP server. On PostgreSQL the summary adds the database's own CPU per operation (its backends
+serving this process, read from /proc) and the round trips. Use `make bench` for the figures that
+count.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import os
 import re
 import secrets
 import sys
@@ -140,12 +147,12 @@ class Driver:
         assert r.status_code == 200, r.get_data(as_text=True)
 
 
-def build(scale: int):
+def build(scale: int, database_url: str | None = None):
     """The app on a fresh dataset (no catalog: no operation here reads it)."""
     from bench.dataset import BENCH_LIMITS, CHEAP_ARGON2, prepare
 
     tmp = Path(tempfile.mkdtemp(prefix="credits-profile-"))
-    url, keys = f"sqlite:///{tmp / 'profile.sqlite3'}", str(tmp / "keys")
+    url, keys = database_url or f"sqlite:///{tmp / 'profile.sqlite3'}", str(tmp / "keys")
     data = prepare(url, keys, scale, CHEAP_ARGON2, catalog_credits=0)
     from app import create_app
 
@@ -180,6 +187,51 @@ def operation(d: Driver, op: str, n: int):
     raise SystemExit(f"unknown operation {op}")
 
 
+class DatabaseCPU:
+    """The CPU seconds the PostgreSQL backends serving this process have used (from /proc: the
+    server runs on this machine), and the round trips this process has made to them; zero on SQLite."""
+
+    def __init__(self, engine):
+        self.engine, self.trips = engine, 0
+        if engine.dialect.name == "postgresql":
+            event.listen(engine, "before_cursor_execute", self._trip)
+            for name in ("begin", "commit", "rollback"):
+                event.listen(engine, name, self._transaction_trip)
+
+    def _trip(self, *_args) -> None:
+        self.trips += 1
+
+    def _transaction_trip(self, conn) -> None:
+        """psycopg's BEGIN, COMMIT or ROLLBACK, unless the connection is in autocommit. (A
+        transaction that runs no statement sends none; those are counted too: an upper bound.)"""
+        if not conn.connection.dbapi_connection.autocommit:
+            self.trips += 1
+
+    def seconds(self) -> float:
+        if self.engine.dialect.name != "postgresql":
+            return 0.0
+        import psycopg
+
+        url = self.engine.url
+        with psycopg.connect(
+            host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, autocommit=True
+        ) as conn:
+            pids = [
+                pid
+                for (pid,) in conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            ]
+        ticks = 0
+        for pid in pids:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="all", help=f"one of {', '.join(OPS)}, or all")
@@ -187,8 +239,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scale", type=int, default=1)
     ap.add_argument("--no-tree", action="store_true", help="only the per-operation summary")
     ap.add_argument("--html", help="write pyinstrument's HTML report here (one operation)")
+    ap.add_argument(
+        "--database-url", help="a PostgreSQL database on this machine to build the dataset in (emptied first)"
+    )
     a = ap.parse_args(argv)
-    app, data = build(a.scale)
+    app, data = build(a.scale, a.database_url)
     ops = OPS if a.op == "all" else tuple(a.op.split(","))
     with app.app_context():
         from app.extensions import db
@@ -196,12 +251,14 @@ def main(argv: list[str] | None = None) -> None:
         engine = db.engine
     queries = [0]
     event.listen(engine, "before_cursor_execute", lambda *args: queries.__setitem__(0, queries[0] + 1))
+    database = DatabaseCPU(engine)
     for op in ops:
         d = Driver(app, data)
         work = operation(d, op, a.n)
         work_warm = operation(d, op, 5)
         work_warm()
-        queries[0] = 0
+        queries[0], database.trips = 0, 0
+        d0 = database.seconds()
         if a.no_tree:
             t0, c0 = time.perf_counter(), time.process_time()
             work()
@@ -218,9 +275,15 @@ def main(argv: list[str] | None = None) -> None:
                 Path(a.html).write_text(profiler.output_html())
             else:
                 print(profiler.output_text(unicode=True, color=False, show_all=False))
+        db_cpu = database.seconds() - d0
+        on_postgres = (
+            f", database {db_cpu * 1000 / a.n:.3f} ms CPU/op, at most {database.trips / a.n:.1f} round trips/op"
+            if engine.dialect.name == "postgresql"
+            else ""
+        )
         print(
             f"{op:10s} n={a.n}: {wall * 1000 / a.n:.3f} ms wall/op, {cpu * 1000 / a.n:.3f} ms CPU/op, "
-            f"{queries[0] / a.n:.1f} SQL queries/op (test client, in-process)",
+            f"{queries[0] / a.n:.1f} SQL queries/op{on_postgres} (test client, in-process)",
             flush=True,
         )
 
