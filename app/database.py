@@ -15,14 +15,16 @@ restarted, a proxy or firewall closed it). Instead:
 token's lookup): on an autocommit connection, so PostgreSQL sees the SELECT alone, without a
 BEGIN before it and a ROLLBACK after it.
 
-A transaction that only read ends with COMMIT, not ROLLBACK (`end_read_only_transaction`).
-psycopg prepares a statement on a connection once it has run it five times, so PostgreSQL
-parses and plans it only once; but it forgets every prepared statement, and every count, at each
-ROLLBACK. Flask-SQLAlchemy ends a request's transaction with a ROLLBACK when the view did not
-commit, so every page that only reads (the login and consent pages, the second half of a
-sign-in) wiped the connection's statements, and on PostgreSQL the sign-in's statements were
-parsed and planned afresh on every request. To the database, COMMIT and ROLLBACK of a
-transaction that wrote nothing are the same.
+On PostgreSQL a transaction begins at its first write (`begin_at_first_write`), as Python's
+sqlite3 driver already does on SQLite: the SELECTs before it run in autocommit, each on its own.
+A page that only reads (the login and consent pages, the account and console pages) then sends
+its SELECTs and nothing else, where psycopg would send a BEGIN before them and the request's end
+a COMMIT or ROLLBACK after: two round trips, and a ROLLBACK makes psycopg forget every statement
+it had prepared on the connection. Nothing a request sees changes: at PostgreSQL's default
+isolation, READ COMMITTED, which this provider runs at, every statement sees what was committed
+before it began, inside a transaction or not; and no read here takes a lock (no SELECT ... FOR
+UPDATE; tests/unit/test_units_of_work.py holds the code to that). Once a request has written,
+everything after it, reads included, is in its transaction until the commit or rollback.
 """
 
 from __future__ import annotations
@@ -31,14 +33,15 @@ import logging
 from typing import Any
 
 from flask import Flask, g, has_app_context
+from psycopg.pq import TransactionStatus
 from sqlalchemy import Connection, Row, event
-from sqlalchemy.engine import ExceptionContext
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Executable
 
 from app.extensions import db
 
 log = logging.getLogger(__name__)
+IDLE = TransactionStatus.IDLE  # psycopg's: no transaction open on the connection
 
 
 def _count_statement(*_event: object) -> None:
@@ -89,48 +92,29 @@ def read_row(statement: Executable, params: dict[str, Any]) -> Row[Any] | None:
     return None  # not reached: the loop returns or raises
 
 
-# -- a transaction that only read ends with COMMIT (the module's docstring says why) -----------
-
-_WROTE = "credits_id.transaction_wrote"
+# -- a transaction begins at its first write (the module's docstring says why) ---------------------
 
 
-def _transaction_began(conn: Connection) -> None:
-    conn.info[_WROTE] = False
+def _reads_in_autocommit(conn: Connection) -> None:
+    """SQLAlchemy's begin (a session or connection starts a transaction): nothing is sent yet, and
+    reads go out on their own until the first write."""
+    dbapi_connection = conn.connection.dbapi_connection
+    if dbapi_connection is not None and dbapi_connection.info.transaction_status == IDLE:
+        dbapi_connection.autocommit = True
 
 
-def _statement_ran(conn: Connection, _cursor: object, statement: str, *_rest: object) -> None:
-    """Anything but a SELECT counts as a write (an INSERT, an UPDATE, a lock, a SET...)."""
-    if statement.lstrip()[:6].upper() != "SELECT":
-        conn.info[_WROTE] = True
-
-
-def _statement_failed(context: ExceptionContext) -> None:
-    """A failed statement leaves the transaction for ROLLBACK to end."""
-    if context.connection is not None:
-        context.connection.info[_WROTE] = True
-
-
-def end_read_only_transaction(_exc: BaseException | None = None) -> None:
-    """Commit the app context's open transaction when it ran only SELECTs that succeeded and the
-    session holds no change of its own; anything else is left for the session's close to roll
-    back. Registered after Flask-SQLAlchemy's teardown, so it runs before it."""
-    if not db.session.registry.has():
-        return
-    session = db.session()
-    if not session.in_transaction() or session.new or session.dirty or session.deleted:
-        return
-    try:
-        if not session.connection().info.get(_WROTE, True):
-            session.commit()
-    except SQLAlchemyError:
-        pass  # a lost connection or a transaction to roll back: the session's close rolls it back
+def begin_at_first_write(_conn: Connection, cursor: Any, statement: str, *_rest: object) -> None:
+    """SQLAlchemy's before_cursor_execute: a statement that is not a SELECT (an INSERT, an
+    UPDATE, a DELETE, DDL, a SAVEPOINT...) turns autocommit off, so psycopg sends BEGIN before it
+    and the transaction holds everything after it until the commit or rollback."""
+    if cursor.connection.autocommit and statement.lstrip()[:6].upper() != "SELECT":
+        cursor.connection.autocommit = False
 
 
 def init_database(app: Flask) -> None:
     db.init_app(app)
     with app.app_context():
         event.listen(db.engine, "before_cursor_execute", _count_statement)
-        event.listen(db.engine, "begin", _transaction_began)
-        event.listen(db.engine, "before_cursor_execute", _statement_ran)
-        event.listen(db.engine, "handle_error", _statement_failed)
-    app.teardown_appcontext(end_read_only_transaction)  # Flask runs teardowns last-registered first
+        if db.engine.dialect.name == "postgresql":
+            event.listen(db.engine, "begin", _reads_in_autocommit)
+            event.listen(db.engine, "before_cursor_execute", begin_at_first_write)

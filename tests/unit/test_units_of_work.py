@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import sys
 from pathlib import Path
 
 import click
+import psycopg
 import pytest
 from sqlalchemy import event, func, select, text, update
 from sqlalchemy.exc import DBAPIError
@@ -167,7 +169,7 @@ def test_each_group_holds_only_the_commands_of_its_own_module(app):
             assert set(strays.values()) == {module.__name__}, f"{group.name} has commands from elsewhere: {strays}"
 
 
-# -- how a request's transaction ends (app/database.py: end_read_only_transaction) ---------------
+# -- when a transaction begins and how it ends (app/database.py: begin_at_first_write) -----------
 
 
 def ended_by(app, work) -> list[str]:
@@ -193,10 +195,77 @@ def ended_by(app, work) -> list[str]:
     return ends
 
 
-def test_a_transaction_that_only_read_ends_with_commit(app):
-    """psycopg forgets its prepared statements at every ROLLBACK: a read-only request commits."""
+def open_on_the_database() -> bool:
+    """Whether the session's connection has a transaction open on the database itself."""
+    dbapi_connection = db.session.connection().connection.dbapi_connection
+    if db.engine.dialect.name == "postgresql":
+        return dbapi_connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+    return dbapi_connection.in_transaction
+
+
+def test_a_transaction_begins_on_the_database_at_its_first_write(app):
+    """Reads before the first write go out on their own (no BEGIN before them, no COMMIT or
+    ROLLBACK after: psycopg forgets its prepared statements at every ROLLBACK); the write and
+    everything after it are one transaction, which sees its own writes and ends as one."""
+    member = make_member(name="Before")
+    with app.app_context():
+        assert db.session.scalar(select(User.name).where(User.id == member.id)) == "Before"
+        assert not open_on_the_database()
+        db.session.execute(update(User).where(User.id == member.id).values(name="After"))
+        assert open_on_the_database()
+        assert db.session.scalar(select(User.name).where(User.id == member.id)) == "After"
+        db.session.rollback()
+        assert not open_on_the_database()
+        assert db.session.scalar(select(User.name).where(User.id == member.id)) == "Before"
+        assert not open_on_the_database()
+        db.session.execute(update(User).where(User.id == member.id).values(name="Committed"))
+        db.session.commit()
+        assert not open_on_the_database()
+    assert db.session.scalar(select(User.name).where(User.id == member.id)) == "Committed"
+
+
+def test_a_request_that_only_read_ends_as_it_began(app):
     member = make_member()
-    assert ended_by(app, lambda: db.session.scalar(select(User.name).where(User.id == member.id))) == ["commit"]
+    assert ended_by(app, lambda: db.session.scalar(select(User.name).where(User.id == member.id))) == ["rollback"]
+
+
+LOCKING_SQL = re.compile(r"\bFOR\s+(NO\s+KEY\s+)?(UPDATE|SHARE)\b|pg_advisory", re.IGNORECASE)
+
+
+def locking_reads(source: str) -> list[str]:
+    """What in `source` would take a lock with a read: SQLAlchemy's with_for_update(), or SQL text
+    (not a docstring) that says FOR UPDATE, FOR SHARE or pg_advisory_*."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "with_for_update":
+            found.append(f"line {node.lineno}: with_for_update")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if LOCKING_SQL.search(node.value):
+                found.append(f"line {node.lineno}: {node.value[:60]!r}")
+    return found
+
+
+def test_locking_reads_are_recognised():
+    assert locking_reads("q = select(t).with_for_update()") == ["line 1: with_for_update"]
+    assert locking_reads('text("SELECT id FROM codes WHERE id = 1 FOR UPDATE")')
+    assert locking_reads('text("SELECT pg_advisory_xact_lock(1)")')
+    assert locking_reads('"""No SELECT ... FOR UPDATE here."""\nx = "a form for sharing"') == []
+
+
+def test_no_read_takes_a_lock():
+    """Reads before a request's first write run outside its transaction (on PostgreSQL), which is
+    sound only while no read locks anything: a lock taken outside a transaction is gone at once."""
+    found = {str(path): hits for path in (ROOT / "app").rglob("*.py") if (hits := locking_reads(path.read_text()))}
+    assert found == {}
 
 
 def test_a_request_that_touched_no_table_ends_no_transaction(app):
