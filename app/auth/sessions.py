@@ -23,14 +23,22 @@ def current_login() -> Login | None:
     """The live login session of this browser, or None (looked up once per request). A session
     that ended, expired or belongs to a suspended member is not found."""
     if "login_session" not in g:
-        g.login_session = None
-        sid = session.get(SESSION_ID)
-        if isinstance(sid, str) and sid:
-            login = stored.live_login(sid)
-            if login is not None:
-                g.login_session = login
-                logs.note(user_id=login.user_id)
+        sid = login_cookie()
+        known_login(stored.live_login(sid) if sid is not None else None)
     return g.login_session
+
+
+def login_cookie() -> str | None:
+    """The session id this browser's cookie carries, if any."""
+    sid = session.get(SESSION_ID)
+    return sid if isinstance(sid, str) and sid else None
+
+
+def known_login(login: Login | None) -> None:
+    """This request's login, read with something else (`current_login` then asks no more)."""
+    g.login_session = login
+    if login is not None:
+        logs.note(user_id=login.user_id)
 
 
 def current_user() -> User | None:

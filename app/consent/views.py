@@ -24,8 +24,8 @@ def _interaction_and_login():
     """The pending request, and the login that may answer it: None when the member must sign in
     (again) first, by the same rule as the authorization endpoint (`prompt=login`, `max_age`,
     `id_token_hint`), so the consent page is no way around it."""
-    interaction = authorize.find_interaction(request.values.get("interaction"))
-    login = current_login()
+    interaction = authorize.find_interaction(request.values.get("interaction"), with_login=True)
+    login = current_login()  # read with the request
     return interaction, None if authorize.consent_needs_login(interaction, login) else login
 
 

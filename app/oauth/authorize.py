@@ -38,7 +38,7 @@ from app.adapters import OnlyCodeResponseType, StoredAuthorizationRequest
 from app.assurance import MFA, acr_for, wants_mfa
 from app.audit import record
 from app.auth.second_factor import has_second_factor
-from app.auth.sessions import browser_id, current_login, touch
+from app.auth.sessions import browser_id, current_login, known_login, login_cookie, touch
 from app.consent.service import decide_granted, missing_scopes, record_consent, remembered_scopes
 from app.extensions import db
 from app.models.base import new_secret, sha256_hex, utcnow
@@ -335,9 +335,17 @@ def park(oauth_request: OAuth2Request, client: App, user_id: str | None = None) 
     )
 
 
-def find_interaction(uid: str | None) -> PendingRequest:
-    """The open interaction `uid` started by this browser, or UntrustedRequest."""
-    interaction = interactions.find(uid) if uid and len(uid) <= 64 else None
+def find_interaction(uid: str | None, with_login: bool = False) -> PendingRequest:
+    """The open interaction `uid` started by this browser, or UntrustedRequest. `with_login`: the
+    browser's login is read in the same query (`current_login` then asks no more)."""
+    interaction = None
+    if uid and len(uid) <= 64:
+        if with_login:
+            interaction, login = interactions.find_with_login(uid, login_cookie())
+            if interaction is not None:  # (no row: the login is unknown, not absent)
+                known_login(login)
+        else:
+            interaction = interactions.find(uid)
     if interaction is None or interaction.browser_hash != sha256_hex(browser_id()):
         raise UntrustedRequest(
             "Sign-in request not found",

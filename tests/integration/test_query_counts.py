@@ -291,11 +291,10 @@ def test_interactive_sign_in_reads_no_row_it_just_wrote(counted_app):
         "INSERT audit_events",
         "UPDATE interactions",
         # the consent page, then the decision (consent, audit, code); each page reads the request
-        # with its app in one query (the protocol store), and the decision reuses that app
+        # with its app and the browser's login in one query (the protocol store), and the
+        # decision reuses that app
         "SELECT interactions",
-        "SELECT login_sessions",
         "SELECT interactions",
-        "SELECT login_sessions",
         "UPDATE interactions",
         "SELECT consents",
         "INSERT consents",

@@ -13,6 +13,7 @@ from app.extensions import db
 from app.models import Client, Interaction
 from app.models.base import utcnow
 from app.oauth.store.clients import APP_COLUMNS, App, app_by_id, app_from
+from app.oauth.store.sessions import Login, beside, login_from, login_params
 
 _interactions, _clients = Interaction.__table__, Client.__table__
 _INSERT = _interactions.insert()
@@ -32,6 +33,7 @@ _BY_ID = (
     .join_from(_interactions, _clients, _clients.c.id == _interactions.c.client_id)
     .where(_interactions.c.id == bindparam("uid"))
 )
+_BY_ID_WITH_LOGIN = beside(_interactions, _BY_ID)
 _ATTACH_LOGIN = (
     _interactions.update()
     .where(_interactions.c.id == bindparam("uid"))
@@ -93,6 +95,16 @@ def find(uid: str) -> PendingRequest | None:
         return None
     app_from(row)  # kept for the request: the pages and the protocol ask for the app next
     return PendingRequest(*row[:8])
+
+
+def find_with_login(uid: str, session_id: str | None) -> tuple[PendingRequest | None, Login | None]:
+    """The request `uid` with its app, and the live login of the cookie's `session_id` (None when
+    there is none), in one query: the consent page needs all three."""
+    row = db.session.execute(_BY_ID_WITH_LOGIN, {"uid": uid, **login_params(session_id)}).first()
+    if row is None:
+        return None, None
+    app_from(row)
+    return PendingRequest(*row[:8]), login_from(row)
 
 
 def attach_login(request: PendingRequest, login_pk: int, user_id: str) -> PendingRequest:

@@ -45,6 +45,7 @@ def member_joined() -> list[Any]:
     return [_users.c[name].label(f"member_{name}") for name in MEMBER_COLUMNS]
 
 
-def member_from(row: Row[Any]) -> Member:
-    """The Member of a row selected with `member_columns` or `member_joined` (and `user_id`)."""
-    return Member(row.user_id, *(getattr(row, f"member_{name}") for name in MEMBER_COLUMNS))
+def member_from(row: Row[Any], member_id: str | None = None) -> Member:
+    """The Member of a row selected with `member_columns` or `member_joined`, whose id is the row's
+    `user_id` unless given."""
+    return Member(member_id or row.user_id, *(getattr(row, f"member_{name}") for name in MEMBER_COLUMNS))

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, bindparam, select
+from sqlalchemy import CursorResult, Select, Table, and_, bindparam, select
 
 from app.extensions import db
 from app.models import LoginSession, User
@@ -18,24 +18,48 @@ _INSERT = _sessions.insert()
 
 # Only a live session of a member who is not suspended counts: the rule is in the query, so an
 # ended, expired or suspended member's session is simply not found.
-_LIVE_BY_HASH = (
-    select(
-        _sessions.c.id,
-        _sessions.c.user_id,
-        _sessions.c.auth_time,
-        _sessions.c.expires_at,
-        _sessions.c.amr,
-        _sessions.c.last_seen_at,
-        *member_joined(),
-    )
-    .join_from(_sessions, _users, _users.c.id == _sessions.c.user_id)
-    .where(
-        _sessions.c.session_hash == bindparam("hash"),
-        _sessions.c.ended_at.is_(None),
-        _sessions.c.expires_at > bindparam("now"),
-        _users.c.suspended_at.is_(None),
-    )
+_LOGIN_COLUMNS = (
+    _sessions.c.id.label("login_id"),
+    _sessions.c.user_id.label("login_user_id"),
+    _sessions.c.auth_time,
+    _sessions.c.expires_at.label("login_expires_at"),
+    _sessions.c.amr,
+    _sessions.c.last_seen_at,
+    *member_joined(),
 )
+_LIVE = (
+    _sessions.c.session_hash == bindparam("session_hash"),
+    _sessions.c.ended_at.is_(None),
+    _sessions.c.expires_at > bindparam("now"),
+)
+_OF_MEMBER_NOT_SUSPENDED = and_(_users.c.id == _sessions.c.user_id, _users.c.suspended_at.is_(None))
+_LIVE_BY_HASH = select(*_LOGIN_COLUMNS).join_from(_sessions, _users, _OF_MEMBER_NOT_SUSPENDED).where(*_LIVE)
+
+
+def beside(table: Table, statement: Select[Any]) -> Select[Any]:
+    """`statement` (which selects from `table`) with the live login of the cookie's session id
+    beside its row, or NULLs where there is none: one query for a page that needs both. Bind
+    `session_hash` (`login_params`) and `now`."""
+    return (
+        statement.add_columns(*_LOGIN_COLUMNS)
+        .outerjoin_from(table, _sessions, and_(*_LIVE))
+        .outerjoin(_users, _OF_MEMBER_NOT_SUSPENDED)
+    )
+
+
+def login_params(session_id: str | None) -> dict[str, Any]:
+    """The parameters of `_LIVE_BY_HASH` or `beside` for the cookie's session id (none: no match)."""
+    return {"session_hash": sha256_hex(session_id) if session_id else "", "now": utcnow()}
+
+
+def login_from(row: Any) -> Login | None:
+    """The Login of a row selected with `_LOGIN_COLUMNS` (alone, or `beside` another row)."""
+    if row.login_id is None or row.member_sub is None:  # no session, or its member is suspended
+        return None
+    member = member_from(row, row.login_user_id)
+    return Login(row.login_id, member.id, row.auth_time, row.login_expires_at, row.amr, row.last_seen_at, member)
+
+
 _END = (
     _sessions.update()
     .where(_sessions.c.id == bindparam("pk"), _sessions.c.ended_at.is_(None))
@@ -59,10 +83,8 @@ class Login:
 
 def live_login(session_id: str) -> Login | None:
     """The live session whose cookie carries `session_id`, with its member."""
-    row = db.session.execute(_LIVE_BY_HASH, {"hash": sha256_hex(session_id), "now": utcnow()}).first()
-    if row is None:
-        return None
-    return Login(row.id, row.user_id, row.auth_time, row.expires_at, row.amr, row.last_seen_at, member_from(row))
+    row = db.session.execute(_LIVE_BY_HASH, login_params(session_id)).first()
+    return None if row is None else login_from(row)
 
 
 def start_login(session_id: str, member: Member, values: dict[str, Any]) -> Login:
