@@ -21,10 +21,9 @@ from app.auth import throttle
 from app.auth.devices import known_device, remember_device
 from app.auth.passkeys import available as passkeys_available
 from app.auth.passwords import passwords
-from app.auth.second_factor import has_second_factor
+from app.auth.second_factor import member_signing_in
 from app.auth.sessions import current_user, end_login, start_login
 from app.extensions import db
-from app.members import member_by_email
 from app.models import User
 from app.oauth.authorize import find_interaction, note_login, resume
 from app.oauth.store.interactions import PendingRequest
@@ -107,7 +106,7 @@ def login() -> Response | str:
 
     if not form.validate_on_submit():
         return _page(form, interaction, error="Enter your email and password.", status=400)
-    user = member_by_email(form.email.data)
+    user, asks_second_factor = member_signing_in(form.email.data)
     client = interaction.client if interaction is not None else None
     attempt = throttle.Attempt(throttle.account_key(form.email.data), known_device(user))
     wait = attempt.wait()
@@ -127,7 +126,7 @@ def login() -> Response | str:
         db.session.commit()  # the refused sign-in is this request's unit of work: its audit line stays
         metrics.login_failed()
         return _page(form, interaction, error=SUSPENDED, status=403)
-    if has_second_factor(user):
+    if asks_second_factor:
         # The password is right; the sign-in completes on the second-factor page.
         session[PENDING_SECOND_FACTOR] = {
             "u": user.id,
