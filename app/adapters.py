@@ -1,5 +1,5 @@
-"""Where this provider bends its libraries: every override of Authlib's, Flask-Limiter's or limits'
-behaviour, and every use of their internals, in one file, each with the reason.
+"""Where this provider bends its libraries: every override of Authlib's, Flask-Limiter's, limits' or
+psycopg's behaviour, and every use of their internals, in one file, each with the reason.
 
 An upgrade of either library is checked here first, and `tests/unit/test_adapters.py` pins the
 library behaviour each piece relies on or corrects: when a new version changes it, that test
@@ -9,8 +9,11 @@ fails and names the piece to look at (the versions are pinned in requirements.tx
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any, overload
 
+import psycopg
 from authlib.integrations.flask_oauth2 import AuthorizationServer, ResourceProtector
 from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Request
 from authlib.oauth2 import OAuth2Error
@@ -24,6 +27,7 @@ from flask import request as flask_request
 from flask_limiter import Limiter
 from joserfc.errors import JoseError
 from limits.storage import MemoryStorage
+from psycopg.pq import ExecStatus
 
 from app.capabilities import CODE_CHALLENGE_METHODS, RESPONSE_TYPES
 from app.oauth.tokens import bearer_value
@@ -200,3 +204,58 @@ def skip_global_limit_check(app: Flask, limiter: Limiter) -> None:
     `spend`), so that check only costs CPU on every request: it is taken out of `before_request`.
     Flask-Limiter has no switch for it; its `_check_request_limit` hook is removed."""
     app.before_request_funcs[None].remove(limiter._check_request_limit)
+
+
+# -- psycopg ----------------------------------------------------------------------------------------
+
+# The result kinds psycopg describes even with no column ("SELECT ;"), as its own `description` does.
+_DESCRIBED = (ExecStatus.TUPLES_OK, ExecStatus.SINGLE_TUPLE, ExecStatus.TUPLES_CHUNK)
+
+
+class LazyDescriptionCursor(psycopg.Cursor[Any]):
+    """psycopg's cursor, whose `description` builds each `Column` only when it is read.
+
+    SQLAlchemy reads `cursor.description` after every statement, but for a statement it has run
+    before (every statement here: they are built once) it only checks that there is one: it knows
+    the columns from the compiled statement. psycopg answers with a list of new `Column`s, each
+    decoded from the result with its type looked up: on PostgreSQL a sign-in built 165 of them,
+    about 3 % of its CPU. The answer is the same sequence of the same columns, built on demand.
+    Set as psycopg's `cursor_factory` (app/config.py)."""
+
+    @property
+    def description(self) -> Sequence[psycopg.Column] | None:  # type: ignore[override]  # a list in psycopg
+        result = self.pgresult
+        if result is None or not (result.nfields or result.status in _DESCRIBED):
+            return None
+        return LazyColumns(self, result)
+
+
+class LazyColumns(Sequence[psycopg.Column]):
+    """The columns of one result, each built as psycopg builds it when first read. They describe the
+    result they were asked about, even once the cursor has moved on to another: `Column` reads the
+    result, the encoding and the types from the cursor it is given, so it is given those three as
+    they were (psycopg's `Column(cursor, index)`, its `_encoding`: pinned in the adapter tests)."""
+
+    def __init__(self, cursor: psycopg.Cursor[Any], result: Any) -> None:
+        self._source = SimpleNamespace(pgresult=result, _encoding=cursor._encoding, adapters=cursor.adapters)
+        self._columns: list[psycopg.Column | None] = [None] * result.nfields
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    @overload
+    def __getitem__(self, index: int) -> psycopg.Column: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[psycopg.Column]: ...
+    def __getitem__(self, index: int | slice) -> psycopg.Column | list[psycopg.Column]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._columns)))]
+        column = self._columns[index]  # IndexError past the end, as a list's
+        if column is None:
+            column = self._columns[index] = psycopg.Column(self._source, index % len(self._columns))  # type: ignore[arg-type]
+        return column
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == other if isinstance(other, list) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # a list is not hashable either

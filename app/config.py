@@ -242,6 +242,8 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
     db_url = settings["DATABASE_URL"]
     engine_options: dict[str, Any] = {}
     if db_url.startswith("postgresql"):
+        from app.adapters import LazyDescriptionCursor
+
         # No pool_pre_ping: a round trip on every request. Connections are recycled instead, and a
         # request whose first statement finds a dead one runs again (app/database.py).
         engine_options.update(
@@ -249,7 +251,10 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
             pool_size=int(settings["DATABASE_POOL_SIZE"]),
             max_overflow=int(settings["DATABASE_MAX_OVERFLOW"]),
             pool_timeout=int(settings["DATABASE_POOL_TIMEOUT"]),
-            connect_args={"connect_timeout": int(settings["DATABASE_CONNECT_TIMEOUT"])},
+            connect_args={
+                "connect_timeout": int(settings["DATABASE_CONNECT_TIMEOUT"]),
+                "cursor_factory": LazyDescriptionCursor,  # columns described on demand (app/adapters.py)
+            },
         )
     if db_url.startswith("sqlite"):
         # A busy timeout so concurrent writers wait for the lock instead of failing at once.

@@ -5,10 +5,12 @@ library now does the right thing)."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Request
@@ -26,6 +28,7 @@ from werkzeug.wrappers import Request
 from app.adapters import (
     CheckedEndSessionEndpoint,
     InsufficientScopeChallenge,
+    LazyDescriptionCursor,
     OnlyCodeResponseType,
     S256CodeChallenge,
     SweptMemoryStorage,
@@ -49,6 +52,7 @@ def test_the_libraries_are_the_pinned_versions():
 
     assert authlib.__version__ == pinned("Authlib")
     assert flask_limiter.__version__ == pinned("Flask-Limiter")
+    assert psycopg.__version__ == pinned("psycopg[binary]")
 
 
 def test_authlib_pkce_still_accepts_plain_and_defaults_to_it():
@@ -160,3 +164,97 @@ def test_the_rate_limits_count_in_the_swept_storage_without_redis(app, settings)
     public = {k: v for k, v in settings.items() if not k.startswith("_")}
     with_redis = flask_config(load_settings({**public, "REDIS_URL": "redis://127.0.0.1:6379/0"}))
     assert with_redis["RATELIMIT_STORAGE_URI"] == "redis://127.0.0.1:6379/0"
+
+
+# -- psycopg (on PostgreSQL: CI runs these against its database) -----------------------------------
+
+POSTGRES_URL = os.environ.get("TEST_DATABASE_URL", "").replace("+psycopg", "")
+requires_postgres = pytest.mark.skipif(
+    not POSTGRES_URL.startswith("postgresql"), reason="needs PostgreSQL: set TEST_DATABASE_URL"
+)
+
+
+def described(description) -> list[tuple] | None:
+    """A description as plain values (name, type, sizes...), whatever sequence holds it."""
+    return None if description is None else [tuple(column) for column in description]
+
+
+@pytest.fixture
+def both():
+    """One connection with psycopg's own cursors and one with LazyDescriptionCursor."""
+    with (
+        psycopg.connect(POSTGRES_URL) as plain,
+        psycopg.connect(POSTGRES_URL, cursor_factory=LazyDescriptionCursor) as lazy,
+    ):
+        yield plain, lazy
+
+
+@requires_postgres
+def test_psycopg_still_builds_every_column_at_every_read_of_description():
+    """LazyDescriptionCursor exists because psycopg builds a new list of new Columns each time."""
+    with psycopg.connect(POSTGRES_URL) as conn:
+        cursor = conn.execute("SELECT 1 AS a, 'x'::text AS b")
+        first, again = cursor.description, cursor.description
+    assert isinstance(first, list) and first is not again and first[0] is not again[0]
+    assert psycopg.Column.__init__.__code__.co_varnames[:3] == ("self", "cursor", "index")
+
+
+STATEMENTS = [
+    ("SELECT 1::int AS n, 'x'::text AS word, now() AS at, NULL::jsonb AS doc, 2.5::numeric(4, 2) AS amount", None),
+    ("SELECT", None),  # tuples, no column: described as an empty sequence, not None
+    ("CREATE TEMPORARY TABLE described (n int, label varchar(12))", None),
+    ("INSERT INTO described VALUES (%(n)s, 'one') RETURNING n, label", {"n": 1}),
+    ("INSERT INTO described VALUES (%(n)s, 'two')", {"n": 2}),
+    ("UPDATE described SET label = 'none' WHERE n > %(n)s", {"n": 99}),
+    ("SELECT n, label FROM described WHERE n > %(n)s", {"n": 99}),
+]
+
+
+@requires_postgres
+def test_each_statement_is_described_as_psycopg_describes_it(both):
+    plain, lazy = both
+    for statement, params in STATEMENTS:
+        expected = described(plain.execute(statement, params).description)
+        answer = lazy.execute(statement, params).description
+        assert described(answer) == expected, statement
+        if expected is not None:
+            assert len(answer) == len(expected) and answer == list(answer)
+            assert [column.name for column in answer] == [column[0] for column in expected]
+
+
+@requires_postgres
+def test_columns_are_built_when_read_and_index_like_a_list(both):
+    _, lazy = both
+    description = lazy.execute("SELECT 1 AS a, 2 AS b, 3 AS c").description
+    assert description._columns == [None, None, None]  # nothing built yet
+    assert description[-1].name == "c" and description[-1] is description[2]
+    assert [column.name for column in description[:2]] == ["a", "b"] and description._columns[1] is not None
+    with pytest.raises(IndexError):
+        description[3]
+
+
+@requires_postgres
+def test_a_description_still_describes_its_own_result_after_the_cursor_moved_on(both):
+    _, lazy = both
+    cursor = lazy.cursor()
+    earlier = cursor.execute("SELECT 1 AS first_one, 'x' AS second_one").description
+    cursor.execute("SELECT now() AS other")
+    assert [column.name for column in earlier] == ["first_one", "second_one"]
+    assert [column.name for column in cursor.description] == ["other"]
+
+
+@requires_postgres
+def test_executemany_and_a_second_result_set_are_described_as_psycopg_does(both):
+    plain, lazy = both
+    for conn in (plain, lazy):
+        conn.execute("CREATE TEMPORARY TABLE many (n int)")
+    answers = []
+    for conn in (plain, lazy):
+        cursor = conn.cursor()
+        cursor.executemany("INSERT INTO many VALUES (%(n)s)", [{"n": 2}, {"n": 3}])
+        none = cursor.description
+        cursor.execute("SELECT 1 AS a; SELECT 2 AS b, 3 AS c")
+        first = described(cursor.description)
+        assert cursor.nextset()
+        answers.append((none, first, described(cursor.description)))
+    assert answers[0] == answers[1] and answers[1][0] is None and [c[0] for c in answers[1][2]] == ["b", "c"]
