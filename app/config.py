@@ -247,6 +247,9 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
         # No pool_pre_ping: a round trip on every request. Connections are recycled instead, and a
         # request whose first statement finds a dead one runs again (app/database.py).
         engine_options.update(
+            # Named, not left to the server's default: a transaction begins at its first write
+            # (app/database.py), which reads the same rows as beginning earlier only at this level.
+            isolation_level="READ COMMITTED",
             pool_recycle=int(settings["DATABASE_POOL_RECYCLE"]),
             pool_size=int(settings["DATABASE_POOL_SIZE"]),
             max_overflow=int(settings["DATABASE_MAX_OVERFLOW"]),

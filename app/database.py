@@ -21,8 +21,9 @@ A page that only reads (the login and consent pages, the account and console pag
 its SELECTs and nothing else, where psycopg would send a BEGIN before them and the request's end
 a COMMIT or ROLLBACK after: two round trips, and a ROLLBACK makes psycopg forget every statement
 it had prepared on the connection. Nothing a request sees changes: at PostgreSQL's default
-isolation, READ COMMITTED, which this provider runs at, every statement sees what was committed
-before it began, inside a transaction or not; and no read here takes a lock (no SELECT ... FOR
+isolation, READ COMMITTED, which the engine names for every transaction (app/config.py) whatever
+the server's default, every statement sees what was committed before it began, inside a
+transaction or not; and no read here takes a lock (no SELECT ... FOR
 UPDATE; tests/unit/test_units_of_work.py holds the code to that). Once a request has written,
 everything after it, reads included, is in its transaction until the commit or rollback.
 """

@@ -224,6 +224,25 @@ def test_a_transaction_begins_on_the_database_at_its_first_write(app):
     assert db.session.scalar(select(User.name).where(User.id == member.id)) == "Committed"
 
 
+def test_a_transaction_runs_at_read_committed_whatever_the_servers_default(app):
+    """Reads before the first write see what reads inside the transaction would see only at READ
+    COMMITTED; a database whose default is stricter must not change that."""
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite has one isolation level (serializable writers); the rule is PostgreSQL's")
+    member = make_member()
+    with db.engine.connect() as conn:  # one connection throughout: the SET is the connection's
+        conn.execute(text("SET SESSION default_transaction_isolation = 'serializable'"))
+        conn.commit()  # the connection's default from now on; the next transaction is new
+        try:
+            conn.execute(update(User).where(User.id == member.id).values(name="Renamed"))
+            level = conn.scalar(text("SHOW transaction_isolation"))
+            conn.rollback()
+        finally:
+            conn.execute(text("SET SESSION default_transaction_isolation = 'read committed'"))
+            conn.commit()
+    assert level == "read committed"
+
+
 def test_a_request_that_only_read_ends_as_it_began(app):
     member = make_member()
     assert ended_by(app, lambda: db.session.scalar(select(User.name).where(User.id == member.id))) == ["rollback"]
