@@ -400,8 +400,9 @@ class Bench:
 
     # -- measuring ------------------------------------------------------------------------
 
-    def harness_run(self, t: Target, tests: list[str], name: str) -> list:
-        """The standard tests, by the shared harness's own command line (its JSON format)."""
+    def harness_run(self, t: Target, tests: list[str], name: str, repeat: int | None = None) -> list:
+        """The standard tests, by the shared harness's own command line (its JSON format);
+        `repeat` runs of each (default: the profile's)."""
         tests = [x for x in tests if x in HARNESS_TESTS]
         if not tests:
             return []
@@ -426,7 +427,7 @@ class Bench:
             "--tests",
             ",".join(tests),
             "--repeat",
-            str(p["repeat"]),
+            str(repeat or p["repeat"]),
             "--get-duration",
             str(p["get_duration"]),
             "--get-concurrency",
@@ -531,10 +532,10 @@ class Bench:
         res["concurrency"] = conc
         return res
 
-    def sso(self, t: Target) -> list:
+    def sso(self, t: Target, repeat: int | None = None) -> list:
         out = []
         for c in [int(x) for x in self.p["rt_concurrency"].split(",")]:
-            runs = [asyncio.run(self._sso(t, c)) for _ in range(self.p["repeat"])]
+            runs = [asyncio.run(self._sso(t, c)) for _ in range(repeat or self.p["repeat"])]
             out.append(self.record(f"sso c={c}", runs))
         return out
 
@@ -549,13 +550,31 @@ class Bench:
         return await op.get_test(cfg, url, conc, self.p["get_duration"], pid, name, headers, not self.a.no_wrk, None)
 
     def get_endpoint(
-        self, t: Target, url: str, name: str, concurrency, scope: str | None = None, pid: int | None = None
+        self,
+        t: Target,
+        url: str,
+        name: str,
+        concurrency,
+        scope: str | None = None,
+        pid: int | None = None,
+        repeat: int | None = None,
     ) -> list:
         out = []
         for c in concurrency:
-            runs = [asyncio.run(self._get(t, url, c, name, scope, pid or t.pid)) for _ in range(self.p["repeat"])]
+            runs = [
+                asyncio.run(self._get(t, url, c, name, scope, pid or t.pid)) for _ in range(repeat or self.p["repeat"])
+            ]
             out.append(self.record(f"{name} c={c}", runs))
         return out
+
+    def one_run(self, name: str, t: Target, test: str, hello_url: str | None, hello_pid: int | None, n: int) -> list:
+        """Run `n` (1-based) of `test` on target `name`: its result groups, each with one run."""
+        if test in HARNESS_TESTS:
+            return self.harness_run(t, [test], f"{name}-{test}-{n}", repeat=1)
+        if test == "hello":
+            concurrency = [int(x) for x in self.p["get_concurrency"].split(",")]
+            return self.get_endpoint(t, hello_url, "hello", concurrency, pid=hello_pid, repeat=1)
+        return self.sso(t, repeat=1)
 
     def floor(self, t: Target, hello_url: str | None, hello_pid: int | None) -> list:
         """Discovery, the key set and the hello endpoint measured run by run in turn (D, J, H, D,
@@ -604,8 +623,8 @@ class Bench:
 
     def run(self) -> int:
         """Start every server first, then run each test on each of them in turn (ours, the peer,
-        ours with the real hash cost, ours on PostgreSQL), so a change in the machine's load
-        during the session hits both providers alike."""
+        ours with the real hash cost, ours on PostgreSQL), run by run, so a change in the
+        machine's load during the session hits both providers alike."""
         machine = machine_info()
         print("machine:", json.dumps(machine), flush=True)
         ours_on = "ours" in self.a.targets
@@ -648,19 +667,20 @@ class Bench:
             }
             if "ours" in targets and ({"discovery", "jwks", "hello"} & set(self.tests)):
                 results.setdefault("ours", []).extend(self.floor(targets["ours"], hello_url, hello_pid))
+            # Run by run: the first run of a test on every target, then the second on every
+            # target, ... so a spell of load on the machine (a shared VM's is often a minute or two)
+            # falls on one run of each side rather than on all the runs of one side.
             for test in [t for t in self.tests if t != "extra"]:
-                for name, t in targets.items():
-                    if test not in plan[name] or (name == "ours" and test in FLOOR_TESTS):
-                        continue
-                    if test in HARNESS_TESTS:
-                        res = self.harness_run(t, [test], f"{name}-{test}")
-                    elif test == "hello":
-                        res = self.get_endpoint(
-                            t, hello_url, "hello", [int(x) for x in self.p["get_concurrency"].split(",")], pid=hello_pid
-                        )
-                    else:
-                        res = self.sso(t)
-                    results.setdefault(name, []).extend(res)
+                on = [
+                    (n, t) for n, t in targets.items() if test in plan[n] and not (n == "ours" and test in FLOOR_TESTS)
+                ]
+                runs: dict[str, dict[str, list]] = {}  # target -> group -> its runs, in order
+                for n in range(1, self.p["repeat"] + 1):
+                    for name, t in on:
+                        for group in self.one_run(name, t, test, hello_url, hello_pid, n):
+                            runs.setdefault(name, {}).setdefault(group["group"], []).extend(group["runs"])
+                for name, groups in runs.items():
+                    results.setdefault(name, []).extend(self.record(g, group_runs) for g, group_runs in groups.items())
             for name, t in targets.items():
                 if name in ("ours", "peer"):
                     results.setdefault(name, []).extend(self.extras(t, is_peer=name == "peer"))
