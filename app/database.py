@@ -12,8 +12,8 @@ restarted, a proxy or firewall closed it). Instead:
   connection after an outage, and it does not see an error either.
 
 `read_row` serves requests whose only database work is one indexed read (userinfo, a bearer
-token's lookup): on an autocommit connection, so PostgreSQL sees the SELECT alone, without a
-BEGIN before it and a ROLLBACK after it.
+token's lookup), on a connection of its own outside the request's session, retried once when the
+pooled connection turns out dead (the WSGI front answers userinfo without RetryingFlask).
 
 On PostgreSQL a transaction begins at its first write (`begin_at_first_write`), as Python's
 sqlite3 driver already does on SQLite: the SELECTs before it run in autocommit, each on its own.
@@ -80,11 +80,11 @@ class RetryingFlask(Flask):
 
 
 def read_row(statement: Executable, params: dict[str, Any]) -> Row[Any] | None:
-    """The first row of one SELECT run outside any transaction (autocommit); retried once on a fresh
-    connection when the pooled one turns out dead."""
+    """The first row of one SELECT, on a connection of its own (a read opens no transaction:
+    `begin_at_first_write`); retried once on a fresh connection when the pooled one turns out dead."""
     for attempt in (1, 2):
         try:
-            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            with db.engine.connect() as conn:
                 return conn.execute(statement, params).first()
         except DBAPIError as error:
             if attempt == 2 or not error.connection_invalidated:

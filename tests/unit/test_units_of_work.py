@@ -22,6 +22,7 @@ from app.jwks import keystore
 from app.models import AuditEvent, Client, SigningKey, User
 from app.registration import NewClient
 from tests.factories import make_member
+from tests.production.servers import ON_POSTGRES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -224,11 +225,10 @@ def test_a_transaction_begins_on_the_database_at_its_first_write(app):
     assert db.session.scalar(select(User.name).where(User.id == member.id)) == "Committed"
 
 
+@pytest.mark.skipif(not ON_POSTGRES, reason="PostgreSQL's isolation levels (set TEST_DATABASE_URL; CI does)")
 def test_a_transaction_runs_at_read_committed_whatever_the_servers_default(app):
     """Reads before the first write see what reads inside the transaction would see only at READ
     COMMITTED; a database whose default is stricter must not change that."""
-    if db.engine.dialect.name != "postgresql":
-        pytest.skip("SQLite has one isolation level (serializable writers); the rule is PostgreSQL's")
     member = make_member()
     with db.engine.connect() as conn:  # one connection throughout: the SET is the connection's
         conn.execute(text("SET SESSION default_transaction_isolation = 'serializable'"))
