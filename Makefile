@@ -6,7 +6,7 @@ VENV ?= .venv
 # a default pyenv build of the same version it served a sign-in with 5-7 % less CPU and userinfo
 # with 7-13 % less: docs/performance.md, "The interpreter"), else python3 from PATH.
 # `make clean venv PYTHON=...` picks another.
-DISTRO_PYTHON := $(shell /usr/bin/python3 -c 'import ensurepip, sys; assert sys.version_info >= (3, 11); print(sys.executable)' 2>/dev/null)
+DISTRO_PYTHON = $(shell /usr/bin/python3 -c 'import ensurepip, sys; assert sys.version_info >= (3, 11); print(sys.executable)' 2>/dev/null)
 PYTHON ?= $(or $(DISTRO_PYTHON),python3)
 BIN := $(VENV)/bin
 export FLASK_APP := wsgi
