@@ -4,7 +4,7 @@ VENV ?= .venv
 # The interpreter .venv is made from: the distribution's CPython when it can make a venv (Debian's
 # is built with profile-guided and link-time optimisation and linked statically; side by side with
 # a default pyenv build of the same version it served a sign-in with 5-7 % less CPU and userinfo
-# with 7-13 % less: docs/performance.md, "The interpreter"), else python3 from PATH.
+# with 6-13 % less: docs/performance.md, "The interpreter"), else python3 from PATH.
 # `make clean venv PYTHON=...` picks another.
 DISTRO_PYTHON = $(shell /usr/bin/python3 -c 'import ensurepip, sys; assert sys.version_info >= (3, 11); print(sys.executable)' 2>/dev/null)
 PYTHON ?= $(or $(DISTRO_PYTHON),python3)
