@@ -672,7 +672,9 @@ class Bench:
             # falls on one run of each side rather than on all the runs of one side.
             for test in [t for t in self.tests if t != "extra"]:
                 on = [
-                    (n, t) for n, t in targets.items() if test in plan[n] and not (n == "ours" and test in FLOOR_TESTS)
+                    (name, t)
+                    for name, t in targets.items()
+                    if test in plan[name] and not (name == "ours" and test in FLOOR_TESTS)
                 ]
                 runs: dict[str, dict[str, list]] = {}  # target -> group -> its runs, in order
                 for n in range(1, self.p["repeat"] + 1):
