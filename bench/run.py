@@ -176,6 +176,41 @@ def load_harness(path: Path):
     return module
 
 
+def start_persistent_peer(
+    harness: Path, work: Path, adapter: str, store: Store, log_path: Path
+) -> tuple[subprocess.Popen, str]:
+    """node oidc-provider with its Redis or PostgreSQL adapter (shared/bench/peer-persistent) on
+    `store`, in one process tree with it (`start_with_store`), ready; its npm packages installed
+    once, in `work`, outside the repository. Returns the tree's root process and the issuer."""
+    source = harness / "peer-persistent"
+    if not source.is_dir():
+        raise SystemExit(f"bench: the database-backed peer is not at {source}")
+    work.mkdir(parents=True, exist_ok=True)
+    for item in source.iterdir():
+        if item.is_file():
+            shutil.copy2(item, work / item.name)
+    if not (work / "node_modules" / "oidc-provider").is_dir():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=work, check=True)  # noqa: S603 S607
+    port = free_port()
+    env = {
+        **os.environ,
+        "PEER_ADAPTER": adapter,
+        "PORT": str(port),
+        "NODE_ENV": "production",
+        "PEER_STATE_DIR": str(work),
+        "REDIS_URL": store.url,
+        "PG_URL": store.url,
+    }
+    proc = start_with_store(store, "", ["node", "server.js"], env, work, log_path)
+    issuer = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(f"{issuer}/.well-known/openid-configuration", proc, log_path, timeout=600)
+    except BaseException:
+        stop_group(proc)
+        raise
+    return proc, issuer
+
+
 @dataclass
 class Target:
     """One provider under test and how to drive it."""
@@ -316,41 +351,21 @@ class Bench:
         )
 
     def persistent_peer(self, adapter: str) -> Target:
-        """node oidc-provider with its Redis or PostgreSQL adapter (shared/bench/peer-persistent), its
-        store private and inside its process tree; npm packages installed once, outside the repository."""
+        """node oidc-provider with its Redis or PostgreSQL adapter, its store private and inside its
+        process tree."""
         label = {"redis": "peer-redis", "pg": "peer-pg"}[adapter]
-        work = Path(self.a.peer_work + "-persistent")
-        source = Path(self.a.harness) / "peer-persistent"
-        if not source.is_dir():
-            raise SystemExit(f"bench: the database-backed peer is not at {source}")
-        work.mkdir(parents=True, exist_ok=True)
-        for item in source.iterdir():
-            if item.is_file():
-                shutil.copy2(item, work / item.name)
-        if not (work / "node_modules" / "oidc-provider").is_dir():
-            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=work, check=True)  # noqa: S603 S607
-        port = free_port()
         store: Store = (
             private_redis(free_port(), self.tmp / f"{label}-store")
             if adapter == "redis"
             else private_postgres(free_port(), self.tmp / f"{label}-store", "perf_peer")
         )
-        env = {
-            **os.environ,
-            "PEER_ADAPTER": adapter,
-            "PORT": str(port),
-            "NODE_ENV": "production",
-            "PEER_STATE_DIR": str(work),
-            "REDIS_URL": store.url,
-            "PG_URL": store.url,
-        }
-        log_path = self.tmp / f"{label}.log"
-        proc = start_with_store(store, "", ["node", "server.js"], env, work, log_path)
+        proc, issuer = start_persistent_peer(
+            Path(self.a.harness), Path(self.a.peer_work + "-persistent"), adapter, store, self.tmp / f"{label}.log"
+        )
         self.groups.append(proc)
-        wait_for(f"http://127.0.0.1:{port}/.well-known/openid-configuration", proc, log_path, timeout=600)
         return Target(
             label,
-            f"http://127.0.0.1:{port}",
+            issuer,
             proc.pid,
             PEER["client_id"],
             PEER["client_secret"],

@@ -57,9 +57,9 @@ def private_redis(port: int, work: Path) -> Store:
     return Store("redis", f"redis://127.0.0.1:{port}/0", start)
 
 
-def private_postgres(port: int, work: Path, database: str) -> Store:
+def private_postgres(port: int, work: Path, database: str, settings: dict[str, str] | None = None) -> Store:
     """A new PostgreSQL cluster of its own in `work` (initdb, trust on loopback, the server's default
-    settings), with `database` created and owned by the postgres role."""
+    settings but for `settings`), with `database` created and owned by the postgres role."""
     bin_dir = postgres_bin()
     data = work / "pgdata"
     work.mkdir(parents=True, exist_ok=True)
@@ -70,9 +70,10 @@ def private_postgres(port: int, work: Path, database: str) -> Store:
     initdb = [str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", POSTGRES_USER, "--no-sync"]
     subprocess.run(["runuser", "-u", POSTGRES_USER, "--", *initdb], check=True, capture_output=True)  # noqa: S603 S607
     q = shlex.quote
+    options = " ".join(f"-c {q(f'{name}={value}')}" for name, value in (settings or {}).items())
     start = (
         f"{run_as} {q(str(bin_dir / 'postgres'))} -D {q(str(data))} -p {port} -k {q(str(work))} "
-        f"-c listen_addresses=127.0.0.1 >{q(str(work / 'postgres.log'))} 2>&1 &\n"
+        f"-c listen_addresses=127.0.0.1 {options} >{q(str(work / 'postgres.log'))} 2>&1 &\n"
         f"until {q(str(bin_dir / 'pg_isready'))} -q -h 127.0.0.1 -p {port}; do sleep 0.1; done\n"
         f"{q(str(bin_dir / 'createdb'))} -h 127.0.0.1 -p {port} -U {POSTGRES_USER} {q(database)}\n"
     )
