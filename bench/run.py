@@ -41,7 +41,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 from bench import floor_provider
-from bench.dataset import BENCH_LIMITS, CATALOG_CREDITS, CHEAP_ARGON2
+from bench.dataset import BENCH_LIMITS, CATALOG_CREDITS, CHEAP_ARGON2, REDIRECT_URI
 from bench.servers import (
     DEFAULT_THREADS,
     PEER_PORT,
@@ -477,7 +477,7 @@ class Bench:
             t.client_id,
             t.client_secret,
             "basic",
-            "http://127.0.0.1:7199/cb",
+            REDIRECT_URI,
             scope,
             op.Creds(t.username, t.password),
             op.load_driver(t.driver),

@@ -37,13 +37,14 @@ if str(ROOT) not in sys.path:
 
 import psycopg  # noqa: E402
 
+from bench.dataset import REDIRECT_URI  # noqa: E402
 from bench.run import DEFAULT_HARNESS, PEER, SCOPE, load_harness, start_persistent_peer  # noqa: E402
 from bench.servers import free_port  # noqa: E402
 from bench.stores import private_postgres, stop_group  # noqa: E402
 
 OPS = ("roundtrip", "token", "refresh", "userinfo")
 KINDS = ("SELECT", "INSERT", "UPDATE", "DELETE", "BEGIN", "COMMIT", "ROLLBACK")
-REDIRECT_URI = "http://127.0.0.1:7199/cb"  # the peer's registered callback (shared/bench/peer)
+WARM_UP = 3  # operations before each batch: the pools' connections opened, their statements prepared
 STATS = """SELECT s.query, s.calls, s.total_exec_time FROM pg_stat_statements s
            JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = %s"""
 
@@ -103,7 +104,7 @@ class Ours:
     def batch(self, op: str, n: int, stats: Statistics) -> PerOperation:
         from bench.profile import operation
 
-        operation(self.driver, op, 3)()  # the pool's connections opened and their statements prepared
+        operation(self.driver, op, WARM_UP)()
         work = operation(self.driver, op, n)  # prepares what the batch needs
         stats.reset()
         work()
@@ -143,18 +144,21 @@ class Peer:
         conn, jar = h.Conn(self.host, self.port), h.CookieJar()
         try:
             if op == "roundtrip":
-                stats.reset()
-                for _ in range(n):
+                for i in range(WARM_UP + n):
+                    if i == WARM_UP:
+                        stats.reset()
                     await h.roundtrip(self.cfg, conn, jar)
             elif op == "token":
-                codes = [(await h.roundtrip(self.cfg, conn, jar))[:2] for _ in range(n)]
-                stats.reset()
-                for code, verifier in codes:
+                codes = [(await h.roundtrip(self.cfg, conn, jar))[:2] for _ in range(WARM_UP + n)]
+                for i, (code, verifier) in enumerate(codes):
+                    if i == WARM_UP:
+                        stats.reset()
                     await h.exchange(self.cfg, conn, code, verifier)
             else:
                 tokens = await h.exchange(self.cfg, conn, *(await h.roundtrip(self.cfg, conn, jar))[:2])
-                stats.reset()
-                for _ in range(n):
+                for i in range(WARM_UP + n):
+                    if i == WARM_UP:
+                        stats.reset()
                     tokens = await self._refresh_or_userinfo(op, conn, tokens)
         finally:
             await conn.close()
