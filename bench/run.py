@@ -227,6 +227,35 @@ class Target:
     facts: dict = field(default_factory=dict)  # about its dataset, for EXTRA_ENDPOINTS paths
 
 
+def peer_target(label: str, issuer: str, pid: int) -> Target:
+    """A node oidc-provider peer: the harness's fixed client and member (PEER)."""
+    return Target(
+        label,
+        issuer,
+        pid,
+        PEER["client_id"],
+        PEER["client_secret"],
+        PEER["username"],
+        PEER["password"],
+        PEER["driver"],
+    )
+
+
+def harness_config(op, t: Target, scope: str = SCOPE, issuer: str | None = None):
+    """The shared harness's client configuration for target `t` (`op`: the loaded oidcperf module),
+    at `issuer` when it is not the target's own."""
+    return op.Config(
+        issuer or t.issuer,
+        t.client_id,
+        t.client_secret,
+        "basic",
+        REDIRECT_URI,
+        scope,
+        op.Creds(t.username, t.password),
+        op.load_driver(t.driver),
+    )
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace):
         self.a = args
@@ -363,16 +392,7 @@ class Bench:
             Path(self.a.harness), Path(self.a.peer_work + "-persistent"), adapter, store, self.tmp / f"{label}.log"
         )
         self.groups.append(proc)
-        return Target(
-            label,
-            issuer,
-            proc.pid,
-            PEER["client_id"],
-            PEER["client_secret"],
-            PEER["username"],
-            PEER["password"],
-            PEER["driver"],
-        )
+        return peer_target(label, issuer, proc.pid)
 
     def hello(self) -> tuple[subprocess.Popen, str]:
         port = free_port()
@@ -402,16 +422,7 @@ class Bench:
     def peer(self) -> Target:
         proc = start_peer(Path(self.a.harness) / "run-peer.sh", self.tmp / "peer.log", Path(self.a.peer_work))
         self.procs.append(proc)
-        return Target(
-            "peer",
-            f"http://127.0.0.1:{PEER_PORT}",
-            proc.pid,
-            PEER["client_id"],
-            PEER["client_secret"],
-            PEER["username"],
-            PEER["password"],
-            PEER["driver"],
-        )
+        return peer_target("peer", f"http://127.0.0.1:{PEER_PORT}", proc.pid)
 
     # -- measuring ------------------------------------------------------------------------
 
@@ -471,18 +482,7 @@ class Bench:
         return json.loads(out.read_text())["results"]
 
     def config(self, t: Target, scope: str = SCOPE, issuer: str | None = None):
-        op = self.op
-        cfg = op.Config(
-            issuer or t.issuer,
-            t.client_id,
-            t.client_secret,
-            "basic",
-            REDIRECT_URI,
-            scope,
-            op.Creds(t.username, t.password),
-            op.load_driver(t.driver),
-        )
-        return cfg
+        return harness_config(self.op, t, scope, issuer)
 
     def record(self, group: str, runs: list) -> dict:
         for r in runs:

@@ -37,8 +37,7 @@ if str(ROOT) not in sys.path:
 
 import psycopg  # noqa: E402
 
-from bench.dataset import REDIRECT_URI  # noqa: E402
-from bench.run import DEFAULT_HARNESS, PEER, SCOPE, load_harness, start_persistent_peer  # noqa: E402
+from bench.run import DEFAULT_HARNESS, harness_config, load_harness, peer_target, start_persistent_peer  # noqa: E402
 from bench.servers import free_port  # noqa: E402
 from bench.stores import private_postgres, stop_group  # noqa: E402
 
@@ -123,16 +122,7 @@ class Peer:
 
     def __init__(self, harness: Path, issuer: str):
         self.op = load_harness(harness)
-        self.cfg = self.op.Config(
-            issuer,
-            PEER["client_id"],
-            PEER["client_secret"],
-            "basic",
-            REDIRECT_URI,
-            SCOPE,
-            self.op.Creds(PEER["username"], PEER["password"]),
-            self.op.load_driver(PEER["driver"]),
-        )
+        self.cfg = harness_config(self.op, peer_target("peer-pg", issuer, 0))
         self.host, self.port = self.cfg.hostport
 
     def batch(self, op: str, n: int, stats: Statistics) -> PerOperation:
@@ -170,11 +160,9 @@ class Peer:
                 self.cfg, {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
             )
             r = await conn.request("POST", self.cfg.disc["token_endpoint"], headers, body)
-        elif op == "userinfo":
+        else:  # userinfo (main refuses any other operation)
             bearer = {"Authorization": f"Bearer {tokens['access_token']}"}
             r = await conn.request("GET", self.cfg.disc["userinfo_endpoint"], bearer)
-        else:
-            raise SystemExit(f"bench.statements: unknown operation {op}")
         if r.status != 200:
             raise SystemExit(f"bench.statements: the peer's {op} answered {r.status}: {r.text[:200]}")
         return r.json() if op == "refresh" else tokens
