@@ -819,6 +819,37 @@ def _persistent_table(files: dict) -> list[str]:
             cells.append(f" {_spread(cpu)} | {_spread(pcpu)} | {_x(ratio)} | {verdict} |")
         m = memory_peer.get(group)
         lines.append(f"| {group} |" + "".join(cells) + f" {_spread(m['server_cpu_ms_per_op']) if m else ''} |")
+    return lines + ["", *_postgresql_cost_table(files)]
+
+
+def _cpu(groups: dict, group: str) -> float | None:
+    g = groups.get(group)
+    return g["server_cpu_ms_per_op"]["median"] if g and g.get("server_cpu_ms_per_op") else None
+
+
+def _postgresql_cost_table(files: dict) -> list[str]:
+    """Each side's PostgreSQL ratio split in two: what PostgreSQL adds to an operation (ours over our
+    SQLite, the peer over its memory) and the ratio without a database server (ours on SQLite ÷
+    the in-memory peer). Our SQLite figure still holds SQLite's own work, so the split leans
+    against us. Medians; empty without all four runs."""
+    ours, ours_pg = _groups(files.get("ours")), _groups(files.get("ours-postgresql"))
+    peer, peer_pg = _groups(files.get("peer")), _groups(files.get("peer-pg"))
+    if not (ours and ours_pg and peer and peer_pg):
+        return []
+    lines = [
+        "What PostgreSQL adds to each side, server and store CPU ms per operation (medians): ours on PostgreSQL "
+        "minus ours on SQLite, the PostgreSQL peer minus the in-memory peer; and ours on SQLite ÷ the in-memory "
+        "peer, the ratio without a database server.",
+        "",
+        "| test | ours: PostgreSQL − SQLite | peer: PostgreSQL − memory | ours on SQLite ÷ in-memory peer |",
+        "|---|---:|---:|---:|",
+    ]
+    for group in PERSISTENT_TARGETS:
+        o, opg = _cpu(ours, group), _cpu(ours_pg, f"{group} [PostgreSQL]")
+        p, ppg = _cpu(peer, group), _cpu(peer_pg, group)
+        if o is None or opg is None or p is None or ppg is None:
+            continue
+        lines.append(f"| {group} | {opg - o:,.3f} | {ppg - p:,.3f} | {o / p:.2f}× |")
     return lines + [""]
 
 

@@ -111,3 +111,24 @@ def test_the_database_backed_peers_lead_the_report_with_issue_20s_targets(tmp_pa
     assert token[1:] == ["2.000", "2.500", "0.80×", "≤ 1.0× ✔", "3.000", "2.500", "1.20×", "≤ 1.0× ✘", "1.500"]
     userinfo = _row(report[head:], "userinfo c=1")
     assert userinfo[3:5] == ["1.40×", "≤ 1.3× ✘"] and userinfo[7:9] == ["1.20×", "≤ 1.3× ✔"] and userinfo[9] == ""
+
+
+def test_what_postgresql_adds_is_split_from_the_ratio_without_a_database_server(tmp_path):
+    """Each side's PostgreSQL figure against its own figure without a database server (ours on SQLite,
+    the peer in memory), and ours on SQLite ÷ the in-memory peer; a test missing from a run is left out."""
+    files = {
+        "ours": _write(tmp_path, "ours", [_group("token(code+PKCE) c=1", 1.5), _group("userinfo c=1", 0.4)]),
+        "ours-postgresql": _write(tmp_path, "ours-postgresql", [_group("token(code+PKCE) c=1 [PostgreSQL]", 2.5)]),
+        "peer-pg": _write(tmp_path, "peer-pg", [_group("token(code+PKCE) c=1", 2.2), _group("userinfo c=1", 0.6)]),
+        "peer-redis": _write(tmp_path, "peer-redis", [_group("token(code+PKCE) c=1", 2.0)]),
+        "peer": _write(tmp_path, "peer", [_group("token(code+PKCE) c=1", 1.0), _group("userinfo c=1", 0.3)]),
+    }
+    machine = {"cpu": "test", "cores": 2, "python": "3.11", "node": "v20", "load_before": [0.1], "load_after": [0.2]}
+    args = SimpleNamespace(profile="quick", scale=1, workers=2, threads=4, server="granian")
+    report = render_report(files, machine, args)
+    split = report[report.index("What PostgreSQL adds") :]
+    assert _row(split, "token(code+PKCE) c=1")[1:] == ["1.000", "1.200", "1.50×"]
+    assert "| userinfo c=1 |" not in split.split("Against the in-memory peer")[0]
+    # without the in-memory peer there is nothing to split against
+    del files["peer"]
+    assert "What PostgreSQL adds" not in render_report(files, machine, args)
