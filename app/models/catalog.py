@@ -96,7 +96,8 @@ class CreditRole(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(120))
-    parent_id: Mapped[int | None] = mapped_column(ForeignKey("credit_roles.id"), nullable=True, index=True)
+    # No index of its own: uq_credit_roles_parent_name, led by parent_id, serves lookups by family.
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("credit_roles.id"), nullable=True)
 
     parent: Mapped[CreditRole | None] = relationship(remote_side=[id], lazy="joined", join_depth=1)
 

@@ -16,7 +16,8 @@ class Consent(db.Model):
     __table_args__ = (UniqueConstraint("user_id", "client_id", name="uq_consents_user_client"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # No index of its own: uq_consents_user_client, led by user_id, serves lookups by member.
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
     scope: Mapped[str] = mapped_column(Text, default="")
     granted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -21,7 +21,8 @@ class Token(db.Model, TokenMixin):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
-    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # No index of its own: ix_tokens_user_client, led by user_id, serves lookups by member.
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     grant_id: Mapped[str] = mapped_column(String(36), index=True)
     scope: Mapped[str] = mapped_column(Text, default="")
     access_token_hash: Mapped[str] = mapped_column(String(64), unique=True)
