@@ -830,8 +830,9 @@ def _cpu(groups: dict, group: str) -> float | None:
 def _postgresql_cost_table(files: dict) -> list[str]:
     """Each side's PostgreSQL ratio split in two: what PostgreSQL adds to an operation (ours over our
     SQLite, the peer over its memory) and the ratio without a database server (ours on SQLite ÷
-    the in-memory peer). Our SQLite figure still holds SQLite's own work, so the split leans
-    against us. Medians; empty without all four runs."""
+    the in-memory peer). Our SQLite figure still holds SQLite's own work: the first column
+    understates what PostgreSQL adds to ours by that much, and the last overstates our ratio by as
+    much. Medians; empty without all four runs."""
     ours, ours_pg = _groups(files.get("ours")), _groups(files.get("ours-postgresql"))
     peer, peer_pg = _groups(files.get("peer")), _groups(files.get("peer-pg"))
     if not (ours and ours_pg and peer and peer_pg):
