@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,22 +135,17 @@ class Peer:
         conn, jar = h.Conn(self.host, self.port), h.CookieJar()
         try:
             if op == "roundtrip":
-                for i in range(WARM_UP + n):
-                    if i == WARM_UP:
-                        stats.reset()
-                    await h.roundtrip(self.cfg, conn, jar)
+                await _after_warm_up(n, stats, lambda _: h.roundtrip(self.cfg, conn, jar))
             elif op == "token":
                 codes = [(await h.roundtrip(self.cfg, conn, jar))[:2] for _ in range(WARM_UP + n)]
-                for i, (code, verifier) in enumerate(codes):
-                    if i == WARM_UP:
-                        stats.reset()
-                    await h.exchange(self.cfg, conn, code, verifier)
+                await _after_warm_up(n, stats, lambda i: h.exchange(self.cfg, conn, *codes[i]))
             else:
-                tokens = await h.exchange(self.cfg, conn, *(await h.roundtrip(self.cfg, conn, jar))[:2])
-                for i in range(WARM_UP + n):
-                    if i == WARM_UP:
-                        stats.reset()
-                    tokens = await self._refresh_or_userinfo(op, conn, tokens)
+                state = {"tokens": await h.exchange(self.cfg, conn, *(await h.roundtrip(self.cfg, conn, jar))[:2])}
+
+                async def step(_: int) -> None:
+                    state["tokens"] = await self._refresh_or_userinfo(op, conn, state["tokens"])
+
+                await _after_warm_up(n, stats, step)
         finally:
             await conn.close()
         return stats.read("perf_peer", n)
@@ -166,6 +162,14 @@ class Peer:
         if r.status != 200:
             raise SystemExit(f"bench.statements: the peer's {op} answered {r.status}: {r.text[:200]}")
         return r.json() if op == "refresh" else tokens
+
+
+async def _after_warm_up(n: int, stats: Statistics, step: Callable[[int], Awaitable[Any]]) -> None:
+    """`step(0)` to `step(WARM_UP + n - 1)`, the statistics reset once the warm-up's steps are done."""
+    for i in range(WARM_UP + n):
+        if i == WARM_UP:
+            stats.reset()
+        await step(i)
 
 
 # -- the report ---------------------------------------------------------------------------------
