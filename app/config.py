@@ -111,6 +111,11 @@ DEFAULTS: dict[str, Setting] = {
     "DATABASE_CONNECT_TIMEOUT": Setting(
         5, "Seconds to wait for PostgreSQL to accept a connection before answering 503."
     ),
+    "APP_CACHE_SECONDS": Setting(
+        60,
+        "On PostgreSQL, the longest a process keeps an app it read; changes drop it at once by LISTEN/NOTIFY. "
+        "0 = read on every request (needed behind a pooler that does not carry LISTEN).",
+    ),
     "LOG_LEVEL": Setting("INFO", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."),
     "METRICS_ENABLED": Setting(True, "Collect Prometheus metrics (served as METRICS_TOKEN and METRICS_BIND say)."),
     "METRICS_TOKEN": Setting(
@@ -211,6 +216,8 @@ def check_settings(settings: dict[str, Any]) -> None:
     for name in [n for n in DEFAULTS if n.endswith("_LIFETIME")]:
         if int(settings[name]) <= 0:  # 0 would make every session, code or token expire at birth
             raise ConfigError(f"{name} must be a positive number of seconds")
+    if int(settings["APP_CACHE_SECONDS"]) < 0:
+        raise ConfigError("APP_CACHE_SECONDS must be 0 (read apps on every request) or a number of seconds")
     if int(settings["AUDIT_RETENTION_DAYS"]) < 0:
         raise ConfigError("AUDIT_RETENTION_DAYS must be 0 (keep forever) or a number of days")
     if not 0 <= int(settings["REFRESH_GRACE_SECONDS"]) <= MAX_REFRESH_GRACE_SECONDS:

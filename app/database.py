@@ -93,6 +93,13 @@ def read_row(statement: Executable, params: dict[str, Any]) -> Row[Any] | None:
     return None  # not reached: the loop returns or raises
 
 
+def in_transaction() -> bool:
+    """Whether the session's PostgreSQL connection has a transaction open (the request has
+    written): what it reads now may be its own uncommitted change."""
+    dbapi_connection = db.session.connection().connection.dbapi_connection
+    return dbapi_connection is not None and dbapi_connection.info.transaction_status != IDLE
+
+
 # -- a transaction begins at its first write (the module's docstring says why) ---------------------
 
 

@@ -18,6 +18,7 @@ from app.capabilities import TOKEN_AUTH_METHODS
 from app.oauth import client_auth, endpoints, tokens
 from app.oauth.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from app.oauth.oidc import CodeIDToken, RefreshIDToken
+from app.oauth.store.app_cache import init_app_cache
 from app.oauth.store.clients import App, app_by_client_id
 from app.oauth.store.tokens import StoredToken
 from app.oauth.userinfo import AccessTokenValidator, UserInfo
@@ -70,6 +71,7 @@ def init_oauth(app: Flask) -> None:
     # loopback); behind a TLS-terminating proxy the request itself may arrive over http.
     os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")
     app.config["OAUTH2_TOKEN_EXPIRES_IN"] = None
+    init_app_cache(app)
     server.init_app(app, query_client=query_client, save_token=tokens.save_token)
     server.register_token_generator("default", tokens.generate_bearer_token)
     server.scopes_supported = None  # unknown scopes are dropped by the client filter, not rejected

@@ -23,6 +23,7 @@ from app import create_app
 from app.extensions import db
 from app.models import AuthorizationCode, Client, Token
 from app.models.base import sha256_hex
+from app.oauth.store.app_cache import EXTENSION as APP_CACHE
 from tests.factories import PASSWORD, REDIRECT_URI, make_client, make_member
 from tests.flows import csrf_token, hidden, pkce_pair, query
 
@@ -39,9 +40,13 @@ def counted_app(settings):
 
 @contextmanager
 def statements(app):
-    """Collect the SQL statements `app` runs inside the block (signing_keys reads left out)."""
+    """Collect the SQL statements `app` runs inside the block (signing_keys reads left out),
+    starting with no app kept: on PostgreSQL a process keeps the apps it has read between requests
+    (app/oauth/store/app_cache.py; tests/production/test_app_cache.py counts the kept case)."""
     with app.app_context():
         engine = db.engine
+    if (kept := app.extensions.get(APP_CACHE)) is not None:
+        kept.forget()
     seen: list[str] = []
 
     def record(conn, cursor, statement, parameters, context, executemany):

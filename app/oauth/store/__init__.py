@@ -13,6 +13,7 @@ owns the unit of work. The tables themselves are defined by the models in `app.m
 this package and the models no module touches the ORM class `Client` (tests/unit/test_clients_store.py).
 
     clients       an app by its client id, as the protocol needs it
+    app_cache     on PostgreSQL, apps kept between requests while LISTEN/NOTIFY vouches for them
     registry      registering and managing apps: insert, change, secrets, status, the lists
     members       the member beside a code, token or session (what claims and tiers need)
     codes         issue, redeem (one statement), find a spent one

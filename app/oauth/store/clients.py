@@ -1,4 +1,5 @@
-"""An app as the protocol sees it: one Core query per request, a frozen record back.
+"""An app as the protocol sees it: one Core query per request at most, a frozen record back
+(on PostgreSQL, none while the process keeps a good copy: app/oauth/store/app_cache.py).
 
 The record carries the same rules as the ORM model (`ClientRules`: redirect URI matching, secret
 check, auth method), so Authlib, the authorization endpoint and the token endpoint ask it exactly
@@ -11,10 +12,12 @@ from datetime import datetime
 from typing import Any
 
 from flask import g
-from sqlalchemy import bindparam, select
+from sqlalchemy import Select, bindparam, select
 
+from app.database import in_transaction
 from app.extensions import db
 from app.models.client import Client, ClientRules
+from app.oauth.store.app_cache import Key, app_cache
 
 _clients = Client.__table__
 
@@ -54,14 +57,30 @@ _BY_ID = select(*APP_COLUMNS).where(_clients.c.id == bindparam("id"))
 def app_from(row: Any) -> App:
     """The App of a row selected with APP_COLUMNS (alone or beside another table's columns), kept
     for the rest of the request."""
-    app = App(*(getattr(row, f"app_{name}") for name in App.__dataclass_fields__))
+    return _for_this_request(App(*(getattr(row, f"app_{name}") for name in App.__dataclass_fields__)))
+
+
+def _for_this_request(app: App) -> App:
     g.setdefault("apps_by_id", {})[app.id] = app
     g.setdefault("apps_by_client_id", {})[app.client_id] = app
     return app
 
 
-def _record(row: Any) -> App | None:
-    return None if row is None else app_from(row)
+def _looked_up(key: Key, statement: Select[Any], params: dict[str, Any]) -> App | None:
+    """The app under `key`: this process's copy where one is good (app/oauth/store/app_cache.py),
+    else read from its row, and kept when the row was read outside a transaction (committed)."""
+    cache = app_cache()
+    kept = cache.get(key) if cache is not None else None
+    if kept is not None:
+        return _for_this_request(kept)
+    generation = cache.generation if cache is not None else 0
+    row = db.session.execute(statement, params).first()
+    if row is None:
+        return None
+    app = app_from(row)
+    if cache is not None and not in_transaction():
+        cache.keep(app, generation)
+    return app
 
 
 def app_by_client_id(client_id: str | None) -> App | None:
@@ -70,10 +89,10 @@ def app_by_client_id(client_id: str | None) -> App | None:
     if not client_id or len(client_id) > 64 or "\x00" in client_id:
         return None
     app = g.setdefault("apps_by_client_id", {}).get(client_id)
-    return app if app is not None else _record(db.session.execute(_BY_CLIENT_ID, {"client_id": client_id}).first())
+    return app if app is not None else _looked_up(("client_id", client_id), _BY_CLIENT_ID, {"client_id": client_id})
 
 
 def app_by_id(pk: int) -> App | None:
     """An app by its row id (a pending request names its app this way), read once per request."""
     app = g.setdefault("apps_by_id", {}).get(pk)
-    return app if app is not None else _record(db.session.execute(_BY_ID, {"id": pk}).first())
+    return app if app is not None else _looked_up(("id", pk), _BY_ID, {"id": pk})
