@@ -45,7 +45,7 @@ from bench.stores import private_postgres, stop_group  # noqa: E402
 OPS = ("roundtrip", "token", "refresh", "userinfo")
 KINDS = ("SELECT", "INSERT", "UPDATE", "DELETE", "BEGIN", "COMMIT", "ROLLBACK")
 WARM_UP = 3  # operations before each batch: the pools' connections opened, their statements prepared
-STATS = """SELECT s.query, s.calls, s.total_exec_time FROM pg_stat_statements s
+STATS = """SELECT s.query, s.calls, s.total_exec_time, s.wal_bytes FROM pg_stat_statements s
            JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = %s"""
 
 
@@ -62,17 +62,21 @@ class PerOperation:
     round_trips: float
     by_kind: dict[str, float]
     executor_ms: float
+    wal_bytes: float
 
 
-def per_operation(rows: list[tuple[str, int, float]], n: int) -> PerOperation:
+def per_operation(rows: list[tuple[str, int, float, float]], n: int) -> PerOperation:
     """pg_stat_statements' rows for one database after `n` operations: calls per operation by kind,
-    and the executor's milliseconds per operation."""
+    the executor's milliseconds and the bytes written to the write-ahead log per operation (what
+    the WAL writer and the checkpointer then work through, on the server's CPU)."""
     calls: Counter[str] = Counter()
-    executor = 0.0
-    for query, count, exec_ms in rows:
+    executor = wal = 0.0
+    for query, count, exec_ms, wal_bytes in rows:
         calls[kind_of(query)] += count
         executor += exec_ms
-    return PerOperation(sum(calls.values()) / n, {k: calls[k] / n for k in (*KINDS, "other")}, executor / n)
+        wal += float(wal_bytes)
+    by_kind = {k: calls[k] / n for k in (*KINDS, "other")}
+    return PerOperation(sum(calls.values()) / n, by_kind, executor / n, wal / n)
 
 
 class Statistics:
@@ -181,8 +185,8 @@ def render(results: dict[str, dict[str, PerOperation]], n: int) -> str:
         f"Per operation, mean of {n} (pg_stat_statements):",
         "",
         "| operation | provider | round trips | SELECT | INSERT | UPDATE | DELETE | BEGIN | COMMIT | other |"
-        " executor ms |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " executor ms | WAL bytes |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for op, sides in results.items():
         for side, p in sides.items():
@@ -199,7 +203,9 @@ def render(results: dict[str, dict[str, PerOperation]], n: int) -> str:
                     k["other"],
                 )
             )
-            lines.append(f"| {op} | {side} | {p.round_trips:.1f} | {counts} | {p.executor_ms:.3f} |")
+            lines.append(
+                f"| {op} | {side} | {p.round_trips:.1f} | {counts} | {p.executor_ms:.3f} | {p.wal_bytes:,.0f} |"
+            )
     return "\n".join(lines)
 
 
