@@ -38,6 +38,12 @@ def counted_app(settings):
     return create_app({k: v for k, v in settings.items() if not k.startswith("_")})
 
 
+def forget_kept_apps(app) -> None:
+    """Drop the apps `app`'s process keeps between requests (PostgreSQL only; none on SQLite)."""
+    if (kept := app.extensions.get(APP_CACHE)) is not None:
+        kept.forget()
+
+
 @contextmanager
 def statements(app):
     """Collect the SQL statements `app` runs inside the block (signing_keys reads left out),
@@ -45,8 +51,7 @@ def statements(app):
     (app/oauth/store/app_cache.py; tests/production/test_app_cache.py counts the kept case)."""
     with app.app_context():
         engine = db.engine
-    if (kept := app.extensions.get(APP_CACHE)) is not None:
-        kept.forget()
+    forget_kept_apps(app)
     seen: list[str] = []
 
     def record(conn, cursor, statement, parameters, context, executemany):

@@ -19,8 +19,7 @@ from sqlalchemy import event, text
 
 from app import create_app
 from app.extensions import db
-from app.oauth.store.app_cache import EXTENSION
-from tests.integration.test_query_counts import USERINFO, Member
+from tests.integration.test_query_counts import USERINFO, Member, forget_kept_apps
 from tests.production.servers import requires_postgres
 
 pytestmark = requires_postgres
@@ -76,10 +75,6 @@ def round_trips(app):
                 sent = []
 
 
-def forget_apps(app) -> None:
-    app.extensions[EXTENSION].forget()
-
-
 def test_a_code_exchange_takes_four_round_trips_once_its_app_is_kept(traced_app):
     warm = Member(traced_app)
     warm.exchange(*warm.sign_in())  # keys loaded, statements compiled, the app kept
@@ -94,7 +89,7 @@ def test_a_code_exchange_takes_four_round_trips_once_its_app_is_kept(traced_app)
 def test_a_code_exchange_whose_app_is_not_kept_takes_five(traced_app):
     m = Member(traced_app)
     code, verifier = m.sign_in()
-    forget_apps(traced_app)
+    forget_kept_apps(traced_app)
     with round_trips(traced_app) as trips:
         response = m.exchange(code, verifier)
     assert response.status_code == 200, response.get_data(as_text=True)
@@ -113,7 +108,7 @@ def test_a_refresh_takes_four_round_trips_once_its_app_is_kept(traced_app):
 def test_a_refresh_whose_app_is_not_kept_takes_five(traced_app):
     m = Member(traced_app)
     first = m.exchange(*m.sign_in()).get_json()
-    forget_apps(traced_app)
+    forget_kept_apps(traced_app)
     with round_trips(traced_app) as trips:
         response = m.refresh(first["refresh_token"])
     assert response.status_code == 200, response.get_data(as_text=True)
