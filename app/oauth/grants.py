@@ -16,6 +16,7 @@ from app.extensions import db
 from app.models import AuthorizationCode
 from app.models.base import new_secret, new_uuid, utcnow
 from app.oauth import refresh_grace
+from app.oauth import tokens as issuing
 from app.oauth.store import codes, tokens
 from app.oauth.store.clients import App
 from app.oauth.store.members import Member
@@ -97,11 +98,14 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     INCLUDE_NEW_REFRESH_TOKEN = True  # rotate on every use
 
     def authenticate_refresh_token(self, refresh_token: str) -> tokens.RotatedRefresh | tokens.StoredToken | None:
-        """The refresh token, marked rotated as it is found (one UPDATE ... RETURNING). When nothing
-        comes back: a retry within the grace window gets the first answer again; a rotated-out
-        token presented again means someone holds a copy, and the family is revoked."""
+        """The refresh token, marked rotated as it is found, its successor stored by the same step
+        (on PostgreSQL one statement; a refusal later in this request rolls both back). When
+        nothing comes back: a retry within the grace window gets the first answer again; a
+        rotated-out token presented again means someone holds a copy, and the family is revoked."""
         client = self.request.client
-        rotated = tokens.rotate_refresh_token(refresh_token, client.id)
+        self.request.new_pair = pair = issuing.NewPair.draw()
+        narrowed = self.request.payload.scope or None  # checked against the grant's by Authlib next
+        rotated = tokens.rotate_refresh_token(refresh_token, client.id, pair.columns(), narrowed)
         if rotated is not None:
             return rotated
         row = tokens.find_refresh_token(refresh_token)
@@ -127,11 +131,27 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         self.request.auth_time = old.auth_time
         self.request.amr = old.amr
         status, body, headers = super().create_token_response()
-        refresh_grace.seal(old, self.request.issued_token_id, presented, body)
+        refresh_grace.seal(old, old.successor_id, presented, body)
         issued_to = self.request.client.client_id, self.request.user.id
         db.session.commit()
         metrics.tokens_issued("refresh_token", *issued_to)
         return status, body, headers
+
+    def issue_token(self, user: Member, refresh_token: tokens.RotatedRefresh) -> dict[str, Any]:
+        """The answer carries the pair rotation stored, with the scope Authlib's rules give it."""
+        pair: issuing.NewPair = self.request.new_pair
+        return pair.answer(self._successor_scope(refresh_token), user)
+
+    def save_token(self, token: dict[str, Any]) -> None:
+        """Stored already, by the rotation; amended only where the answer differs from what it
+        copied (the scope cut to the member's membership, no refresh token without offline_access)."""
+        rotated: tokens.RotatedRefresh = self.request.refresh_token
+        if token["scope"] != self._successor_scope(rotated) or "refresh_token" not in token:
+            tokens.amend_successor(rotated.successor_id, token["scope"], "refresh_token" in token)
+
+    def _successor_scope(self, rotated: tokens.RotatedRefresh) -> str:
+        """The scope rotation gave the successor: the narrower one asked for, else the grant's."""
+        return self.request.payload.scope or rotated.scope
 
     def authenticate_user(self, refresh_token: tokens.RotatedRefresh) -> Member:
         return refresh_token.user

@@ -4,7 +4,8 @@ written by the protocol store (app/oauth/store/tokens.py)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from authlib.oauth2.rfc6749 import OAuth2Request
@@ -26,36 +27,71 @@ def generate_bearer_token(
     expires_in: int | None = None,
     include_refresh_token: bool = True,
 ) -> dict[str, Any]:
-    """Authlib token generator, for the code exchange and refresh alike. The scope issued is what
-    the member's membership includes now, not when the code or the first token was issued: after a
-    downgrade a refresh no longer carries (or stores) the higher tier's scopes. A refresh token only
-    when `offline_access` was granted."""
+    """Authlib token generator, for the code exchange (a rotation answers with its NewPair)."""
     lifetime = expires_in or int(current_app.config["ACCESS_TOKEN_LIFETIME"])
+    refresh = new_secret(32) if include_refresh_token else None
+    return bearer_answer(new_secret(32), refresh, lifetime, scope, user)
+
+
+def bearer_answer(
+    access_token: str, refresh_token: str | None, lifetime: int, scope: str | None, user: Member | User | None
+) -> dict[str, Any]:
+    """The token response's body. The scope issued is what the member's membership includes now,
+    not when the code or the first token was issued: after a downgrade a refresh no longer carries
+    (or stores) the higher tier's scopes. A refresh token only when `offline_access` was granted."""
     if user is not None:
         scope = join(grantable(scope_list(scope), user.tier))
     token: dict[str, Any] = {
         "token_type": "Bearer",
-        "access_token": new_secret(32),
+        "access_token": access_token,
         "expires_in": lifetime,
         "scope": scope or "",
     }
-    if include_refresh_token and "offline_access" in scope_list(scope):
-        token["refresh_token"] = new_secret(32)
+    if refresh_token is not None and "offline_access" in scope_list(scope):
+        token["refresh_token"] = refresh_token
     return token
 
 
+@dataclass(frozen=True, slots=True)
+class NewPair:
+    """A pair drawn before its row is written: a rotation stores the successor in the statement
+    that spends the old refresh token (app/oauth/store/tokens.py), then answers with it."""
+
+    access_token: str
+    refresh_token: str
+    issued_at: datetime
+    lifetime: int  # of the access token, in seconds
+
+    @classmethod
+    def draw(cls) -> NewPair:
+        return cls(new_secret(32), new_secret(32), utcnow(), int(current_app.config["ACCESS_TOKEN_LIFETIME"]))
+
+    def columns(self) -> dict[str, Any]:
+        """What the successor's row holds of it: hashes and times, never the tokens."""
+        refresh_lifetime = timedelta(seconds=int(current_app.config["REFRESH_TOKEN_LIFETIME"]))
+        return {
+            "access_token_hash": sha256_hex(self.access_token),
+            "refresh_token_hash": sha256_hex(self.refresh_token),
+            "issued_at": self.issued_at,
+            "access_expires_at": self.issued_at + timedelta(seconds=self.lifetime),
+            "refresh_expires_at": self.issued_at + refresh_lifetime,
+        }
+
+    def answer(self, scope: str | None, user: Member) -> dict[str, Any]:
+        return bearer_answer(self.access_token, self.refresh_token, self.lifetime, scope, user)
+
+
 def save_token(token: dict[str, Any], request: OAuth2Request) -> None:
-    """Store the pair (hashes only) in the grant family of the code or refresh token it came from.
-    The caller commits, so the token rows and the code/refresh consumption land together. The new
-    row's id is kept on the request (the refresh grace window seals its answer against it)."""
-    parent = request.authorization_code or request.refresh_token
+    """Store a code exchange's pair (hashes only) in the code's grant family. The caller commits,
+    so the token row and the code's consumption land together. (A rotation stores its successor
+    as it spends the old refresh token: RefreshTokenGrant.save_token.)"""
     now = utcnow()
     refresh = token.get("refresh_token")
-    request.issued_token_id = stored.issue_token(
+    stored.issue_token(
         {
             "client_id": request.client.id,
             "user_id": request.user.id,
-            "grant_id": parent.grant_id,
+            "grant_id": request.authorization_code.grant_id,
             "auth_time": request.auth_time,
             "amr": getattr(request, "amr", None) or "pwd",
             "scope": token.get("scope", ""),

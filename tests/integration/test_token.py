@@ -9,7 +9,7 @@ import requests
 
 from app.extensions import db
 from app.models import AuthorizationCode, Client, LoginSession, Token
-from app.models.base import utcnow
+from app.models.base import sha256_hex, utcnow
 from tests.factories import db_state, make_client
 from tests.flows import TOKEN, USERINFO, RelyingParty, pkce_pair, sign_in
 
@@ -230,6 +230,53 @@ def test_refresh_may_narrow_scope_but_not_widen_it(live_server, rp, member):
     assert db_state() == before
     narrowed = rp.refresh(tokens["refresh_token"], scope="openid offline_access").json()
     assert narrowed["scope"] == "openid offline_access"
+
+
+def stored_pair(answer: dict) -> Token:
+    """The row of the pair an answer carries (by its access token)."""
+    db.session.remove()
+    return db.session.scalar(db.select(Token).where(Token.access_token_hash == sha256_hex(answer["access_token"])))
+
+
+def test_a_narrowed_refresh_stores_the_narrowed_scope(live_server, rp, member):
+    params, _ = sign_in(live_server.url, rp, member.email, scope="openid profile offline_access")
+    tokens = rp.exchange(params["code"]).json()
+    narrowed = rp.refresh(tokens["refresh_token"], scope="openid offline_access").json()
+    row = stored_pair(narrowed)
+    assert row.scope == narrowed["scope"] == "openid offline_access"
+    assert row.refresh_token_hash == sha256_hex(narrowed["refresh_token"]) and row.refresh_expires_at is not None
+    assert userinfo_status(live_server.url, narrowed["access_token"]) == 200
+
+
+def test_a_refresh_narrowed_without_offline_access_ends_the_refresh_chain(live_server, rp, member):
+    """RFC 6749 6: the new pair may carry no refresh token; its row then holds none either."""
+    params, _ = sign_in(live_server.url, rp, member.email, scope="openid profile offline_access")
+    tokens = rp.exchange(params["code"]).json()
+    response = rp.refresh(tokens["refresh_token"], scope="openid profile")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert "refresh_token" not in body and body["scope"] == "openid profile"
+    row = stored_pair(body)
+    assert row.scope == "openid profile" and row.refresh_token_hash is None and row.refresh_expires_at is None
+    assert_oauth_error(rp.refresh(tokens["refresh_token"]), "invalid_grant")  # the old one was spent
+
+
+def test_a_refresh_stores_only_what_the_membership_includes_now(live_server, rp):
+    """A tier changed behind the console's back (a plain UPDATE, so the live tokens keep their
+    scope): the refresh answers, and stores, the scope cut to what the membership includes."""
+    from app.models import User
+    from tests.factories import make_member
+
+    member = make_member(tier="pro")
+    params, _ = sign_in(live_server.url, rp, member.email, scope="openid credits:read analytics:read offline_access")
+    tokens = rp.exchange(params["code"]).json()
+    assert "analytics:read" in tokens["scope"].split()
+    db.session.execute(db.update(User).where(User.id == member.id).values(tier="basic"))
+    db.session.commit()
+    refreshed = rp.refresh(tokens["refresh_token"]).json()
+    assert refreshed["scope"] == "openid credits:read offline_access"
+    row = stored_pair(refreshed)
+    assert row.scope == refreshed["scope"] and row.refresh_token_hash == sha256_hex(refreshed["refresh_token"])
 
 
 def test_a_refresh_token_of_another_client_is_invalid_grant(live_server, rp, member):

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from authlib.oauth2.rfc6749 import TokenMixin
-from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, func, or_, select
+from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, func, or_, select, true
 
 from app import metrics
 from app.database import read_row
@@ -24,26 +24,61 @@ _interactions, _replays = Interaction.__table__, RefreshReplay.__table__
 _SEALED = select(_replays.c.successor_id, _replays.c.sealed).where(_replays.c.token_id == bindparam("pk"))
 _INSERT = _tokens.insert()
 
-_ROTATE_REFRESH = (
-    _tokens.update()
-    .where(
-        _tokens.c.refresh_token_hash == bindparam("hash"),
-        _tokens.c.client_id == bindparam("client"),
-        _tokens.c.refresh_used_at.is_(None),
-        _tokens.c.revoked_at.is_(None),
-        _tokens.c.refresh_expires_at > bindparam("now"),
-    )
-    .values(refresh_used_at=bindparam("now"))
-    .returning(
-        _tokens.c.id,
-        _tokens.c.grant_id,
-        _tokens.c.user_id,
-        _tokens.c.scope,
-        _tokens.c.auth_time,
-        _tokens.c.amr,
-        *member_columns(_tokens),
-    )
+# Rotation spends the presented refresh token and stores its successor. The successor copies the
+# spent row's grant, member, app, login and scope (a narrowed request's scope when one is given);
+# its hashes and times are drawn by the caller (app/oauth/tokens.py: NewPair).
+_LIVE_REFRESH = (
+    _tokens.c.refresh_token_hash == bindparam("hash"),
+    _tokens.c.client_id == bindparam("client"),
+    _tokens.c.refresh_used_at.is_(None),
+    _tokens.c.revoked_at.is_(None),
+    _tokens.c.refresh_expires_at > bindparam("now"),
 )
+_SPENT = (
+    _tokens.c.id,
+    _tokens.c.client_id,
+    _tokens.c.grant_id,
+    _tokens.c.user_id,
+    _tokens.c.scope,
+    _tokens.c.auth_time,
+    _tokens.c.amr,
+)
+_SUCCESSOR_DRAWN = ("access_token_hash", "refresh_token_hash", "issued_at", "access_expires_at", "refresh_expires_at")
+_SPEND_REFRESH = _tokens.update().where(*_LIVE_REFRESH).values(refresh_used_at=bindparam("now"))
+
+# SQLite (no UPDATE inside WITH): spend, with the member beside the row, then insert.
+_SPEND_WITH_MEMBER = _SPEND_REFRESH.returning(*_SPENT, *member_columns(_tokens))
+
+
+def _rotate_in_one_statement() -> Any:
+    """PostgreSQL: spend and insert in one statement (data-modifying CTEs), which also returns the
+    member: one round trip where two statements took two, in the request's transaction still, so
+    a refusal after it (a scope wider than the grant's) rolls both back."""
+    spent = _SPEND_REFRESH.returning(*_SPENT).cte("spent")
+    # (Parameters named like a column would join the UPDATE's SET clause: hence `new_`.)
+    drawn = [bindparam(f"new_{name}", type_=_tokens.c[name].type) for name in _SUCCESSOR_DRAWN]
+    scope = func.coalesce(bindparam("new_scope", type_=_tokens.c.scope.type), spent.c.scope)
+    copied = (spent.c.client_id, spent.c.user_id, spent.c.grant_id, spent.c.auth_time, spent.c.amr)
+    successor = (
+        _tokens.insert()
+        .from_select(
+            ["client_id", "user_id", "grant_id", "auth_time", "amr", "scope", *_SUCCESSOR_DRAWN],
+            select(*copied, scope, *drawn),
+        )
+        .returning(_tokens.c.id)
+        .cte("successor")
+    )
+    return (
+        select(*(spent.c[c.name] for c in _SPENT), successor.c.id.label("successor_id"), *member_joined())
+        .select_from(spent)
+        .join(successor, true())
+        .join(_users, _users.c.id == spent.c.user_id)
+    )
+
+
+_ROTATE_IN_ONE = _rotate_in_one_statement()
+_AMEND_KEEPING_REFRESH = _tokens.update().where(_tokens.c.id == bindparam("pk")).values(scope=bindparam("scope"))
+_AMEND_DROPPING_REFRESH = _AMEND_KEEPING_REFRESH.values(refresh_token_hash=None, refresh_expires_at=None)
 
 # A token with its app's public id and its member, in one query: what a bearer (userinfo, /v1),
 # revocation and introspection need, as plain values rather than three ORM objects.
@@ -138,7 +173,7 @@ def _stored(row: Any) -> StoredToken | None:
 
 @dataclass(frozen=True, slots=True)
 class RotatedRefresh:
-    """A refresh token marked rotated by the statement that found it, with its member."""
+    """A refresh token marked rotated as it was found, with its member and its successor's row."""
 
     id: int
     grant_id: str
@@ -147,6 +182,7 @@ class RotatedRefresh:
     auth_time: datetime
     amr: str
     user: Member
+    successor_id: int  # the row of the pair that replaces it, written by the same rotation
 
     get_scope = Token.get_scope
 
@@ -188,17 +224,38 @@ def find_token(pk: int) -> StoredToken | None:
     return _stored(db.session.execute(_BY_ID, {"id": pk}).first())
 
 
-def rotate_refresh_token(value: str, client_pk: int, now: datetime | None = None) -> RotatedRefresh | None:
-    """Find the app's live refresh token and mark it rotated, in one statement; None when there is
-    none (unknown, another app's, expired, revoked or rotated already: `find_refresh_token` tells)."""
+def rotate_refresh_token(
+    value: str, client_pk: int, successor: dict[str, Any], scope: str | None = None
+) -> RotatedRefresh | None:
+    """Find the app's live refresh token, mark it rotated and store its successor (`successor`:
+    the drawn hashes and times; the scope is the old one, or `scope` when the request narrows it);
+    None, and nothing written, when there is no such token (unknown, another app's, expired,
+    revoked or rotated already: `find_refresh_token` tells). The caller commits."""
     if not value or len(value) > 512:
         return None
-    row = db.session.execute(
-        _ROTATE_REFRESH, {"hash": sha256_hex(value), "client": client_pk, "now": now or utcnow()}
-    ).first()
-    if row is None:
-        return None
-    return RotatedRefresh(row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, member_from(row))
+    params = {"hash": sha256_hex(value), "client": client_pk, "now": successor["issued_at"]}
+    if db.session.get_bind().dialect.name == "postgresql":
+        drawn = {f"new_{name}": value for name, value in successor.items()}
+        row = db.session.execute(_ROTATE_IN_ONE, {**params, **drawn, "new_scope": scope}).first()
+        if row is None:
+            return None
+        successor_id = row.successor_id
+    else:
+        row = db.session.execute(_SPEND_WITH_MEMBER, params).first()
+        if row is None:
+            return None
+        copied = {c.name: row._mapping[c.name] for c in _SPENT if c.name != "id"}
+        successor_id = issue_token({**copied, **successor, "scope": scope or row.scope})
+    return RotatedRefresh(
+        row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, member_from(row), successor_id
+    )
+
+
+def amend_successor(pk: int, scope: str, keeps_refresh: bool) -> None:
+    """Give a rotation's successor the scope its answer carries, and drop its refresh token when
+    the answer has none (a scope cut to the member's membership, or narrowed without
+    `offline_access`): the rare case where the answer differs from what rotation copied."""
+    db.session.execute(_AMEND_KEEPING_REFRESH if keeps_refresh else _AMEND_DROPPING_REFRESH, {"pk": pk, "scope": scope})
 
 
 def _rowcount(statement: Any) -> int:
