@@ -24,7 +24,44 @@ from app.oauth.store.members import Member
 TokenResponse = tuple[int, dict[str, Any], list[tuple[str, str]]]  # status, body, headers (Authlib's)
 
 
-class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
+class PairStoredAsSpent:
+    """Both grants store the new pair in the step that spends what the client presented (the code,
+    the refresh token: app/oauth/store/tokens.py, SpendAndStore), so the pair is drawn before it.
+    Authlib's generator and save hook then answer with that pair and amend the stored row only
+    where the answer differs from what spending copied: the scope cut to the member's membership,
+    or no refresh token (no `offline_access`)."""
+
+    request: OAuth2Request
+
+    def draw_pair(self, with_refresh: bool) -> issuing.NewPair:
+        self.request.new_pair = pair = issuing.NewPair.draw(with_refresh)
+        return pair
+
+    def generate_token(
+        self,
+        user: Member | None = None,
+        scope: str | None = None,
+        grant_type: str | None = None,
+        expires_in: int | None = None,
+        include_refresh_token: bool = True,
+    ) -> dict[str, Any]:
+        pair: issuing.NewPair = self.request.new_pair
+        return pair.answer(scope, user, include_refresh_token)
+
+    def save_token(self, token: dict[str, Any]) -> None:
+        pair: issuing.NewPair = self.request.new_pair
+        spent: codes.RedeemedCode | tokens.RotatedRefresh = (
+            self.request.authorization_code or self.request.refresh_token
+        )
+        if token["scope"] != self.stored_scope(spent) or ("refresh_token" in token) != pair.with_refresh:
+            tokens.amend_successor(spent.successor_id, token["scope"], "refresh_token" in token)
+
+    def stored_scope(self, spent: Any) -> str:
+        """The scope spending gave the new pair: the code's, the old token's."""
+        return str(spent.scope)
+
+
+class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
 
     @staticmethod
@@ -61,9 +98,11 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         )
 
     def query_authorization_code(self, code: str, client: App) -> codes.RedeemedCode | None:
-        """The code, spent as it is found (one UPDATE ... RETURNING; a later refusal in this request
-        rolls that back). When nothing comes back, a used code presented again is reuse."""
-        redeemed = codes.redeem_code(code, client.id)
+        """The code, spent as it is found, the pair it buys stored by the same step (a later refusal
+        in this request, PKCE or redirect_uri, rolls both back). When nothing comes back, a used
+        code presented again is reuse."""
+        pair = self.draw_pair(with_refresh=client.check_grant_type("refresh_token"))
+        redeemed = codes.redeem_code(code, client.id, pair.columns())
         if redeemed is not None:
             return redeemed
         spent = codes.spent_code(code, client.id)
@@ -93,7 +132,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         return authorization_code.user
 
 
-class RefreshTokenGrant(grants.RefreshTokenGrant):
+class RefreshTokenGrant(PairStoredAsSpent, grants.RefreshTokenGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
     INCLUDE_NEW_REFRESH_TOKEN = True  # rotate on every use
 
@@ -103,7 +142,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         nothing comes back: a retry within the grace window gets the first answer again; a
         rotated-out token presented again means someone holds a copy, and the family is revoked."""
         client = self.request.client
-        self.request.new_pair = pair = issuing.NewPair.draw()
+        pair = self.draw_pair(with_refresh=True)
         narrowed = self.request.payload.scope or None  # checked against the grant's by Authlib next
         rotated = tokens.rotate_refresh_token(refresh_token, client.id, pair.columns(), narrowed)
         if rotated is not None:
@@ -137,21 +176,10 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         metrics.tokens_issued("refresh_token", *issued_to)
         return status, body, headers
 
-    def issue_token(self, user: Member, refresh_token: tokens.RotatedRefresh) -> dict[str, Any]:
-        """The answer carries the pair rotation stored, with the scope Authlib's rules give it."""
-        pair: issuing.NewPair = self.request.new_pair
-        return pair.answer(self._successor_scope(refresh_token), user)
-
-    def save_token(self, token: dict[str, Any]) -> None:
-        """Stored already, by the rotation; amended only where the answer differs from what it
-        copied (the scope cut to the member's membership, no refresh token without offline_access)."""
-        rotated: tokens.RotatedRefresh = self.request.refresh_token
-        if token["scope"] != self._successor_scope(rotated) or "refresh_token" not in token:
-            tokens.amend_successor(rotated.successor_id, token["scope"], "refresh_token" in token)
-
-    def _successor_scope(self, rotated: tokens.RotatedRefresh) -> str:
-        """The scope rotation gave the successor: the narrower one asked for, else the grant's."""
-        return self.request.payload.scope or rotated.scope
+    def stored_scope(self, spent: Any) -> str:
+        """A rotation stores the narrower scope the request asked for, if it asked (Authlib has
+        checked it against the grant's by now)."""
+        return self.request.payload.scope or str(spent.scope)
 
     def authenticate_user(self, refresh_token: tokens.RotatedRefresh) -> Member:
         return refresh_token.user

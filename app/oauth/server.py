@@ -15,7 +15,7 @@ from flask import Flask, current_app, g
 from app import logs
 from app.adapters import BearerOnlyResourceProtector, FlaskAuthorizationServer, S256CodeChallenge, is_wired
 from app.capabilities import TOKEN_AUTH_METHODS
-from app.oauth import client_auth, endpoints, tokens
+from app.oauth import client_auth, endpoints
 from app.oauth.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from app.oauth.oidc import CodeIDToken, RefreshIDToken
 from app.oauth.store.app_cache import init_app_cache
@@ -72,8 +72,9 @@ def init_oauth(app: Flask) -> None:
     os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")
     app.config["OAUTH2_TOKEN_EXPIRES_IN"] = None
     init_app_cache(app)
-    server.init_app(app, query_client=query_client, save_token=tokens.save_token)
-    server.register_token_generator("default", tokens.generate_bearer_token)
+    # No save_token and no token generator of the server's: each grant draws its pair and stores it
+    # as it spends the code or refresh token (app/oauth/grants.py: PairStoredAsSpent).
+    server.init_app(app, query_client=query_client)
     server.scopes_supported = None  # unknown scopes are dropped by the client filter, not rejected
     for method in TOKEN_AUTH_METHODS:
         server.register_client_auth_method(method, client_auth.METHODS[method])

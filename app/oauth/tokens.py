@@ -8,102 +8,58 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from authlib.oauth2.rfc6749 import OAuth2Request
 from flask import current_app
 
-from app.models import User
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.oauth.store import tokens as stored
-from app.oauth.store.clients import App
 from app.oauth.store.members import Member
 from app.scopes import grantable, join, scope_list
 
 
-def generate_bearer_token(
-    grant_type: str,
-    client: App,
-    user: Member | User | None = None,
-    scope: str | None = None,
-    expires_in: int | None = None,
-    include_refresh_token: bool = True,
-) -> dict[str, Any]:
-    """Authlib token generator, for the code exchange (a rotation answers with its NewPair)."""
-    lifetime = expires_in or int(current_app.config["ACCESS_TOKEN_LIFETIME"])
-    refresh = new_secret(32) if include_refresh_token else None
-    return bearer_answer(new_secret(32), refresh, lifetime, scope, user)
-
-
-def bearer_answer(
-    access_token: str, refresh_token: str | None, lifetime: int, scope: str | None, user: Member | User | None
-) -> dict[str, Any]:
-    """The token response's body. The scope issued is what the member's membership includes now,
-    not when the code or the first token was issued: after a downgrade a refresh no longer carries
-    (or stores) the higher tier's scopes. A refresh token only when `offline_access` was granted."""
-    if user is not None:
-        scope = join(grantable(scope_list(scope), user.tier))
-    token: dict[str, Any] = {
-        "token_type": "Bearer",
-        "access_token": access_token,
-        "expires_in": lifetime,
-        "scope": scope or "",
-    }
-    if refresh_token is not None and "offline_access" in scope_list(scope):
-        token["refresh_token"] = refresh_token
-    return token
-
-
 @dataclass(frozen=True, slots=True)
 class NewPair:
-    """A pair drawn before its row is written: a rotation stores the successor in the statement
-    that spends the old refresh token (app/oauth/store/tokens.py), then answers with it."""
+    """An access token and, when the app may refresh, a refresh token, drawn before their row is
+    written: a code exchange or a rotation stores them in the step that spends what the client
+    presented (app/oauth/store/tokens.py: SpendAndStore), then answers with them."""
 
     access_token: str
     refresh_token: str
+    with_refresh: bool  # whether the stored row holds the refresh token
     issued_at: datetime
     lifetime: int  # of the access token, in seconds
 
     @classmethod
-    def draw(cls) -> NewPair:
-        return cls(new_secret(32), new_secret(32), utcnow(), int(current_app.config["ACCESS_TOKEN_LIFETIME"]))
+    def draw(cls, with_refresh: bool) -> NewPair:
+        lifetime = int(current_app.config["ACCESS_TOKEN_LIFETIME"])
+        return cls(new_secret(32), new_secret(32), with_refresh, utcnow(), lifetime)
 
     def columns(self) -> dict[str, Any]:
-        """What the successor's row holds of it: hashes and times, never the tokens."""
+        """What the row holds of the pair: hashes and times, never the tokens."""
         refresh_lifetime = timedelta(seconds=int(current_app.config["REFRESH_TOKEN_LIFETIME"]))
         return {
             "access_token_hash": sha256_hex(self.access_token),
-            "refresh_token_hash": sha256_hex(self.refresh_token),
+            "refresh_token_hash": sha256_hex(self.refresh_token) if self.with_refresh else None,
             "issued_at": self.issued_at,
             "access_expires_at": self.issued_at + timedelta(seconds=self.lifetime),
-            "refresh_expires_at": self.issued_at + refresh_lifetime,
+            "refresh_expires_at": self.issued_at + refresh_lifetime if self.with_refresh else None,
         }
 
-    def answer(self, scope: str | None, user: Member) -> dict[str, Any]:
-        return bearer_answer(self.access_token, self.refresh_token, self.lifetime, scope, user)
-
-
-def save_token(token: dict[str, Any], request: OAuth2Request) -> None:
-    """Store a code exchange's pair (hashes only) in the code's grant family. The caller commits,
-    so the token row and the code's consumption land together. (A rotation stores its successor
-    as it spends the old refresh token: RefreshTokenGrant.save_token.)"""
-    now = utcnow()
-    refresh = token.get("refresh_token")
-    stored.issue_token(
-        {
-            "client_id": request.client.id,
-            "user_id": request.user.id,
-            "grant_id": request.authorization_code.grant_id,
-            "auth_time": request.auth_time,
-            "amr": getattr(request, "amr", None) or "pwd",
-            "scope": token.get("scope", ""),
-            "access_token_hash": sha256_hex(token["access_token"]),
-            "refresh_token_hash": sha256_hex(refresh) if refresh else None,
-            "issued_at": now,
-            "access_expires_at": now + timedelta(seconds=int(token["expires_in"])),
-            "refresh_expires_at": (
-                now + timedelta(seconds=int(current_app.config["REFRESH_TOKEN_LIFETIME"])) if refresh else None
-            ),
+    def answer(self, scope: str | None, user: Member | None, include_refresh_token: bool) -> dict[str, Any]:
+        """The token response's body (Authlib's token generator). The scope issued is what the
+        member's membership includes now, not when the code or the first token was issued: after a
+        downgrade a refresh no longer carries (or stores) the higher tier's scopes. A refresh token
+        only when `offline_access` was granted."""
+        if user is not None:
+            scope = join(grantable(scope_list(scope), user.tier))
+        token: dict[str, Any] = {
+            "token_type": "Bearer",
+            "access_token": self.access_token,
+            "expires_in": self.lifetime,
+            "scope": scope or "",
         }
-    )
+        if include_refresh_token and self.with_refresh and "offline_access" in scope_list(scope):
+            token["refresh_token"] = self.refresh_token
+        return token
 
 
 def bearer_value(authorization: str | None) -> str | None:

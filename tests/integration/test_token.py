@@ -69,6 +69,8 @@ def test_no_refresh_token_without_offline_access(live_server, rp, member):
     params, _ = sign_in(live_server.url, rp, member.email, scope="openid profile")
     body = rp.exchange(params["code"]).json()
     assert "refresh_token" not in body
+    row = stored_pair(body)  # and the stored pair holds none either
+    assert row.scope == "openid profile" and row.refresh_token_hash is None and row.refresh_expires_at is None
 
 
 # -- client authentication -----------------------------------------------------------------------
@@ -277,6 +279,21 @@ def test_a_refresh_stores_only_what_the_membership_includes_now(live_server, rp)
     assert refreshed["scope"] == "openid credits:read offline_access"
     row = stored_pair(refreshed)
     assert row.scope == refreshed["scope"] and row.refresh_token_hash == sha256_hex(refreshed["refresh_token"])
+
+
+def test_an_exchange_stores_only_what_the_membership_includes_now(live_server, rp):
+    """The code was issued to a pro member whose tier then changed behind the console's back."""
+    from app.models import User
+    from tests.factories import make_member
+
+    member = make_member(tier="pro")
+    params, _ = sign_in(live_server.url, rp, member.email, scope="openid credits:read analytics:read offline_access")
+    db.session.execute(db.update(User).where(User.id == member.id).values(tier="basic"))
+    db.session.commit()
+    body = rp.exchange(params["code"]).json()
+    assert body["scope"] == "openid credits:read offline_access"
+    row = stored_pair(body)
+    assert row.scope == body["scope"] and row.refresh_token_hash == sha256_hex(body["refresh_token"])
 
 
 def test_a_refresh_token_of_another_client_is_invalid_grant(live_server, rp, member):

@@ -170,11 +170,11 @@ def test_a_database_error_at_the_front_spends_nothing_and_flask_answers(front_ap
     monkeypatch.setitem(front_app.config, "TOKEN_CLIENT_LIMIT", "1 per minute")
     real, calls = codes.redeem_code, []
 
-    def fails_once(code, client_pk):
+    def fails_once(code, client_pk, successor):
         calls.append(code)
         if len(calls) == 1:
             raise OperationalError("UPDATE", {}, Exception("server closed the connection"))
-        return real(code, client_pk)
+        return real(code, client_pk, successor)
 
     monkeypatch.setattr(codes, "redeem_code", fails_once)
     response = member.exchange(*code_of(member))

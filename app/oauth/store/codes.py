@@ -1,4 +1,5 @@
-"""Authorization codes: issued by the consent step, spent by the token request in one statement."""
+"""Authorization codes: issued by the consent step, spent by the token request as it stores the pair
+the code buys."""
 
 from __future__ import annotations
 
@@ -10,16 +11,18 @@ from sqlalchemy import bindparam, select
 
 from app.extensions import db
 from app.models import AuthorizationCode
-from app.models.base import sha256_hex, utcnow
-from app.oauth.store.members import Member, member_columns, member_from
+from app.models.base import sha256_hex
+from app.oauth.store.members import Member, member_from
+from app.oauth.store.tokens import SpendAndStore
 
 _codes = AuthorizationCode.__table__
 _INSERT = _codes.insert()
 
 # The lookup and the single-use mark are one UPDATE ... RETURNING, so exactly one concurrent caller
-# gets the row (on PostgreSQL the others wait for its commit, then find it spent). A failed check
-# later in the request (PKCE, redirect_uri) rolls the mark back with the rest of the transaction.
-_REDEEM = (
+# gets the row (on PostgreSQL the others wait for its commit, then find it spent), and the pair it
+# buys is stored by the same step (SpendAndStore). A failed check later in the request (PKCE,
+# redirect_uri) rolls the mark and the pair back with the rest of the transaction.
+_REDEEM = SpendAndStore(
     _codes.update()
     .where(
         _codes.c.code_hash == bindparam("hash"),
@@ -27,9 +30,10 @@ _REDEEM = (
         _codes.c.used_at.is_(None),
         _codes.c.expires_at > bindparam("now"),
     )
-    .values(used_at=bindparam("now"))
-    .returning(
+    .values(used_at=bindparam("now")),
+    (
         _codes.c.id,
+        _codes.c.client_id,
         _codes.c.grant_id,
         _codes.c.user_id,
         _codes.c.redirect_uri,
@@ -39,8 +43,7 @@ _REDEEM = (
         _codes.c.code_challenge_method,
         _codes.c.auth_time,
         _codes.c.amr,
-        *member_columns(_codes),
-    )
+    ),
 )
 _SPENT = select(_codes.c.grant_id, _codes.c.user_id).where(
     _codes.c.code_hash == bindparam("hash"), _codes.c.client_id == bindparam("client"), _codes.c.used_at.is_not(None)
@@ -63,6 +66,7 @@ class RedeemedCode:
     auth_time: datetime
     amr: str  # how the member signed in (RFC 8176 values, space-separated)
     user: Member
+    successor_id: int  # the row of the pair it bought, written by the same step
 
     get_redirect_uri = AuthorizationCode.get_redirect_uri
     get_scope = AuthorizationCode.get_scope
@@ -85,14 +89,17 @@ def issue_code(code: str, values: dict[str, Any]) -> None:
     db.session.execute(_INSERT, {"code_hash": sha256_hex(code), **values})
 
 
-def redeem_code(value: str, client_pk: int, now: datetime | None = None) -> RedeemedCode | None:
-    """Find and spend the app's live, unused code in one statement; None when there is none (unknown,
-    another app's, expired or already used: `spent_code` tells reuse apart)."""
+def redeem_code(value: str, client_pk: int, successor: dict[str, Any]) -> RedeemedCode | None:
+    """Find and spend the app's live, unused code and store the pair it buys (`successor`: the
+    drawn hashes and times, NewPair.columns; the scope is the code's); None, and nothing written,
+    when there is no such code (unknown, another app's, expired or already used: `spent_code`
+    tells reuse apart). The caller commits."""
     if not value or len(value) > 512:
         return None
-    row = db.session.execute(_REDEEM, {"hash": sha256_hex(value), "client": client_pk, "now": now or utcnow()}).first()
-    if row is None:
+    spent = _REDEEM({"hash": sha256_hex(value), "client": client_pk, "now": successor["issued_at"]}, successor)
+    if spent is None:
         return None
+    row = spent.row
     return RedeemedCode(
         row.id,
         row.grant_id,
@@ -105,6 +112,7 @@ def redeem_code(value: str, client_pk: int, now: datetime | None = None) -> Rede
         row.auth_time,
         row.amr,
         member_from(row),
+        spent.successor_id,
     )
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from authlib.oauth2.rfc6749 import TokenMixin
-from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, func, or_, select, true
+from sqlalchemy import Column, ColumnElement, CursorResult, Table, Update, bindparam, func, or_, select, true
 
 from app import metrics
 from app.database import read_row
@@ -24,59 +24,77 @@ _interactions, _replays = Interaction.__table__, RefreshReplay.__table__
 _SEALED = select(_replays.c.successor_id, _replays.c.sealed).where(_replays.c.token_id == bindparam("pk"))
 _INSERT = _tokens.insert()
 
-# Rotation spends the presented refresh token and stores its successor. The successor copies the
-# spent row's grant, member, app, login and scope (a narrowed request's scope when one is given);
-# its hashes and times are drawn by the caller (app/oauth/tokens.py: NewPair).
-_LIVE_REFRESH = (
-    _tokens.c.refresh_token_hash == bindparam("hash"),
-    _tokens.c.client_id == bindparam("client"),
-    _tokens.c.refresh_used_at.is_(None),
-    _tokens.c.revoked_at.is_(None),
-    _tokens.c.refresh_expires_at > bindparam("now"),
-)
-_SPENT = (
-    _tokens.c.id,
-    _tokens.c.client_id,
-    _tokens.c.grant_id,
-    _tokens.c.user_id,
-    _tokens.c.scope,
-    _tokens.c.auth_time,
-    _tokens.c.amr,
-)
-_SUCCESSOR_DRAWN = ("access_token_hash", "refresh_token_hash", "issued_at", "access_expires_at", "refresh_expires_at")
-_SPEND_REFRESH = _tokens.update().where(*_LIVE_REFRESH).values(refresh_used_at=bindparam("now"))
-
-# SQLite (no UPDATE inside WITH): spend, with the member beside the row, then insert.
-_SPEND_WITH_MEMBER = _SPEND_REFRESH.returning(*_SPENT, *member_columns(_tokens))
+# A code exchange and a rotation each spend what the client presented and store the pair that
+# replaces it. The new pair copies the spent row's app, member, grant and login, and its scope (a
+# narrowed request's scope when one is given); its hashes and times are drawn by the caller
+# (app/oauth/tokens.py: NewPair).
+_COPIED = ("client_id", "user_id", "grant_id", "auth_time", "amr")
+_DRAWN = ("access_token_hash", "refresh_token_hash", "issued_at", "access_expires_at", "refresh_expires_at")
 
 
-def _rotate_in_one_statement() -> Any:
-    """PostgreSQL: spend and insert in one statement (data-modifying CTEs), which also returns the
-    member: one round trip where two statements took two, in the request's transaction still, so
-    a refusal after it (a scope wider than the grant's) rolls both back."""
-    spent = _SPEND_REFRESH.returning(*_SPENT).cte("spent")
-    # (Parameters named like a column would join the UPDATE's SET clause: hence `new_`.)
-    drawn = [bindparam(f"new_{name}", type_=_tokens.c[name].type) for name in _SUCCESSOR_DRAWN]
-    scope = func.coalesce(bindparam("new_scope", type_=_tokens.c.scope.type), spent.c.scope)
-    copied = (spent.c.client_id, spent.c.user_id, spent.c.grant_id, spent.c.auth_time, spent.c.amr)
-    successor = (
-        _tokens.insert()
-        .from_select(
-            ["client_id", "user_id", "grant_id", "auth_time", "amr", "scope", *_SUCCESSOR_DRAWN],
-            select(*copied, scope, *drawn),
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What spending returned: the spent row, with its member as `member_*`, and the new pair's id."""
+
+    row: Any
+    successor_id: int
+
+
+class SpendAndStore:
+    """Spend one credential (an UPDATE that marks it used) and store its successor pair.
+
+    On PostgreSQL this is one statement (data-modifying CTEs), which also joins the member: one
+    round trip where two statements took two, and still in the request's transaction, so a refusal
+    after it (PKCE, a scope wider than the grant's) rolls both back. SQLite has no UPDATE inside
+    WITH, so there it is the UPDATE, with the member beside the row, then the INSERT. Built once,
+    at import, like every statement of the hot paths."""
+
+    def __init__(self, spend: Update, returning: tuple[ColumnElement[Any], ...]) -> None:
+        self._names = [c.name for c in returning if isinstance(c, Column)]
+        self._with_member = spend.returning(*returning, *member_columns(spend.table))  # type: ignore[arg-type]
+        spent = spend.returning(*returning).cte("spent")
+        # (Parameters named like a column would join the UPDATE's SET clause: hence `new_`.)
+        drawn = [bindparam(f"new_{name}", type_=_tokens.c[name].type) for name in _DRAWN]
+        scope = func.coalesce(bindparam("new_scope", type_=_tokens.c.scope.type), spent.c.scope)
+        successor = (
+            _tokens.insert()
+            .from_select([*_COPIED, "scope", *_DRAWN], select(*(spent.c[name] for name in _COPIED), scope, *drawn))
+            .returning(_tokens.c.id)
+            .cte("successor")
         )
-        .returning(_tokens.c.id)
-        .cte("successor")
-    )
-    return (
-        select(*(spent.c[c.name] for c in _SPENT), successor.c.id.label("successor_id"), *member_joined())
-        .select_from(spent)
-        .join(successor, true())
-        .join(_users, _users.c.id == spent.c.user_id)
-    )
+        self._in_one = (
+            select(*(spent.c[name] for name in self._names), successor.c.id.label("successor_id"), *member_joined())
+            .select_from(spent)
+            .join(successor, true())
+            .join(_users, _users.c.id == spent.c.user_id)
+        )
+
+    def __call__(self, params: dict[str, Any], successor: dict[str, Any], scope: str | None = None) -> Spent | None:
+        """Spend (`params`: the UPDATE's) and store `successor` (NewPair.columns) with the spent
+        row's scope, or `scope`; None, and nothing written, when nothing matched."""
+        if db.session.get_bind().dialect.name == "postgresql":
+            drawn = {f"new_{name}": value for name, value in successor.items()}
+            row = db.session.execute(self._in_one, {**params, **drawn, "new_scope": scope}).first()
+            return None if row is None else Spent(row, row.successor_id)
+        row = db.session.execute(self._with_member, params).first()
+        if row is None:
+            return None
+        copied = {name: getattr(row, name) for name in _COPIED}
+        return Spent(row, issue_token({**copied, **successor, "scope": scope or row.scope}))
 
 
-_ROTATE_IN_ONE = _rotate_in_one_statement()
+_ROTATE = SpendAndStore(
+    _tokens.update()
+    .where(
+        _tokens.c.refresh_token_hash == bindparam("hash"),
+        _tokens.c.client_id == bindparam("client"),
+        _tokens.c.refresh_used_at.is_(None),
+        _tokens.c.revoked_at.is_(None),
+        _tokens.c.refresh_expires_at > bindparam("now"),
+    )
+    .values(refresh_used_at=bindparam("now")),
+    (_tokens.c.id, *(_tokens.c[name] for name in _COPIED), _tokens.c.scope),
+)
 _AMEND_KEEPING_REFRESH = _tokens.update().where(_tokens.c.id == bindparam("pk")).values(scope=bindparam("scope"))
 _AMEND_DROPPING_REFRESH = _AMEND_KEEPING_REFRESH.values(refresh_token_hash=None, refresh_expires_at=None)
 
@@ -233,28 +251,19 @@ def rotate_refresh_token(
     revoked or rotated already: `find_refresh_token` tells). The caller commits."""
     if not value or len(value) > 512:
         return None
-    params = {"hash": sha256_hex(value), "client": client_pk, "now": successor["issued_at"]}
-    if db.session.get_bind().dialect.name == "postgresql":
-        drawn = {f"new_{name}": value for name, value in successor.items()}
-        row = db.session.execute(_ROTATE_IN_ONE, {**params, **drawn, "new_scope": scope}).first()
-        if row is None:
-            return None
-        successor_id = row.successor_id
-    else:
-        row = db.session.execute(_SPEND_WITH_MEMBER, params).first()
-        if row is None:
-            return None
-        copied = {c.name: row._mapping[c.name] for c in _SPENT if c.name != "id"}
-        successor_id = issue_token({**copied, **successor, "scope": scope or row.scope})
+    spent = _ROTATE({"hash": sha256_hex(value), "client": client_pk, "now": successor["issued_at"]}, successor, scope)
+    if spent is None:
+        return None
+    row = spent.row
     return RotatedRefresh(
-        row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, member_from(row), successor_id
+        row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, member_from(row), spent.successor_id
     )
 
 
 def amend_successor(pk: int, scope: str, keeps_refresh: bool) -> None:
-    """Give a rotation's successor the scope its answer carries, and drop its refresh token when
-    the answer has none (a scope cut to the member's membership, or narrowed without
-    `offline_access`): the rare case where the answer differs from what rotation copied."""
+    """Give a new pair the scope its answer carries, and drop its refresh token when the answer
+    has none (the scope cut to the member's membership, or without `offline_access`): where the
+    answer differs from what spending copied."""
     db.session.execute(_AMEND_KEEPING_REFRESH if keeps_refresh else _AMEND_DROPPING_REFRESH, {"pk": pk, "scope": scope})
 
 
