@@ -819,7 +819,45 @@ def _persistent_table(files: dict) -> list[str]:
             cells.append(f" {_spread(cpu)} | {_spread(pcpu)} | {_x(ratio)} | {verdict} |")
         m = memory_peer.get(group)
         lines.append(f"| {group} |" + "".join(cells) + f" {_spread(m['server_cpu_ms_per_op']) if m else ''} |")
-    return lines + ["", *_postgresql_cost_table(files)]
+    return lines + ["", *_paired_table(files), *_postgresql_cost_table(files)]
+
+
+def _paired_table(files: dict) -> list[str]:
+    """Each repeat of ours divided by the peer's repeat that ran next to it. A machine whose speed
+    drifts during the session (a shared VM's did by half in one session) moves both figures of a
+    pair together, so the median of the pairs reads that drift less than the ratio of the two
+    medians. Shown beside that ratio; the targets are still judged on it. Empty without repeats."""
+    columns = []
+    for ours, peer, ours_store, peer_store in PERSISTENT_PAIRS:
+        o, p = _groups(files.get(ours)), _groups(files.get(peer))
+        if o and p:
+            columns.append((ours, o, p, f"ours on {ours_store} ÷ peer on {peer_store}, repeat by repeat"))
+    rows = []
+    for group in PERSISTENT_TARGETS:
+        cells = []
+        for label, o, p, _ in columns:
+            mine = (o.get(group + (" [PostgreSQL]" if label == "ours-postgresql" else "")) or {}).get(
+                "server_cpu_ms_per_op"
+            )
+            theirs = (p.get(group) or {}).get("server_cpu_ms_per_op")
+            pairs = list(zip((mine or {}).get("runs", []), (theirs or {}).get("runs", []), strict=False))
+            ratios = sorted(a / b for a, b in pairs if b)
+            cells.append(
+                f" {statistics.median(ratios):.2f}× ({ratios[0]:.2f}–{ratios[-1]:.2f}) |" if len(ratios) > 1 else " |"
+            )
+        if any(cell != " |" for cell in cells):
+            rows.append(f"| {group} |" + "".join(cells))
+    if not rows:
+        return []
+    return [
+        "The same, repeat by repeat: the median (and range) of each repeat of ours ÷ the peer's repeat run "
+        "next to it, which a drift in the machine's speed moves less than the ratio of medians.",
+        "",
+        "| test |" + "".join(f" {title} |" for *_, title in columns),
+        "|---|" + "---:|" * len(columns),
+        *rows,
+        "",
+    ]
 
 
 def _cpu(groups: dict, group: str) -> float | None:

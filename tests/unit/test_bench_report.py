@@ -132,3 +132,39 @@ def test_what_postgresql_adds_is_split_from_the_ratio_without_a_database_server(
     # without the in-memory peer there is nothing to split against
     del files["peer"]
     assert "What PostgreSQL adds" not in render_report(files, machine, args)
+
+
+def _repeats(name: str, runs: list[float]) -> dict:
+    group = _group(name, sorted(runs)[len(runs) // 2])
+    group["server_cpu_ms_per_op"].update(min=min(runs), max=max(runs), runs=runs)
+    return group
+
+
+def test_the_paired_table_divides_each_repeat_by_the_peers_beside_it(tmp_path):
+    """A machine whose speed drifts mid-session moves both figures of a pair: ours 2, 4, 6 against
+    the peer's 2.5, 5, 4 is 0.8, 0.8 and 1.5 repeat by repeat (median 0.8), where the ratio of the
+    two medians reads 4 ÷ 4."""
+    files = {
+        "ours-postgresql": _write(
+            tmp_path, "ours-postgresql", [_repeats("refresh(rotate) c=1 [PostgreSQL]", [2.0, 4.0, 6.0])]
+        ),
+        "peer-pg": _write(tmp_path, "peer-pg", [_repeats("refresh(rotate) c=1", [2.5, 5.0, 4.0])]),
+        "ours": _write(tmp_path, "ours", [_repeats("userinfo c=1", [1.0])]),  # one repeat: no pairs to read
+        "peer-redis": _write(tmp_path, "peer-redis", [_repeats("userinfo c=1", [1.0])]),
+    }
+    machine = {"cpu": "test", "cores": 2, "python": "3.11", "node": "v20", "load_before": [0.1], "load_after": [0.2]}
+    report = render_report(
+        files, machine, SimpleNamespace(profile="quick", scale=1, workers=2, threads=4, server="granian")
+    )
+    table = report.split("repeat by repeat:")[1].split("\n\n")[1]  # the table after its caption
+    header = next(line for line in table.splitlines() if line.startswith("| test |"))
+    assert "ours on SQLite ÷ peer on Redis" in header and "ours on PostgreSQL ÷ peer on PostgreSQL" in header
+    refresh = [
+        cell.strip()
+        for cell in next(line for line in table.splitlines() if line.startswith("| refresh(rotate) c=1 |"))
+        .strip("|")
+        .split("|")
+    ]
+    assert refresh == ["refresh(rotate) c=1", "", "0.80× (0.80–1.50)"]
+    assert _row(report, "refresh(rotate) c=1")[7] == "1.00×"  # the ratio of medians, in the main table
+    assert "| userinfo c=1 |" not in table  # a single repeat gives no pairs
