@@ -8,9 +8,9 @@ import pytest
 import requests
 
 from app.extensions import db
-from app.models import AuthorizationCode, Client, LoginSession, Token
+from app.models import AuthorizationCode, Client, LoginSession, Token, User
 from app.models.base import sha256_hex, utcnow
-from tests.factories import db_state, make_client
+from tests.factories import db_state, make_client, make_member
 from tests.flows import TOKEN, USERINFO, RelyingParty, pkce_pair, sign_in
 
 
@@ -263,18 +263,27 @@ def test_a_refresh_narrowed_without_offline_access_ends_the_refresh_chain(live_s
     assert_oauth_error(rp.refresh(tokens["refresh_token"]), "invalid_grant")  # the old one was spent
 
 
-def test_a_refresh_stores_only_what_the_membership_includes_now(live_server, rp):
-    """A tier changed behind the console's back (a plain UPDATE, so the live tokens keep their
-    scope): the refresh answers, and stores, the scope cut to what the membership includes."""
-    from app.models import User
-    from tests.factories import make_member
+PRO_SCOPE = "openid credits:read analytics:read offline_access"
 
+
+def pro_member_signed_in(live_server, rp) -> tuple[User, dict]:
     member = make_member(tier="pro")
-    params, _ = sign_in(live_server.url, rp, member.email, scope="openid credits:read analytics:read offline_access")
-    tokens = rp.exchange(params["code"]).json()
-    assert "analytics:read" in tokens["scope"].split()
+    params, _ = sign_in(live_server.url, rp, member.email, scope=PRO_SCOPE)
+    return member, params
+
+
+def downgrade_behind_the_consoles_back(member: User) -> None:
+    """A plain UPDATE of the tier: the member's live tokens keep their scope (the console's
+    downgrade would narrow them), so only the cut at issue time stands between them and analytics."""
     db.session.execute(db.update(User).where(User.id == member.id).values(tier="basic"))
     db.session.commit()
+
+
+def test_a_refresh_stores_only_what_the_membership_includes_now(live_server, rp):
+    member, params = pro_member_signed_in(live_server, rp)
+    tokens = rp.exchange(params["code"]).json()
+    assert "analytics:read" in tokens["scope"].split()
+    downgrade_behind_the_consoles_back(member)
     refreshed = rp.refresh(tokens["refresh_token"]).json()
     assert refreshed["scope"] == "openid credits:read offline_access"
     row = stored_pair(refreshed)
@@ -282,14 +291,8 @@ def test_a_refresh_stores_only_what_the_membership_includes_now(live_server, rp)
 
 
 def test_an_exchange_stores_only_what_the_membership_includes_now(live_server, rp):
-    """The code was issued to a pro member whose tier then changed behind the console's back."""
-    from app.models import User
-    from tests.factories import make_member
-
-    member = make_member(tier="pro")
-    params, _ = sign_in(live_server.url, rp, member.email, scope="openid credits:read analytics:read offline_access")
-    db.session.execute(db.update(User).where(User.id == member.id).values(tier="basic"))
-    db.session.commit()
+    member, params = pro_member_signed_in(live_server, rp)
+    downgrade_behind_the_consoles_back(member)
     body = rp.exchange(params["code"]).json()
     assert body["scope"] == "openid credits:read offline_access"
     row = stored_pair(body)

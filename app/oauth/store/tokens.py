@@ -44,8 +44,8 @@ class SpendAndStore:
     """Spend one credential (an UPDATE that marks it used) and store its successor pair.
 
     On PostgreSQL this is one statement (data-modifying CTEs), which also joins the member: one
-    round trip where two statements took two, and still in the request's transaction, so a refusal
-    after it (PKCE, a scope wider than the grant's) rolls both back. SQLite has no UPDATE inside
+    round trip where the UPDATE and the INSERT took two, and still in the request's transaction, so
+    a refusal after it (PKCE, a scope wider than the grant's) rolls both back. SQLite has no UPDATE inside
     WITH, so there it is the UPDATE, with the member beside the row, then the INSERT. Built once,
     at import, like every statement of the hot paths."""
 
