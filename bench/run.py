@@ -779,6 +779,11 @@ def _x(ratio: float | None) -> str:
     return "" if ratio is None else f"{ratio:.2f}×"
 
 
+def _our_group(label: str, group: str) -> str:
+    """Our result's name for the peer's `group`: our PostgreSQL runs carry a suffix."""
+    return group + (" [PostgreSQL]" if label == "ours-postgresql" else "")
+
+
 def _persistent_table(files: dict) -> list[str]:
     """The main comparison (issue 20): each store kind against the peer on the same kind, the stores'
     own CPU counted on both sides (bench/stores.py); the in-memory peer beside them."""
@@ -806,8 +811,7 @@ def _persistent_table(files: dict) -> list[str]:
     for group in dict.fromkeys(groups):
         cells = []
         for label, ours, peer, _, _ in pairs:
-            key = group + (" [PostgreSQL]" if label == "ours-postgresql" else "")
-            o, p = ours.get(key), peer.get(group)
+            o, p = ours.get(_our_group(label, group)), peer.get(group)
             cpu, pcpu = (o or {}).get("server_cpu_ms_per_op"), (p or {}).get("server_cpu_ms_per_op")
             ratio = _ratio(cpu, pcpu)
             target = PERSISTENT_TARGETS.get(group)
@@ -836,9 +840,7 @@ def _paired_table(files: dict) -> list[str]:
     for group in PERSISTENT_TARGETS:
         cells = []
         for label, o, p, _ in columns:
-            mine = (o.get(group + (" [PostgreSQL]" if label == "ours-postgresql" else "")) or {}).get(
-                "server_cpu_ms_per_op"
-            )
+            mine = (o.get(_our_group(label, group)) or {}).get("server_cpu_ms_per_op")
             theirs = (p.get(group) or {}).get("server_cpu_ms_per_op")
             pairs = list(zip((mine or {}).get("runs", []), (theirs or {}).get("runs", []), strict=False))
             ratios = sorted(a / b for a, b in pairs if b)
