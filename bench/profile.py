@@ -3,6 +3,7 @@ does it run?
 
     python -m bench.profile --op token --n 300            # pyinstrument call tree, text
     python -m bench.profile --op all --n 200 --no-tree    # wall ms and queries per operation
+    python -m bench.profile --op roundtrip --no-tree --by-request   # and CPU per HTTP request
 
     python -m bench.profile --op token --no-tree \
         --database-url postgresql+psycopg://postgres@127.0.0.1:5432/credits_profile
@@ -27,6 +28,7 @@ import secrets
 import sys
 import tempfile
 import time
+from collections import Counter
 from html import unescape
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -188,6 +190,44 @@ def operation(d: Driver, op: str, n: int):
     raise SystemExit(f"unknown operation {op}")
 
 
+class ByRequest:
+    """The CPU this process spends in the app on each kind of HTTP request (method and path) of an
+    operation, and the round trips each sends to PostgreSQL: which page of a sign-in costs what.
+    Flask's test client itself is left out (it is not there behind an HTTP server)."""
+
+    def __init__(self, app, database: DatabaseCPU):
+        self.cpu: Counter[str] = Counter()
+        self.count: Counter[str] = Counter()
+        self.trips: Counter[str] = Counter()
+        self.database, self.inner = database, app.wsgi_app
+        app.wsgi_app = self
+
+    def __call__(self, environ, start_response):
+        trips, started = self.database.trips, time.process_time()
+        try:
+            return list(self.inner(environ, start_response))
+        finally:
+            kind = f"{environ['REQUEST_METHOD']} {environ['PATH_INFO']}"
+            self.cpu[kind] += time.process_time() - started
+            self.count[kind] += 1
+            self.trips[kind] += self.database.trips - trips
+
+    def clear(self) -> None:
+        for counter in (self.cpu, self.count, self.trips):
+            counter.clear()
+
+    def lines(self, n: int, on_postgres: bool) -> list[str]:
+        """One line per kind of request, costliest first: CPU ms per request, requests per operation."""
+        lines = []
+        for kind, seconds in self.cpu.most_common():
+            count = self.count[kind]
+            trips = f", {self.trips[kind] / count:.1f} round trips" if on_postgres else ""
+            lines.append(f"  {seconds * 1000 / count:7.3f} ms CPU/request, {count / n:.1f}/op{trips}  {kind}")
+        total = sum(self.cpu.values()) * 1000 / n
+        lines.append(f"  {total:7.3f} ms CPU/op in the app (the rest is the test client)")
+        return lines
+
+
 class DatabaseCPU:
     """The CPU seconds the PostgreSQL backends serving this process have used (from /proc: the
     server runs on this machine), and the round trips this process has made to them; zero on SQLite."""
@@ -247,6 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scale", type=int, default=1)
     ap.add_argument("--no-tree", action="store_true", help="only the per-operation summary")
     ap.add_argument("--html", help="write pyinstrument's HTML report here (one operation)")
+    ap.add_argument("--by-request", action="store_true", help="also the CPU of each HTTP request of an operation")
     ap.add_argument(
         "--database-url", help="a PostgreSQL database on this machine to build the dataset in (emptied first)"
     )
@@ -260,12 +301,15 @@ def main(argv: list[str] | None = None) -> None:
     queries = [0]
     event.listen(engine, "before_cursor_execute", lambda *args: queries.__setitem__(0, queries[0] + 1))
     database = DatabaseCPU(engine)
+    by_request = ByRequest(app, database) if a.by_request else None
     for op in ops:
         d = Driver(app, data)
         work = operation(d, op, a.n)
         work_warm = operation(d, op, 5)
         work_warm()
         queries[0], database.trips = 0, 0
+        if by_request is not None:
+            by_request.clear()
         d0 = database.ticks()
         if a.no_tree:
             t0, c0 = time.perf_counter(), time.process_time()
@@ -294,6 +338,8 @@ def main(argv: list[str] | None = None) -> None:
             f"{queries[0] / a.n:.1f} SQL queries/op{on_postgres} (test client, in-process)",
             flush=True,
         )
+        if by_request is not None:
+            print("\n".join(by_request.lines(a.n, engine.dialect.name == "postgresql")), flush=True)
 
 
 if __name__ == "__main__":
