@@ -190,44 +190,6 @@ def operation(d: Driver, op: str, n: int):
     raise SystemExit(f"unknown operation {op}")
 
 
-class ByRequest:
-    """The CPU this process spends in the app on each kind of HTTP request (method and path) of an
-    operation, and the round trips each sends to PostgreSQL: which page of a sign-in costs what.
-    Flask's test client itself is left out (it is not there behind an HTTP server)."""
-
-    def __init__(self, app, database: DatabaseCPU):
-        self.cpu: Counter[str] = Counter()
-        self.count: Counter[str] = Counter()
-        self.trips: Counter[str] = Counter()
-        self.database, self.inner = database, app.wsgi_app
-        app.wsgi_app = self
-
-    def __call__(self, environ, start_response):
-        trips, started = self.database.trips, time.process_time()
-        try:
-            return list(self.inner(environ, start_response))
-        finally:
-            kind = f"{environ['REQUEST_METHOD']} {environ['PATH_INFO']}"
-            self.cpu[kind] += time.process_time() - started
-            self.count[kind] += 1
-            self.trips[kind] += self.database.trips - trips
-
-    def clear(self) -> None:
-        for counter in (self.cpu, self.count, self.trips):
-            counter.clear()
-
-    def lines(self, n: int, on_postgres: bool) -> list[str]:
-        """One line per kind of request, costliest first: CPU ms per request, requests per operation."""
-        lines = []
-        for kind, seconds in self.cpu.most_common():
-            count = self.count[kind]
-            trips = f", {self.trips[kind] / count:.1f} round trips" if on_postgres else ""
-            lines.append(f"  {seconds * 1000 / count:7.3f} ms CPU/request, {count / n:.1f}/op{trips}  {kind}")
-        total = sum(self.cpu.values()) * 1000 / n
-        lines.append(f"  {total:7.3f} ms CPU/op in the app (the rest is the test client)")
-        return lines
-
-
 class DatabaseCPU:
     """The CPU seconds the PostgreSQL backends serving this process have used (from /proc: the
     server runs on this machine), and the round trips this process has made to them; zero on SQLite."""
@@ -278,6 +240,44 @@ class DatabaseCPU:
         sum could even fall)."""
         after = self.ticks()
         return sum(t - before.get(pid, 0) for pid, t in after.items()) / os.sysconf("SC_CLK_TCK")
+
+
+class ByRequest:
+    """The CPU this process spends in the app on each kind of HTTP request (method and path) of an
+    operation, and the round trips each sends to PostgreSQL: which page of a sign-in costs what.
+    Flask's test client itself is left out (it is not there behind an HTTP server)."""
+
+    def __init__(self, app, database: DatabaseCPU):
+        self.cpu: Counter[str] = Counter()
+        self.count: Counter[str] = Counter()
+        self.trips: Counter[str] = Counter()
+        self.database, self.inner = database, app.wsgi_app
+        app.wsgi_app = self
+
+    def __call__(self, environ, start_response):
+        trips, started = self.database.trips, time.process_time()
+        try:
+            return list(self.inner(environ, start_response))
+        finally:
+            kind = f"{environ['REQUEST_METHOD']} {environ['PATH_INFO']}"
+            self.cpu[kind] += time.process_time() - started
+            self.count[kind] += 1
+            self.trips[kind] += self.database.trips - trips
+
+    def clear(self) -> None:
+        for counter in (self.cpu, self.count, self.trips):
+            counter.clear()
+
+    def lines(self, n: int, on_postgres: bool) -> list[str]:
+        """One line per kind of request, costliest first: CPU ms per request, requests per operation."""
+        lines = []
+        for kind, seconds in self.cpu.most_common():
+            count = self.count[kind]
+            trips = f", {self.trips[kind] / count:.1f} round trips" if on_postgres else ""
+            lines.append(f"  {seconds * 1000 / count:7.3f} ms CPU/request, {count / n:.1f}/op{trips}  {kind}")
+        total = sum(self.cpu.values()) * 1000 / n
+        lines.append(f"  {total:7.3f} ms CPU/op in the app (the rest is the test client)")
+        return lines
 
 
 def main(argv: list[str] | None = None) -> None:
