@@ -268,8 +268,10 @@ class ByRequest:
         for counter in (self.cpu, self.count, self.trips):
             counter.clear()
 
-    def lines(self, n: int, on_postgres: bool) -> list[str]:
-        """One line per kind of request, costliest first: CPU ms per request, requests per operation."""
+    def lines(self, n: int) -> list[str]:
+        """One line per kind of request, costliest first: CPU ms per request, requests per operation
+        (and, on PostgreSQL, round trips per request)."""
+        on_postgres = self.database.engine.dialect.name == "postgresql"
         lines = []
         for kind, seconds in self.cpu.most_common():
             count = self.count[kind]
@@ -339,7 +341,7 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
         if by_request is not None:
-            print("\n".join(by_request.lines(a.n, engine.dialect.name == "postgresql")), flush=True)
+            print("\n".join(by_request.lines(a.n)), flush=True)
 
 
 if __name__ == "__main__":
