@@ -21,6 +21,9 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
         static_folder=str(PROJECT_ROOT / "static"),
     )
     app.config.update(flask_config(settings))
+    from app.adapters import SessionCookies
+
+    app.session_interface = SessionCookies()
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
 
     from app.logs import init_logging

@@ -258,3 +258,51 @@ def test_executemany_and_a_second_result_set_are_described_as_psycopg_does(both)
         assert cursor.nextset()
         answers.append((none, first, described(cursor.description)))
     assert answers[0] == answers[1] and answers[1][0] is None and [c[0] for c in answers[1][2]] == ["b", "c"]
+
+
+# -- Flask's session cookies ------------------------------------------------------------------------
+
+
+def test_flask_signs_session_cookies_with_a_python_sha1_wrapper():
+    """SessionCookies exists because Flask's digest is a Python function, which keeps `hmac` on its
+    pure-Python HMAC; given hashlib.sha1 itself, OpenSSL computes the same MAC."""
+    import hashlib
+
+    from flask.sessions import SecureCookieSessionInterface
+
+    assert SecureCookieSessionInterface.digest_method is not hashlib.sha1
+    assert callable(SecureCookieSessionInterface.digest_method)
+
+
+def cookie_app(interface, secret: str = "s" * 32, fallbacks: list[str] | None = None) -> Flask:
+    app = Flask(__name__)
+    app.config.update(SECRET_KEY=secret, SECRET_KEY_FALLBACKS=fallbacks or [])
+    app.session_interface = interface
+    return app
+
+
+def test_session_cookies_are_flasks_own_byte_for_byte(monkeypatch):
+    from flask.sessions import SecureCookieSessionInterface
+
+    from app.adapters import SessionCookies
+
+    monkeypatch.setattr(time, "time", lambda: 1_790_000_000.0)  # itsdangerous's timestamp
+    session = {"bid": "b" * 22, "sid": "s" * 43, "csrf_token": "c" * 40, "_permanent": True, "2fa": {"u": "x", "t": 1}}
+    ours, flasks = cookie_app(SessionCookies()), cookie_app(SecureCookieSessionInterface())
+    made = ours.session_interface.get_signing_serializer(ours).dumps(session)
+    assert made == flasks.session_interface.get_signing_serializer(flasks).dumps(session)
+    assert flasks.session_interface.get_signing_serializer(flasks).loads(made) == session
+
+
+def test_session_cookies_follow_a_new_secret_key():
+    from itsdangerous import BadSignature
+
+    from app.adapters import SessionCookies
+
+    app = cookie_app(SessionCookies(), secret="old" * 11)
+    signed_with_old = app.session_interface.get_signing_serializer(app).dumps({"sid": "x"})
+    app.secret_key = "new" * 11
+    with pytest.raises(BadSignature):
+        app.session_interface.get_signing_serializer(app).loads(signed_with_old)
+    app.config["SECRET_KEY_FALLBACKS"] = ["old" * 11]  # the rotation's grace: the old key still reads
+    assert app.session_interface.get_signing_serializer(app).loads(signed_with_old) == {"sid": "x"}
