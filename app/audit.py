@@ -17,6 +17,7 @@ from sqlalchemy.orm import raiseload
 
 from app.extensions import db
 from app.models import AuditEvent, Role, User
+from app.models.base import utcnow
 from app.oauth.store.clients import App
 from app.oauth.store.members import Member
 from app.oauth.store.registry import RegisteredApp, apps_by_ids, owned_app_ids
@@ -74,6 +75,35 @@ MEMBER_ACTIONS = frozenset(
 # of work's bookkeeping for one row cost more than the statement (about 0.2 ms per sign-in event,
 # in-process), and nothing reads the event back in the request that writes it.
 _INSERT = insert(AuditEvent.__table__)
+EVENTS = AuditEvent.__table__  # for a step that writes its event in its own statement (`event_row`)
+
+
+def event_row(
+    action: str,
+    actor: User | Member | None = None,
+    client: App | None = None,
+    subject: User | None = None,
+    source: str | None = None,
+    actor_email: str | None = None,
+    **detail: object,
+) -> dict[str, object]:
+    """The columns of one audit event, as `record` writes it (and a step that writes its event in
+    its own statement, such as the consent answer on PostgreSQL). Outside a request (the CLI) the
+    source is `cli` and there is no IP."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown audit action {action!r}")
+    in_request = has_request_context()
+    return {
+        "created_at": utcnow(),
+        "action": action,
+        "actor_id": actor.id if actor else None,
+        "actor_email": actor.email if actor else actor_email,
+        "subject_id": subject.id if subject else None,
+        "client_id": client.id if client else None,
+        "ip": ((request.remote_addr or "")[:64] or None) if in_request else None,
+        "source": source or ("web" if in_request else "cli"),
+        "detail": {k: v for k, v in detail.items() if v is not None},
+    }
 
 
 def record(
@@ -85,26 +115,15 @@ def record(
     actor_email: str | None = None,
     **detail: object,
 ) -> None:
-    """Write an audit event in the caller's transaction (the caller commits). Outside a request
-    (the CLI) the source is `cli` and there is no IP."""
-    if action not in ACTIONS:
-        raise ValueError(f"unknown audit action {action!r}")
+    """Write an audit event in the caller's transaction (the caller commits)."""
     if db.session.new:
         db.session.flush()  # a member or app created in this unit of work gets its id first
-    in_request = has_request_context()
-    db.session.execute(
-        _INSERT,
-        {
-            "action": action,
-            "actor_id": actor.id if actor else None,
-            "actor_email": actor.email if actor else actor_email,
-            "subject_id": subject.id if subject else None,
-            "client_id": client.id if client else None,
-            "ip": ((request.remote_addr or "")[:64] or None) if in_request else None,
-            "source": source or ("web" if in_request else "cli"),
-            "detail": {k: v for k, v in detail.items() if v is not None},
-        },
-    )
+    write_event(event_row(action, actor, client, subject, source, actor_email, **detail))
+
+
+def write_event(row: dict[str, object]) -> None:
+    """Write an event made by `event_row` in the caller's transaction."""
+    db.session.execute(_INSERT, row)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ login session row carries the rest, so a session can be ended from the server.""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from flask import current_app, g, request, session
 
@@ -55,12 +56,15 @@ def browser_id() -> str:
     return bid
 
 
-def start_login(user: User, amr: tuple[str, ...] = ("pwd",)) -> Login:
+def start_login(
+    user: User, amr: tuple[str, ...] = ("pwd",), event: dict[str, Any] | None = None, attach_to: str | None = None
+) -> Login:
     """A fresh session id at every login (no fixation); the CSRF token is renewed with it. The
     browser's previous session, if any (`prompt=login`, another member on the same browser),
     ends on the server: its old cookie must not stay valid for the rest of its lifetime. `amr`:
-    how the member proved who they are (RFC 8176), carried to the ID token. In the caller's
-    transaction (the login page commits)."""
+    how the member proved who they are (RFC 8176), carried to the ID token. `event`, the sign-in's
+    audit line, and `attach_to`, the pending request it was for, are stored with the session
+    (the store's `start_login`). In the caller's transaction (the login page commits)."""
     previous = current_login()
     if previous is not None:
         stored.end_login(previous.id)
@@ -80,6 +84,8 @@ def start_login(user: User, amr: tuple[str, ...] = ("pwd",)) -> Login:
             "user_agent": (request.user_agent.string or "")[:300],
             "amr": " ".join(amr),
         },
+        event,
+        attach_to,
     )
     session[SESSION_ID] = sid
     session.permanent = True

@@ -16,7 +16,7 @@ from wtforms import EmailField, HiddenField, PasswordField
 from wtforms.validators import DataRequired, Length
 
 from app import metrics
-from app.audit import record
+from app.audit import event_row, record
 from app.auth import throttle
 from app.auth.devices import known_device, remember_device
 from app.auth.passkeys import available as passkeys_available
@@ -25,7 +25,7 @@ from app.auth.second_factor import member_signing_in
 from app.auth.sessions import current_user, end_login, start_login
 from app.extensions import db
 from app.models import User
-from app.oauth.authorize import find_interaction, note_login, resume
+from app.oauth.authorize import find_interaction, resume, signed_in_for
 from app.oauth.store.interactions import PendingRequest
 from app.roles import can_use_console
 from app.security import allow_form_redirect
@@ -150,13 +150,13 @@ def begin_session(
     `onward`."""
     client = interaction.client if interaction is not None else None
     remember_device(user)
-    session_row = start_login(user, amr=amr)
+    event = event_row("signin.ok", actor=user, client=client, amr=" ".join(amr) if amr != ("pwd",) else None)
+    session_row = start_login(user, amr=amr, event=event, attach_to=interaction.id if interaction else None)
     if notice is not None:
         flash(*notice)
-    record("signin.ok", actor=user, client=client, amr=" ".join(amr) if amr != ("pwd",) else None)
     metrics.login_succeeded(user)
     if interaction is not None:
-        return note_login(interaction, session_row)
+        return signed_in_for(interaction, session_row)
     return None
 
 

@@ -36,10 +36,10 @@ from werkzeug.wrappers import Response
 from app import metrics
 from app.adapters import OnlyCodeResponseType, StoredAuthorizationRequest
 from app.assurance import MFA, acr_for, wants_mfa
-from app.audit import record
+from app.audit import event_row
 from app.auth.second_factor import has_second_factor
 from app.auth.sessions import browser_id, current_login, known_login, login_cookie, touch
-from app.consent.service import decide_granted, missing_scopes, record_consent, remembered_scopes
+from app.consent.service import answer_request, consented_scope, decide_granted, missing_scopes, remembered_scopes
 from app.extensions import db
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.oauth.endpoints import read_id_token_hint
@@ -255,7 +255,8 @@ def resume(interaction: PendingRequest) -> Response:
 
 def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str] | None) -> Response:
     """The member's answer on the consent page: a code, or `access_denied`. Single use: the
-    interaction is consumed atomically before anything is issued."""
+    interaction is consumed atomically before anything is issued, in the same step as the consent
+    it records and its audit line (`answer_request`)."""
     oauth_request = StoredAuthorizationRequest(interaction.params)
     client, redirect_uri = trusted_destination(oauth_request.payload)
     login = current_login()
@@ -263,23 +264,36 @@ def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str]
         raise UntrustedRequest(
             "Signed out", "You were signed out before answering. Go back to the application and start again."
         )
-    if not interactions.consume(interaction.id):
-        raise UntrustedRequest(
-            "Request already completed", "This sign-in request has already been answered.", hint=ANSWERED_ALREADY
-        )
-    metrics.consent_answered(allow, login.user, client)
+    answered = False  # consumed by this answer, with the consent and its audit line
     try:
         if not allow:
             raise AccessDeniedError("The member denied the request.")
         grant = server.get_consent_grant(request=oauth_request, end_user=login.user)
         asked = scope_list(grant.request.scope)
         granted = decide_granted(asked, ticked, login.user.tier)
-        record_consent(db.session(), login.user, client, asked, granted)
-        record("consent.granted", actor=login.user, client=client, scopes=granted)
+        remembered = interaction.remembered
+        if remembered is None:  # not read with the login
+            remembered = tuple(remembered_scopes(db.session(), login.user, client))
+        event = event_row("consent.granted", actor=login.user, client=client, scopes=granted)
+        scope = consented_scope(remembered, asked, granted)
+        if not answer_request(db.session(), interaction.id, login.user, client, scope, event):
+            raise _answered_already()
+        answered = True
+        metrics.consent_answered(allow, login.user, client)
         return _issue_code(oauth_request, grant, login, granted)
     except OAuth2Error as error:
+        if not answered:  # denied, or no longer valid: the request is consumed all the same
+            if not interactions.consume(interaction.id):
+                raise _answered_already() from None
+            metrics.consent_answered(allow, login.user, client)
         db.session.commit()  # the request stays answered: a second answer is refused
         return error_redirect(oauth_request, error, redirect_uri)
+
+
+def _answered_already() -> UntrustedRequest:
+    return UntrustedRequest(
+        "Request already completed", "This sign-in request has already been answered.", hint=ANSWERED_ALREADY
+    )
 
 
 def _issue_code(oauth_request: OAuth2Request, grant: Any, login: Login, granted: list[str]) -> Response:
@@ -369,7 +383,8 @@ def find_interaction(uid: str | None, with_login: bool = False) -> PendingReques
     return interaction
 
 
-def note_login(interaction: PendingRequest, login: Login) -> PendingRequest:
-    """The member signed in for this very request on the login page: recorded on the request (it
-    satisfies `prompt=login` and `max_age`, and a disconnect of the app now closes the request)."""
-    return interactions.attach_login(interaction, login.id, login.user_id)
+def signed_in_for(interaction: PendingRequest, login: Login) -> PendingRequest:
+    """The request as it reads once the member signed in for it on the login page (`start_login`
+    attached the login to it: that satisfies `prompt=login` and `max_age`, and a disconnect of the
+    app now closes the request)."""
+    return interactions.with_login(interaction, login.id, login.user_id)

@@ -7,15 +7,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, bindparam, select
+from sqlalchemy import CTE, CursorResult, and_, bindparam, select
 
 from app.extensions import db
-from app.models import Client, Interaction
+from app.models import Client, Consent, Interaction, LoginSession
 from app.models.base import utcnow
 from app.oauth.store.clients import APP_COLUMNS, App, app_by_id, app_from
 from app.oauth.store.sessions import Login, beside, login_from, login_params
+from app.scopes import scope_list
 
-_interactions, _clients = Interaction.__table__, Client.__table__
+_interactions, _clients, _consents = Interaction.__table__, Client.__table__, Consent.__table__
 _INSERT = _interactions.insert()
 # The request with its app in one query: every page of the sign-in flow names the app.
 _BY_ID = (
@@ -33,11 +34,17 @@ _BY_ID = (
     .join_from(_interactions, _clients, _clients.c.id == _interactions.c.client_id)
     .where(_interactions.c.id == bindparam("uid"))
 )
-_BY_ID_WITH_LOGIN = beside(_interactions, _BY_ID)
-_ATTACH_LOGIN = (
-    _interactions.update()
-    .where(_interactions.c.id == bindparam("uid"))
-    .values(login_session_id=bindparam("login"), user_id=bindparam("member"))
+# The consent page's query: the request, its app, the browser's live login, and what that member
+# had already granted the app (its answer merges with it: `remembered`).
+_BY_ID_WITH_LOGIN = (
+    beside(_interactions, _BY_ID)
+    .add_columns(_consents.c.scope.label("remembered_scope"))
+    .outerjoin(
+        _consents,
+        and_(
+            _consents.c.user_id == LoginSession.__table__.c.user_id, _consents.c.client_id == _interactions.c.client_id
+        ),
+    )
 )
 # Consuming is the single-use mark: one UPDATE that only an open request matches.
 _CONSUME = (
@@ -49,6 +56,9 @@ _CONSUME = (
     )
     .values(consumed_at=bindparam("now"))
 )
+# The same mark as the first step of a statement that writes more only when it matched (binds
+# `uid` and `now`; see app/consent/service.py).
+CONSUMED: CTE = _CONSUME.returning(_interactions.c.id).cte("consumed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +73,9 @@ class PendingRequest:
     user_id: str | None
     expires_at: datetime
     consumed_at: datetime | None
+    # The scopes the signed-in member had already granted the app, read with the login
+    # (`find_with_login`; empty when none); None when not read.
+    remembered: tuple[str, ...] | None = None
 
     def is_open(self, now: datetime | None = None) -> bool:
         return self.consumed_at is None and (now or utcnow()) < self.expires_at
@@ -104,13 +117,14 @@ def find_with_login(uid: str, session_id: str | None) -> tuple[PendingRequest | 
     if row is None:
         return None, None
     app_from(row)
-    return PendingRequest(*row[:8]), login_from(row)
+    login = login_from(row)
+    remembered = tuple(scope_list(row.remembered_scope)) if login is not None else None
+    return PendingRequest(*row[:8], remembered), login  # type: ignore[call-arg]  # eight columns, then this
 
 
-def attach_login(request: PendingRequest, login_pk: int, user_id: str) -> PendingRequest:
-    """Record that the member signed in for this very request (it satisfies `prompt=login` and
-    `max_age`, and a later disconnect of the app closes the request)."""
-    db.session.execute(_ATTACH_LOGIN, {"uid": request.id, "login": login_pk, "member": user_id})
+def with_login(request: PendingRequest, login_pk: int, user_id: str) -> PendingRequest:
+    """`request` as it reads once the login `login_pk` of member `user_id` was attached to it (the
+    sessions store's `start_login` writes that, with the login)."""
     return replace(request, login_session_id=login_pk, user_id=user_id)
 
 
