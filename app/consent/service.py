@@ -11,9 +11,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.audit import EVENTS, write_event
-from app.models import Consent, User
+from app.models import AuthorizationCode, Consent, User
 from app.models.base import utcnow
-from app.oauth.store import interactions
+from app.oauth.store import codes, interactions
 from app.oauth.store.clients import App
 from app.oauth.store.members import Member
 from app.oauth.store.tokens import end_grants, narrow_live_tokens
@@ -31,7 +31,7 @@ class Withdrawn(TypedDict):
 # The scope column alone, from the table rather than the mapped class: the row itself is never
 # edited here (record_consent upserts), and a select of a mapped attribute runs through the ORM's
 # loading machinery, about 20 µs more per sign-in than the same SELECT in Core (measured in-process).
-_consents = Consent.__table__
+_consents, _codes = Consent.__table__, AuthorizationCode.__table__
 _CONSENTED = select(_consents.c.scope).where(
     _consents.c.user_id == bindparam("user_id"), _consents.c.client_id == bindparam("client_id")
 )
@@ -72,28 +72,32 @@ def answer_request(
     client: App,
     scope: str,
     event: dict[str, Any],
+    code: dict[str, Any],
 ) -> bool:
     """The member allowed the pending request `request_id`: consume it (its single-use mark) and,
-    only if this caller did, remember the consent (`scope`: `consented_scope`) and write its audit
-    line (`event`: audit.event_row). True when this caller consumed the request; nothing is
-    written otherwise. One row per member and app even under concurrent consents: an INSERT ...
-    ON CONFLICT, never check-then-insert.
+    only if this caller did, remember the consent (`scope`: `consented_scope`), write its audit
+    line (`event`: audit.event_row) and store the authorization code (`code`: its row, drawn by
+    grants.draw_code). True when this caller consumed the request; nothing is written otherwise.
+    One row per member and app even under concurrent consents: an INSERT ... ON CONFLICT, never
+    check-then-insert.
 
     On PostgreSQL this is one statement (data-modifying CTEs): the UPDATE that consumes, with the
-    two INSERTs selecting from its RETURNING, so they write a row only when it matched. Three
-    round trips fewer than the three statements, and three statements fewer through SQLAlchemy,
-    for every consent answered; still in the request's transaction, so the code issued next lands
-    with them or not at all. SQLite has no UPDATE inside WITH: there the UPDATE, then the INSERTs."""
+    three INSERTs selecting from its RETURNING, so they write a row only when it matched; four
+    round trips and three statements through SQLAlchemy fewer than the four statements and the
+    consent's read, for every consent answered; still in the request's transaction. SQLite has no
+    UPDATE inside WITH: there the UPDATE, then the INSERTs."""
     now = utcnow()
     consent = {"user_id": user.id, "client_id": client.id, "scope": scope, "granted_at": now, "updated_at": now}
     if db_session.get_bind().dialect.name == "postgresql":
         params = {"uid": request_id, "now": now}
         params |= {f"consent_{k}": v for k, v in consent.items()} | {f"event_{k}": v for k, v in event.items()}
+        params |= {f"code_{k}": v for k, v in code.items()}
         return bool(db_session.execute(_ANSWERED_IN_ONE, params).scalar())
     if not interactions.consume(request_id):
         return False
     db_session.execute(_UPSERT_ON_SQLITE, consent)
     write_event(event)
+    codes.store_code(code)
     return True
 
 
@@ -133,7 +137,13 @@ def _answered_in_one() -> Select[Any]:
     )
     event_columns = [c.name for c in EVENTS.columns if c.name != "id"]
     logged = EVENTS.insert().from_select(event_columns, one_row_each(EVENTS, event_columns, "event_"))
-    return select(func.count()).select_from(consumed).add_cte(remembered.cte("remembered"), logged.cte("logged"))
+    code_columns = [c.name for c in _codes.columns if c.name not in ("id", "used_at")]  # a new code
+    issued = _codes.insert().from_select(code_columns, one_row_each(_codes, code_columns, "code_"))
+    return (
+        select(func.count())
+        .select_from(consumed)
+        .add_cte(remembered.cte("remembered"), logged.cte("logged"), issued.cte("issued"))
+    )
 
 
 def revoke_consent(db_session: Session, user: User, client: App | None) -> int:

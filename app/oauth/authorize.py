@@ -43,6 +43,7 @@ from app.consent.service import answer_request, consented_scope, decide_granted,
 from app.extensions import db
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.oauth.endpoints import read_id_token_hint
+from app.oauth.grants import draw_code
 from app.oauth.server import issuer_parameter, server
 from app.oauth.store import interactions
 from app.oauth.store.clients import App, app_by_client_id, app_by_id
@@ -276,7 +277,8 @@ def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str]
             remembered = tuple(remembered_scopes(db.session(), login.user, client))
         event = event_row("consent.granted", actor=login.user, client=client, scopes=granted)
         scope = consented_scope(remembered, asked, granted)
-        if not answer_request(db.session(), interaction.id, login.user, client, scope, event):
+        code = draw_code(_decided(oauth_request, login, granted), login.user_id)  # stored with the answer
+        if not answer_request(db.session(), interaction.id, login.user, client, scope, event, code.columns):
             raise _answered_already()
         answered = True
         metrics.consent_answered(allow, login.user, client)
@@ -296,10 +298,16 @@ def _answered_already() -> UntrustedRequest:
     )
 
 
-def _issue_code(oauth_request: OAuth2Request, grant: Any, login: Login, granted: list[str]) -> Response:
+def _decided(oauth_request: OAuth2Request, login: Login, granted: list[str]) -> OAuth2Request:
+    """What the code will carry, set on the request: the granted scope, the login's time and methods."""
     oauth_request.granted_scope = join(granted)
     oauth_request.auth_time = login.auth_time
     oauth_request.amr = login.amr
+    return oauth_request
+
+
+def _issue_code(oauth_request: OAuth2Request, grant: Any, login: Login, granted: list[str]) -> Response:
+    _decided(oauth_request, login, granted)
     touch(login)  # the account page's "last active"
     response = server.create_authorization_response(request=oauth_request, grant_user=login.user, grant=grant)
     # One unit of work for the answer: the request consumed, the consent, its audit line, the

@@ -4,6 +4,7 @@ Authlib drives the protocol; these subclasses supply storage, single use and reu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +15,7 @@ from app import metrics
 from app.capabilities import TOKEN_AUTH_METHODS
 from app.extensions import db
 from app.models import AuthorizationCode
-from app.models.base import new_secret, new_uuid, utcnow
+from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from app.oauth import refresh_grace
 from app.oauth import tokens as issuing
 from app.oauth.store import codes, tokens
@@ -61,6 +62,44 @@ class PairStoredAsSpent:
         return str(spent.scope)
 
 
+@dataclass(frozen=True, slots=True)
+class DrawnCode:
+    """A code drawn before the step that stores it, and its row (the hash, not the code)."""
+
+    value: str
+    columns: dict[str, Any]
+
+
+def code_columns(request: OAuth2Request, user_id: str) -> dict[str, Any]:
+    """What a code's token request must match: the app, the member, the redirect_uri, PKCE, and the
+    scope, login time and methods the consent step set on `request` (`granted_scope`, `auth_time`,
+    `amr`)."""
+    now = utcnow()
+    return {
+        "client_id": request.client.id,
+        "user_id": user_id,
+        "grant_id": new_uuid(),
+        "redirect_uri": request.payload.redirect_uri,
+        "scope": request.granted_scope,
+        "nonce": request.payload.data.get("nonce") or None,
+        "code_challenge": request.payload.data.get("code_challenge"),
+        "code_challenge_method": request.payload.data.get("code_challenge_method"),
+        "auth_time": request.auth_time,
+        "amr": getattr(request, "amr", None) or "pwd",
+        "issued_at": now,
+        "expires_at": now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
+    }
+
+
+def draw_code(request: OAuth2Request, user_id: str) -> DrawnCode:
+    """A code for `request`, drawn before the step that stores it: the consent answer stores it
+    with the consent (app/consent/service.py, `answer_request`), and the grant then answers with
+    it and stores nothing more, as the two grants do with the pair they draw (`PairStoredAsSpent`)."""
+    value = new_secret(32)
+    request.new_code = drawn = DrawnCode(value, {"code_hash": sha256_hex(value), **code_columns(request, user_id)})
+    return drawn
+
+
 class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
 
@@ -70,32 +109,19 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
         return client.require_pkce or client.is_public
 
     def generate_authorization_code(self) -> str:
-        """256 random bits, like every other secret we issue. Authlib's generator draws each of its
-        48 characters with its own call to the system's random source: 47 us against 1 us here."""
-        return new_secret(32)
+        """The code the consent answer drew and stored (`draw_code`), else 256 random bits, like
+        every other secret we issue. Authlib's generator draws each of its 48 characters with its
+        own call to the system's random source: 47 us against 1 us here."""
+        drawn: DrawnCode | None = getattr(self.request, "new_code", None)
+        return drawn.value if drawn is not None else new_secret(32)
 
     def save_authorization_code(self, code: str, request: OAuth2Request) -> None:
-        """Store the hash of the code with what the token request must match. The granted
-        scope and the login time were decided by the consent step (see authorize.py), which
-        commits the code with everything the answer changed."""
-        now = utcnow()
-        codes.issue_code(
-            code,
-            {
-                "client_id": request.client.id,
-                "user_id": request.user.id,
-                "grant_id": new_uuid(),
-                "redirect_uri": request.payload.redirect_uri,
-                "scope": request.granted_scope,
-                "nonce": request.payload.data.get("nonce") or None,
-                "code_challenge": request.payload.data.get("code_challenge"),
-                "code_challenge_method": request.payload.data.get("code_challenge_method"),
-                "auth_time": request.auth_time,
-                "amr": getattr(request, "amr", None) or "pwd",
-                "issued_at": now,
-                "expires_at": now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
-            },
-        )
+        """Store the hash of the code with what the token request must match, unless the consent
+        answer's step stored it already (`draw_code`). The granted scope and the login time were
+        decided by the consent step (see authorize.py), which commits the code with everything the
+        answer changed."""
+        if getattr(request, "new_code", None) is None:
+            codes.issue_code(code, code_columns(request, request.user.id))
 
     def query_authorization_code(self, code: str, client: App) -> codes.RedeemedCode | None:
         """The code, spent as it is found, the pair it buys stored by the same step (a later refusal

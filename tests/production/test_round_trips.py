@@ -126,18 +126,18 @@ def test_only_the_requests_that_write_open_a_transaction(traced_app):
     assert code and trips.count("BEGIN") == trips.count("COMMIT") == 3 and "ROLLBACK" not in trips, trips
 
 
-def test_a_sign_in_takes_sixteen_round_trips(traced_app):
+def test_a_sign_in_takes_fifteen_round_trips(traced_app):
     """/authorize 4 (the app, new to this process; BEGIN, the parked request, COMMIT), the login
     page 1, the login 5 (the request, the member; BEGIN, the session with its audit line and the
-    request's login in one statement, COMMIT), the consent page 1, the consent 5 (the request with
-    its login and what was granted before; BEGIN, the request consumed with the consent and its
-    audit line in one statement, the code, COMMIT): 16, where the login's three writes and the
-    consent's four statements took 21."""
+    request's login in one statement, COMMIT), the consent page 1, the consent 4 (the request with
+    its login and what was granted before; BEGIN, the request consumed with the consent, its audit
+    line and the code in one statement, COMMIT): 15, where the login's three writes and the
+    consent's five statements took 21."""
     Member(traced_app).sign_in()
     m = Member(traced_app)
     with round_trips(traced_app) as trips:
         code, _ = m.sign_in()
-    assert code and len(trips) == 16 and trips.count("BEGIN") == 3, " ".join(trips)
+    assert code and len(trips) == 15 and trips.count("BEGIN") == 3, " ".join(trips)
 
 
 def test_userinfo_takes_one_round_trip(traced_app):

@@ -1,7 +1,8 @@
 """The sign-in's writes that belong together (issue 20): a login with its audit line and the
-pending request it was for; a consent answer's single-use mark with the consent it records and its
-audit line. On PostgreSQL each is one statement, on SQLite several; on both they land together,
-and nothing of a consent answer is written for a request that was answered already or expired."""
+pending request it was for; a consent answer's single-use mark with the consent it records, its
+audit line and its code. On PostgreSQL each is one statement, on SQLite several; on both they land
+together, and nothing of a consent answer is written for a request that was answered already or
+expired."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sqlalchemy import func, select
 from app.audit import event_row
 from app.consent.service import answer_request, consented_scope
 from app.extensions import db
-from app.models import AuditEvent, Consent, Interaction, LoginSession
+from app.models import AuditEvent, AuthorizationCode, Consent, Interaction, LoginSession
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.oauth.store import interactions, sessions
 from app.oauth.store.clients import app_by_id
@@ -45,6 +46,29 @@ def events(action: str, actor_id: str) -> list[AuditEvent]:
     return list(
         db.session.scalars(select(AuditEvent).where(AuditEvent.action == action, AuditEvent.actor_id == actor_id))
     )
+
+
+def code_row(member, client) -> dict:
+    now = utcnow()
+    return {
+        "code_hash": sha256_hex(new_secret(32)),
+        "client_id": client.id,
+        "user_id": member.id,
+        "grant_id": new_secret(8),
+        "redirect_uri": "https://app.example/cb",
+        "scope": "openid profile",
+        "nonce": None,
+        "code_challenge": "c" * 43,
+        "code_challenge_method": "S256",
+        "auth_time": now,
+        "amr": "pwd",
+        "issued_at": now,
+        "expires_at": now + timedelta(minutes=1),
+    }
+
+
+def codes_of(member) -> list[AuthorizationCode]:
+    return list(db.session.scalars(select(AuthorizationCode).where(AuthorizationCode.user_id == member.id)))
 
 
 def login_values() -> dict:
@@ -84,8 +108,11 @@ def test_a_login_for_no_request_attaches_none(member_app_request):
 def test_a_consent_answer_lands_whole_and_once(member_app_request):
     member, client, uid = member_app_request
     event = event_row("consent.granted", actor=member, client=client, scopes=["openid", "profile"])
-    assert answer_request(db.session(), uid, member, client, "openid profile", event) is True
+    code = code_row(member, client)
+    assert answer_request(db.session(), uid, member, client, "openid profile", event, code) is True
     db.session.commit()
+    [stored] = codes_of(member)
+    assert (stored.code_hash, stored.scope, stored.used_at) == (code["code_hash"], "openid profile", None)
     assert db.session.get(Interaction, uid).consumed_at is not None
     consent = db.session.scalars(select(Consent).where(Consent.user_id == member.id)).one()
     assert (consent.client_id, consent.scope) == (client.id, "openid profile")
@@ -94,8 +121,9 @@ def test_a_consent_answer_lands_whole_and_once(member_app_request):
 
     # The same request answered again (the form sent twice): refused, and nothing more written.
     again = event_row("consent.granted", actor=member, client=client, scopes=["openid"])
-    assert answer_request(db.session(), uid, member, client, "openid", again) is False
+    assert answer_request(db.session(), uid, member, client, "openid", again, code_row(member, client)) is False
     db.session.commit()
+    assert len(codes_of(member)) == 1
     assert db.session.scalars(select(Consent.scope).where(Consent.user_id == member.id)).one() == "openid profile"
     assert len(events("consent.granted", member.id)) == 1
 
@@ -105,9 +133,9 @@ def test_an_expired_request_takes_no_answer(member_app_request):
     db.session.get(Interaction, uid).expires_at = utcnow() - timedelta(seconds=1)
     db.session.commit()
     event = event_row("consent.granted", actor=member, client=client, scopes=["openid"])
-    assert answer_request(db.session(), uid, member, client, "openid", event) is False
+    assert answer_request(db.session(), uid, member, client, "openid", event, code_row(member, client)) is False
     db.session.commit()
-    assert db.session.get(Interaction, uid).consumed_at is None
+    assert db.session.get(Interaction, uid).consumed_at is None and codes_of(member) == []
     assert db.session.scalar(select(func.count()).select_from(Consent).where(Consent.user_id == member.id)) == 0
     assert events("consent.granted", member.id) == []
 

@@ -86,7 +86,12 @@ class SpentCode:
 
 def issue_code(code: str, values: dict[str, Any]) -> None:
     """Store the hash of `code` with what the token request must match (`values`: the columns)."""
-    db.session.execute(_INSERT, {"code_hash": sha256_hex(code), **values})
+    store_code({"code_hash": sha256_hex(code), **values})
+
+
+def store_code(columns: dict[str, Any]) -> None:
+    """Store a code's row, its hash included (a code drawn before the step that stores it)."""
+    db.session.execute(_INSERT, columns)
 
 
 def redeem_code(value: str, client_pk: int, successor: dict[str, Any]) -> RedeemedCode | None:
