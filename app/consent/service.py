@@ -29,7 +29,7 @@ class Withdrawn(TypedDict):
 
 # Built once: every authorization request asks (SQLAlchemy then computes its cache key once).
 # The scope column alone, from the table rather than the mapped class: the row itself is never
-# edited here (record_consent upserts), and a select of a mapped attribute runs through the ORM's
+# edited here (answer_request upserts), and a select of a mapped attribute runs through the ORM's
 # loading machinery, about 20 µs more per sign-in than the same SELECT in Core (measured in-process).
 _consents, _codes = Consent.__table__, AuthorizationCode.__table__
 _CONSENTED = select(_consents.c.scope).where(
@@ -82,10 +82,10 @@ def answer_request(
     check-then-insert.
 
     On PostgreSQL this is one statement (data-modifying CTEs): the UPDATE that consumes, with the
-    three INSERTs selecting from its RETURNING, so they write a row only when it matched; four
-    round trips and three statements through SQLAlchemy fewer than the four statements and the
-    consent's read, for every consent answered; still in the request's transaction. SQLite has no
-    UPDATE inside WITH: there the UPDATE, then the INSERTs."""
+    three INSERTs selecting from its RETURNING, so they write a row only when it matched; it stands
+    for four statements and round trips (the consent page's query now reads the remembered
+    consent, which was a fifth), still in the request's transaction. SQLite has no UPDATE inside
+    WITH: there the UPDATE, then the INSERTs."""
     now = utcnow()
     consent = {"user_id": user.id, "client_id": client.id, "scope": scope, "granted_at": now, "updated_at": now}
     if db_session.get_bind().dialect.name == "postgresql":
@@ -102,6 +102,7 @@ def answer_request(
 
 
 def _sqlite_upsert() -> Insert:
+    """The consent upsert on SQLite (PostgreSQL's is part of `answer_request`'s one statement)."""
     insert = sqlite.insert(_consents).values(
         user_id=bindparam("user_id"),
         client_id=bindparam("client_id"),
@@ -146,6 +147,9 @@ def _answered_in_one() -> Select[Any]:
     )
 
 
+_ANSWERED_IN_ONE = _answered_in_one()
+
+
 def revoke_consent(db_session: Session, user: User, client: App | None) -> int:
     """Forget the consent and end everything it allowed, at once: the app's tokens for the member,
     its codes not yet redeemed and the member's pending requests to it; every app's when `client`
@@ -183,6 +187,3 @@ def describe(scopes: list[str], tier: str) -> list[dict[str, Any]]:
         for s in scopes
         if s in SCOPES
     ]
-
-
-_ANSWERED_IN_ONE = _answered_in_one()

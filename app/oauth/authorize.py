@@ -257,7 +257,7 @@ def resume(interaction: PendingRequest) -> Response:
 def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str] | None) -> Response:
     """The member's answer on the consent page: a code, or `access_denied`. Single use: the
     interaction is consumed atomically before anything is issued, in the same step as the consent
-    it records and its audit line (`answer_request`)."""
+    it records, its audit line and the code (`answer_request`)."""
     oauth_request = StoredAuthorizationRequest(interaction.params)
     client, redirect_uri = trusted_destination(oauth_request.payload)
     login = current_login()
@@ -265,7 +265,7 @@ def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str]
         raise UntrustedRequest(
             "Signed out", "You were signed out before answering. Go back to the application and start again."
         )
-    answered = False  # consumed by this answer, with the consent and its audit line
+    answered = False  # consumed by this answer, with the consent, its audit line and the code
     try:
         if not allow:
             raise AccessDeniedError("The member denied the request.")
