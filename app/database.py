@@ -31,11 +31,12 @@ everything after it, reads included, is in its transaction until the commit or r
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flask import Flask, g, has_app_context
 from psycopg.pq import TransactionStatus
-from sqlalchemy import Connection, Row, event
+from sqlalchemy import CTE, Connection, Row, Select, Table, bindparam, event, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Executable
 
@@ -126,3 +127,19 @@ def init_database(app: Flask) -> None:
         if db.engine.dialect.name == "postgresql":
             event.listen(db.engine, "begin", _reads_in_autocommit)
             event.listen(db.engine, "before_cursor_execute", begin_at_first_write)
+
+
+# -- several writes in one statement (PostgreSQL's data-modifying CTEs) -----------------------------
+
+
+def rows_for_each(source: CTE, table: Table, columns: Sequence[str], prefix: str) -> Select[Any]:
+    """One row of bound values for each row of `source` (none or one), to INSERT ... SELECT into
+    `table`: a write that happens only when the statement's first step matched. Each of `columns`
+    is bound as `prefix` + its name, typed as `table`'s column (`prefixed` makes the parameters)."""
+    values = (bindparam(f"{prefix}{name}", type_=table.c[name].type) for name in columns)
+    return select(*values).select_from(source)
+
+
+def prefixed(prefix: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """`row`'s values as the parameters `rows_for_each` binds."""
+    return {f"{prefix}{name}": value for name, value in row.items()}

@@ -6,11 +6,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, TypedDict
 
-from sqlalchemy import Insert, Select, Table, bindparam, delete, func, select
+from sqlalchemy import Insert, Select, bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.audit import EVENTS, write_event
+from app.database import prefixed, rows_for_each
 from app.models import AuthorizationCode, Consent, User
 from app.models.base import utcnow
 from app.oauth.store import codes, interactions
@@ -90,8 +91,7 @@ def answer_request(
     consent = {"user_id": user.id, "client_id": client.id, "scope": scope, "granted_at": now, "updated_at": now}
     if db_session.get_bind().dialect.name == "postgresql":
         params = {"uid": request_id, "now": now}
-        params |= {f"consent_{k}": v for k, v in consent.items()} | {f"event_{k}": v for k, v in event.items()}
-        params |= {f"code_{k}": v for k, v in code.items()}
+        params |= prefixed("consent_", consent) | prefixed("event_", event) | prefixed("code_", code)
         return bool(db_session.execute(_ANSWERED_IN_ONE, params).scalar())
     if not interactions.consume(request_id):
         return False
@@ -123,23 +123,18 @@ _UPSERT_ON_SQLITE = _sqlite_upsert()
 def _answered_in_one() -> Select[Any]:
     """`answer_request`'s PostgreSQL statement."""
     consumed = interactions.CONSUMED
-
-    def one_row_each(table: Table, columns: list[str], prefix: str) -> Select[Any]:
-        """A row of bound values (`prefix` + column), one for each request consumed (none or one)."""
-        return select(*(bindparam(f"{prefix}{c}", type_=table.c[c].type) for c in columns)).select_from(consumed)
-
     consent_columns = ["user_id", "client_id", "scope", "granted_at", "updated_at"]
     remembered = postgresql.insert(_consents).from_select(
-        consent_columns, one_row_each(_consents, consent_columns, "consent_")
+        consent_columns, rows_for_each(consumed, _consents, consent_columns, "consent_")
     )
     remembered = remembered.on_conflict_do_update(
         index_elements=["user_id", "client_id"],
         set_={"scope": remembered.excluded.scope, "updated_at": remembered.excluded.updated_at},
     )
     event_columns = [c.name for c in EVENTS.columns if c.name != "id"]
-    logged = EVENTS.insert().from_select(event_columns, one_row_each(EVENTS, event_columns, "event_"))
+    logged = EVENTS.insert().from_select(event_columns, rows_for_each(consumed, EVENTS, event_columns, "event_"))
     code_columns = [c.name for c in _codes.columns if c.name not in ("id", "used_at")]  # a new code
-    issued = _codes.insert().from_select(code_columns, one_row_each(_codes, code_columns, "code_"))
+    issued = _codes.insert().from_select(code_columns, rows_for_each(consumed, _codes, code_columns, "code_"))
     return (
         select(func.count())
         .select_from(consumed)

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import CursorResult, Select, Table, and_, bindparam, select
 
+from app.database import prefixed, rows_for_each
 from app.extensions import db
 from app.models import AuditEvent, Interaction, LoginSession, User
 from app.models.base import sha256_hex, utcnow
@@ -112,7 +113,7 @@ def start_login(
     there they are three statements."""
     row = {"session_hash": sha256_hex(session_id), "user_id": member.id, "last_seen_at": values["auth_time"], **values}
     if event is not None and db.session.get_bind().dialect.name == "postgresql":
-        params = {f"login_{k}": v for k, v in row.items()} | {f"event_{k}": v for k, v in event.items()}
+        params = prefixed("login_", row) | prefixed("event_", event)
         pk = db.session.execute(_STARTED_IN_ONE, {**params, "request_id": attach_to}).scalar_one()
     else:
         result: CursorResult[Any] = db.session.execute(_INSERT, row)  # type: ignore[assignment]  # an INSERT's
@@ -138,10 +139,7 @@ def _started_in_one() -> Select[Any]:
         .cte("started")
     )
     event_columns = [c.name for c in _events.columns if c.name != "id"]
-    logged = _events.insert().from_select(
-        event_columns,
-        select(*(bindparam(f"event_{c}", type_=_events.c[c].type) for c in event_columns)).select_from(started),
-    )
+    logged = _events.insert().from_select(event_columns, rows_for_each(started, _events, event_columns, "event_"))
     attached = (
         _requests.update()
         .where(_requests.c.id == bindparam("request_id"))
