@@ -92,10 +92,10 @@ def answer_request(
     if db_session.get_bind().dialect.name == "postgresql":
         params = {"uid": request_id, "now": now}
         params |= prefixed("consent_", consent) | prefixed("event_", event) | prefixed("code_", code)
-        return bool(db_session.execute(_ANSWERED_IN_ONE, params).scalar())
+        return bool(db_session.connection().execute(_ANSWERED_IN_ONE, params).scalar())
     if not interactions.consume(request_id):
         return False
-    db_session.execute(_UPSERT_ON_SQLITE, consent)
+    db_session.connection().execute(_UPSERT_ON_SQLITE, consent)
     write_event(event)
     codes.store_code(code)
     return True

@@ -4,7 +4,9 @@ Apps (as the protocol sees them, and as the console, the CLI, the account page a
 manage them), authorization codes, tokens, login sessions and pending sign-in requests are read
 and written here and nowhere else, as SQLAlchemy Core statements built once (SQLAlchemy then
 computes each statement's cache key once, not per request) that hand back frozen records. The ORM's identity map and unit of work cost about three times the CPU of a Core
-statement, and the protocol needs neither: it reads a row, decides, and writes one statement.
+statement, and the protocol needs neither: it reads a row, decides, and writes one statement. The
+statements run on the ORM session's connection (`app.database.execute`), inside its transaction,
+without passing through the session's own `execute`.
 
 A lookup and its single-use mark are one `UPDATE ... RETURNING` (a code redeemed, a refresh token
 rotated, a sign-in request consumed), so exactly one concurrent caller gets the row. Every

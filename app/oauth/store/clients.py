@@ -14,8 +14,7 @@ from typing import Any
 from flask import g
 from sqlalchemy import Select, bindparam, select
 
-from app.database import in_transaction
-from app.extensions import db
+from app.database import execute, in_transaction
 from app.models.client import Client, ClientRules
 from app.oauth.store.app_cache import Key, app_cache
 
@@ -74,7 +73,7 @@ def _looked_up(key: Key, statement: Select[Any], params: dict[str, Any]) -> App 
     if kept is not None:
         return _for_this_request(kept)
     generation = cache.generation if cache is not None else 0
-    row = db.session.execute(statement, params).first()
+    row = execute(statement, params).first()
     if row is None:
         return None
     app = app_from(row)

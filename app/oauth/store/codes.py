@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, select
 
-from app.extensions import db
+from app.database import execute
 from app.models import AuthorizationCode
 from app.models.base import sha256_hex
 from app.oauth.store.members import Member, member_from
@@ -91,7 +91,7 @@ def issue_code(code: str, values: dict[str, Any]) -> None:
 
 def store_code(columns: dict[str, Any]) -> None:
     """Store a code's row, its hash included (a code drawn before the step that stores it)."""
-    db.session.execute(_INSERT, columns)
+    execute(_INSERT, columns)
 
 
 def redeem_code(value: str, client_pk: int, successor: dict[str, Any]) -> RedeemedCode | None:
@@ -125,5 +125,5 @@ def spent_code(value: str, client_pk: int) -> SpentCode | None:
     """The app's code `value` if it was redeemed already."""
     if not value or len(value) > 512:
         return None
-    row = db.session.execute(_SPENT, {"hash": sha256_hex(value), "client": client_pk}).first()
+    row = execute(_SPENT, {"hash": sha256_hex(value), "client": client_pk}).first()
     return None if row is None else SpentCode(row.grant_id, row.user_id)

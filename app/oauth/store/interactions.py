@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CTE, CursorResult, and_, bindparam, select
+from sqlalchemy import CTE, and_, bindparam, select
 
-from app.extensions import db
+from app.database import execute
 from app.models import Client, Consent, Interaction, LoginSession
 from app.models.base import utcnow
 from app.oauth.store.clients import APP_COLUMNS, App, app_by_id, app_from
@@ -89,7 +89,7 @@ class PendingRequest:
 def park(uid: str, values: dict[str, Any]) -> PendingRequest:
     """Store a validated request under the random reference `uid` (`values`: the columns)."""
     row = {"id": uid, "created_at": utcnow(), "login_session_id": None, "consumed_at": None, **values}
-    db.session.execute(_INSERT, row)
+    execute(_INSERT, row)
     return PendingRequest(
         uid,
         row["client_id"],
@@ -103,7 +103,7 @@ def park(uid: str, values: dict[str, Any]) -> PendingRequest:
 
 
 def find(uid: str) -> PendingRequest | None:
-    row = db.session.execute(_BY_ID, {"uid": uid}).first()
+    row = execute(_BY_ID, {"uid": uid}).first()
     if row is None:
         return None
     app_from(row)  # kept for the request: the pages and the protocol ask for the app next
@@ -113,7 +113,7 @@ def find(uid: str) -> PendingRequest | None:
 def find_with_login(uid: str, session_id: str | None) -> tuple[PendingRequest | None, Login | None]:
     """The request `uid` with its app, and the live login of the cookie's `session_id` (None when
     there is none), in one query: the consent page needs all three."""
-    row = db.session.execute(_BY_ID_WITH_LOGIN, {"uid": uid, **login_params(session_id)}).first()
+    row = execute(_BY_ID_WITH_LOGIN, {"uid": uid, **login_params(session_id)}).first()
     if row is None:
         return None, None
     app_from(row)
@@ -130,5 +130,5 @@ def with_login(request: PendingRequest, login_pk: int, user_id: str) -> PendingR
 
 def consume(uid: str) -> bool:
     """Mark the request answered; True for exactly one caller, and only while it is open."""
-    result: CursorResult[Any] = db.session.execute(_CONSUME, {"uid": uid, "now": utcnow()})  # type: ignore[assignment]
+    result = execute(_CONSUME, {"uid": uid, "now": utcnow()})
     return bool(result.rowcount)

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, Select, Table, and_, bindparam, select
+from sqlalchemy import Select, Table, and_, bindparam, select
 
-from app.database import prefixed, rows_for_each
+from app.database import execute, prefixed, rows_for_each
 from app.extensions import db
 from app.models import AuditEvent, Interaction, LoginSession, User
 from app.models.base import sha256_hex, utcnow
@@ -91,7 +91,7 @@ class Login:
 
 def live_login(session_id: str) -> Login | None:
     """The live session whose cookie carries `session_id`, with its member."""
-    row = db.session.execute(_LIVE_BY_HASH, login_params(session_id)).first()
+    row = execute(_LIVE_BY_HASH, login_params(session_id)).first()
     return None if row is None else login_from(row)
 
 
@@ -114,16 +114,16 @@ def start_login(
     row = {"session_hash": sha256_hex(session_id), "user_id": member.id, "last_seen_at": values["auth_time"], **values}
     if event is not None and db.session.get_bind().dialect.name == "postgresql":
         params = prefixed("login_", row) | prefixed("event_", event)
-        pk = db.session.execute(_STARTED_IN_ONE, {**params, "request_id": attach_to}).scalar_one()
+        pk = execute(_STARTED_IN_ONE, {**params, "request_id": attach_to}).scalar_one()
     else:
-        result: CursorResult[Any] = db.session.execute(_INSERT, row)  # type: ignore[assignment]  # an INSERT's
+        result = execute(_INSERT, row)
         key = result.inserted_primary_key
         assert key is not None  # an INSERT of one row
         pk = key[0]
         if event is not None:
-            db.session.execute(_EVENT, event)
+            execute(_EVENT, event)
         if attach_to is not None:
-            db.session.execute(_ATTACH, {"request_id": attach_to, "pk": pk, "member": member.id})
+            execute(_ATTACH, {"request_id": attach_to, "pk": pk, "member": member.id})
     return Login(
         int(pk), member.id, values["auth_time"], values["expires_at"], values["amr"], values["auth_time"], member
     )
@@ -153,7 +153,7 @@ _STARTED_IN_ONE = _started_in_one()
 
 def end_login(pk: int) -> bool:
     """End one session on the server; False when it had ended already."""
-    result: CursorResult[Any] = db.session.execute(_END, {"pk": pk, "now": utcnow()})  # type: ignore[assignment]
+    result = execute(_END, {"pk": pk, "now": utcnow()})
     return bool(result.rowcount)
 
 
@@ -163,13 +163,13 @@ def end_logins_of(user_id: str, only: int | None = None) -> int:
     statement = _sessions.update().where(_sessions.c.user_id == user_id, _sessions.c.ended_at.is_(None))
     if only is not None:
         statement = statement.where(_sessions.c.id == only)
-    result: CursorResult[Any] = db.session.execute(statement.values(ended_at=utcnow()))  # type: ignore[assignment]
+    result = execute(statement.values(ended_at=utcnow()))
     return int(result.rowcount)
 
 
 def note_seen(pk: int, when: datetime) -> None:
     """The session was used (an app sign-in, the account page)."""
-    db.session.execute(_TOUCH, {"pk": pk, "now": when})
+    execute(_TOUCH, {"pk": pk, "now": when})
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,5 +194,5 @@ _LIVE_OF_MEMBER = select(
 
 def live_logins_of(user_id: str) -> list[SessionSeen]:
     """Every live session of a member (the account page's list)."""
-    rows = db.session.execute(_LIVE_OF_MEMBER, {"user_id": user_id, "now": utcnow()}).all()
+    rows = execute(_LIVE_OF_MEMBER, {"user_id": user_id, "now": utcnow()}).all()
     return [SessionSeen(r.id, r.user_agent, r.ip, r.auth_time, r.last_seen_at) for r in rows]

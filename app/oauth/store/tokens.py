@@ -9,10 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from authlib.oauth2.rfc6749 import TokenMixin
-from sqlalchemy import Column, ColumnElement, CursorResult, Table, Update, bindparam, func, or_, select, true
+from sqlalchemy import Column, ColumnElement, Table, Update, bindparam, func, or_, select, true
 
 from app import metrics
-from app.database import read_row
+from app.database import execute, read_row
 from app.extensions import db
 from app.models import AuthorizationCode, Client, ClientStatus, Interaction, RefreshReplay, Token, User
 from app.models.base import sha256_hex, utcnow
@@ -74,9 +74,9 @@ class SpendAndStore:
         row's scope, or `scope`; None, and nothing written, when nothing matched."""
         if db.session.get_bind().dialect.name == "postgresql":
             drawn = {f"new_{name}": value for name, value in successor.items()}
-            row = db.session.execute(self._in_one, {**params, **drawn, "new_scope": scope}).first()
+            row = execute(self._in_one, {**params, **drawn, "new_scope": scope}).first()
             return None if row is None else Spent(row, row.successor_id)
-        row = db.session.execute(self._with_member, params).first()
+        row = execute(self._with_member, params).first()
         if row is None:
             return None
         copied = {name: getattr(row, name) for name in _COPIED}
@@ -210,7 +210,7 @@ class RotatedRefresh:
 
 def issue_token(values: dict[str, Any]) -> int:
     """Store one pair (`values`: the columns, hashes only); returns its row id."""
-    result: CursorResult[Any] = db.session.execute(_INSERT, values)  # type: ignore[assignment]  # an INSERT's
+    result = execute(_INSERT, values)
     key = result.inserted_primary_key
     assert key is not None  # an INSERT of one row
     return int(key[0])
@@ -228,18 +228,18 @@ def find_access_token(value: str) -> StoredToken | None:
     """The pair whose access token is `value`, in the request's transaction (to revoke or describe it)."""
     if not value or len(value) > 512:
         return None
-    return _stored(db.session.execute(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}).first())
+    return _stored(execute(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}).first())
 
 
 def find_refresh_token(value: str) -> StoredToken | None:
     """The pair whose refresh token is `value`, rotated or not."""
     if not value or len(value) > 512:
         return None
-    return _stored(db.session.execute(_BY_REFRESH_HASH, {"hash": sha256_hex(value)}).first())
+    return _stored(execute(_BY_REFRESH_HASH, {"hash": sha256_hex(value)}).first())
 
 
 def find_token(pk: int) -> StoredToken | None:
-    return _stored(db.session.execute(_BY_ID, {"id": pk}).first())
+    return _stored(execute(_BY_ID, {"id": pk}).first())
 
 
 def rotate_refresh_token(
@@ -264,11 +264,11 @@ def amend_successor(pk: int, scope: str, keeps_refresh: bool) -> None:
     """Give a new pair the scope its answer carries, and drop its refresh token when the answer
     has none (the scope cut to the member's membership, or without `offline_access`): where the
     answer differs from what spending copied."""
-    db.session.execute(_AMEND_KEEPING_REFRESH if keeps_refresh else _AMEND_DROPPING_REFRESH, {"pk": pk, "scope": scope})
+    execute(_AMEND_KEEPING_REFRESH if keeps_refresh else _AMEND_DROPPING_REFRESH, {"pk": pk, "scope": scope})
 
 
 def _rowcount(statement: Any) -> int:
-    result: CursorResult[Any] = db.session.execute(statement)  # type: ignore[assignment]  # DML has a rowcount
+    result = execute(statement)
     return int(result.rowcount)
 
 
@@ -312,8 +312,8 @@ def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> i
             which.append(table.c.client_id == client_id)
         return which
 
-    db.session.execute(_codes.delete().where(*scoped(_codes), _codes.c.used_at.is_(None)))
-    db.session.execute(  # expired rather than consumed: the page then says "start again", not "answered"
+    execute(_codes.delete().where(*scoped(_codes), _codes.c.used_at.is_(None)))
+    execute(  # expired rather than consumed: the page then says "start again", not "answered"
         _interactions.update()
         .where(*scoped(_interactions), _interactions.c.consumed_at.is_(None), _interactions.c.expires_at > now)
         .values(expires_at=now)
@@ -332,14 +332,14 @@ def narrow_live_tokens(user_id: str, keep: Callable[[list[str]], list[str]], now
     """Rewrite the scope of a member's live tokens to `keep(scopes)` (a downgrade: what the lower
     membership lacks is gone for good, so an upgrade later does not bring it back without a new
     consent). Returns the tokens changed; the caller commits."""
-    rows = db.session.execute(
+    rows = execute(
         select(_tokens.c.id, _tokens.c.scope).where(_tokens.c.user_id == user_id, live_tokens_filter(now or utcnow()))
     ).all()
     changed = 0
     for row in rows:
         narrowed = join(keep(scope_list(row.scope)))
         if narrowed != row.scope:
-            db.session.execute(_tokens.update().where(_tokens.c.id == row.id).values(scope=narrowed))
+            execute(_tokens.update().where(_tokens.c.id == row.id).values(scope=narrowed))
             changed += 1
     return changed
 
@@ -347,8 +347,8 @@ def narrow_live_tokens(user_id: str, keep: Callable[[list[str]], list[str]], now
 def seal_answer(token_pk: int, successor_pk: int, sealed: bytes, purge_before: datetime) -> None:
     """Keep a rotation's sealed answer for the grace window (app/oauth/refresh_grace.py), dropping
     the answers whose window has closed."""
-    db.session.execute(_replays.delete().where(_replays.c.created_at < purge_before))
-    db.session.execute(
+    execute(_replays.delete().where(_replays.c.created_at < purge_before))
+    execute(
         _replays.insert(),
         {"token_id": token_pk, "successor_id": successor_pk, "sealed": sealed, "created_at": utcnow()},
     )
@@ -356,7 +356,7 @@ def seal_answer(token_pk: int, successor_pk: int, sealed: bytes, purge_before: d
 
 def sealed_answer(token_pk: int) -> tuple[int, bytes] | None:
     """The successor's row id and the sealed answer of a rotation, if one is kept."""
-    row = db.session.execute(_SEALED, {"pk": token_pk}).first()
+    row = execute(_SEALED, {"pk": token_pk}).first()
     return None if row is None else (int(row.successor_id), bytes(row.sealed))
 
 
@@ -365,7 +365,7 @@ def sealed_answer(token_pk: int) -> tuple[int, bytes] | None:
 
 def last_use_by_app(user_id: str) -> dict[int, datetime]:
     """When each app last had a token issued for the member (by the app's row id)."""
-    rows = db.session.execute(
+    rows = execute(
         select(_tokens.c.client_id, func.max(_tokens.c.issued_at))
         .where(_tokens.c.user_id == user_id)
         .group_by(_tokens.c.client_id)
@@ -384,7 +384,7 @@ class LiveGrant:
 
 def live_grants_by_app(user_id: str, now: datetime) -> dict[int, LiveGrant]:
     """The apps holding a live token of the member, with what they hold, in one query."""
-    rows = db.session.execute(
+    rows = execute(
         select(_tokens.c.client_id, _tokens.c.issued_at, _tokens.c.scope)
         .where(_tokens.c.user_id == user_id, live_tokens_filter(now))
         .order_by(_tokens.c.issued_at, _tokens.c.id)
@@ -398,7 +398,7 @@ def live_grants_by_app(user_id: str, now: datetime) -> dict[int, LiveGrant]:
 
 def live_token_count(client_pk: int, now: datetime) -> int:
     """How many of an app's tokens still grant something."""
-    count = db.session.execute(
+    count = execute(
         select(func.count()).select_from(_tokens).where(_tokens.c.client_id == client_pk, live_tokens_filter(now))
     ).scalar_one()
     return int(count)
