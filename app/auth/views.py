@@ -179,7 +179,6 @@ def _page(form: LoginForm, interaction, error: str | None = None, status: int = 
             client=interaction.client if interaction else None,
             error=error,
             signed_in_as=current_user(),
-            switch_form=ActionForm(),
             passkeys=passkeys_available(),
         ),
         status,
