@@ -102,7 +102,8 @@ def execute(
     own `execute` routes a Core statement to that same connection after its ORM bookkeeping, which
     does nothing for Core (no autoflush, no loading) and costs about a seventh of a statement's
     CPU: 60 µs against 51 for the request's interaction (in-process, SQLite); over a sign-in, 1-2 %
-    (docs/performance.md, the fourteenth round). ORM statements (a `select(User)`, a `delete(Consent)`) still go through the session."""
+    (docs/performance.md, the fourteenth round). ORM statements (a `select(User)`, a
+    `delete(Consent)`) still go through the session: this one would hand back bare rows."""
     return db.session.connection().execute(statement, params)
 
 
