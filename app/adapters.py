@@ -1,5 +1,6 @@
-"""Where this provider bends its libraries: every override of Authlib's, Flask's, Flask-Limiter's,
-limits' or psycopg's behaviour, and every use of their internals, in one file, each with the reason.
+"""Where this provider bends its libraries: every override of Authlib's, Flask's, Flask-WTF's,
+Flask-Limiter's, limits' or psycopg's behaviour, and every use of their internals, in one file,
+each with the reason.
 
 An upgrade of either library is checked here first, and `tests/unit/test_adapters.py` pins the
 library behaviour each piece relies on or corrects: when a new version changes it, that test
@@ -9,6 +10,7 @@ fails and names the piece to look at (the versions are pinned in requirements.tx
 from __future__ import annotations
 
 import hashlib
+import secrets
 import time
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -23,7 +25,7 @@ from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
 from authlib.oauth2.rfc6750 import BearerTokenValidator, InsufficientScopeError, InvalidTokenError
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oidc.rpinitiated import EndSessionEndpoint
-from flask import Flask
+from flask import Flask, current_app, g, session
 from flask import request as flask_request
 from flask.sessions import SecureCookieSessionInterface
 from flask_limiter import Limiter
@@ -202,6 +204,25 @@ class SessionCookies(SecureCookieSessionInterface):
         if built is None or built[0] != keys:
             built = self._serializer = (keys, super().get_signing_serializer(app))
         return built[1]
+
+
+# -- Flask-WTF --------------------------------------------------------------------------------------
+
+
+def new_csrf_secret(keep_present: bool = False) -> None:
+    """A fresh CSRF secret in the session now, under the key where Flask-WTF's `generate_csrf`
+    keeps the one it makes when a page first asks for a token (and then signs every token of the
+    session with). Made while a response changes the session anyway, a browser's first request
+    (its id) and a login (a new session), it saves the next page, which would make the secret,
+    a session cookie of its own: a signature and a Set-Cookie, about 0.1 ms (in-process). A token
+    this request signed with the old secret is forgotten with it. `keep_present`: leave a secret
+    the session has. Flask-WTF offers no public call for this; any string serves as the secret
+    (it is signed and compared, never parsed)."""
+    field = current_app.config.get("WTF_CSRF_FIELD_NAME", "csrf_token")
+    if keep_present and session.get(field):
+        return
+    session[field] = secrets.token_hex(20)
+    g.pop(field, None)
 
 
 # -- Flask-Limiter and limits --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Any
 from flask import current_app, g, request, session
 
 from app import logs
+from app.adapters import new_csrf_secret
 from app.extensions import db
 from app.models import User
 from app.models.base import new_secret, utcnow
@@ -49,10 +50,12 @@ def current_user() -> User | None:
 
 
 def browser_id() -> str:
-    """A random id for this browser, kept across logins; binds pending requests to it."""
+    """A random id for this browser, kept across logins; binds pending requests to it. A browser
+    new to us gets its CSRF secret with it, in the same cookie (`new_csrf_secret`)."""
     bid = session.get(BROWSER_ID)
     if not isinstance(bid, str) or not bid:
         bid = session[BROWSER_ID] = new_secret(16)
+        new_csrf_secret(keep_present=True)
     return bid
 
 
@@ -71,6 +74,7 @@ def start_login(
     bid = browser_id()
     session.clear()
     session[BROWSER_ID] = bid
+    new_csrf_secret()
     sid = new_secret(32)
     now = utcnow()
     member = Member(user.id, user.sub, user.name, user.email, user.email_verified, user.tier, user.profile_id)

@@ -293,6 +293,31 @@ def test_consent_needs_its_csrf_token(live_server, rp, member):
     assert db_state() == before
 
 
+def test_the_cookie_is_written_when_the_session_changes_and_not_again_by_the_next_page(live_server, rp, member):
+    """The browser's first request gets its id and its CSRF secret in one cookie, and a login its
+    new session and new CSRF secret in one: the login page and the consent page after them write
+    no cookie, and their tokens are the ones the answers accept."""
+    browser = Browser(live_server.url)
+    first = browser.get(AUTHORIZE, params=rp.auth_params())
+    assert "credits_id_session=" in first.headers["Set-Cookie"]
+    login_page = browser.follow(first)
+    assert login_page.status_code == 200 and "Set-Cookie" not in login_page.headers
+    signed_in = browser.post(
+        "/login",
+        data={
+            "csrf_token": csrf_token(login_page.text),
+            "email": member.email,
+            "password": PASSWORD,
+            "interaction": hidden(login_page.text, "interaction"),
+        },
+    )
+    assert "credits_id_session=" in signed_in.headers["Set-Cookie"]
+    consent_page = browser.follow(signed_in)
+    assert 'name="decision"' in consent_page.text and "Set-Cookie" not in consent_page.headers
+    assert csrf_token(consent_page.text) != csrf_token(login_page.text)  # renewed with the session
+    assert "code=" in browser.consent().headers["Location"]
+
+
 def test_a_pending_request_cannot_be_finished_from_another_browser(live_server, rp, member):
     browser = Browser(live_server.url)
     login_page = browser.authorize(rp.auth_params())

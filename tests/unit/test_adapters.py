@@ -306,3 +306,35 @@ def test_session_cookies_follow_a_new_secret_key():
         app.session_interface.get_signing_serializer(app).loads(signed_with_old)
     app.config["SECRET_KEY_FALLBACKS"] = ["old" * 11]  # the rotation's grace: the old key still reads
     assert app.session_interface.get_signing_serializer(app).loads(signed_with_old) == {"sid": "x"}
+
+
+def csrf_app() -> Flask:
+    from flask_wtf.csrf import CSRFProtect
+
+    app = Flask(__name__)
+    app.config.update(SECRET_KEY="k" * 32)
+    CSRFProtect(app)
+    return app
+
+
+def test_the_csrf_secret_made_ahead_is_the_one_flask_wtf_signs_and_checks():
+    """new_csrf_secret writes where generate_csrf keeps its secret: generate_csrf keeps it and signs
+    tokens with it, validate_csrf accepts them, and a token signed before is no longer handed out."""
+    from flask import session
+    from flask_wtf.csrf import generate_csrf, validate_csrf
+    from wtforms import ValidationError
+
+    from app.adapters import new_csrf_secret
+
+    app = csrf_app()
+    with app.test_request_context("/"):
+        before = generate_csrf()
+        new_csrf_secret()
+        secret = session["csrf_token"]
+        after = generate_csrf()
+        assert after != before and session["csrf_token"] == secret
+        validate_csrf(after)
+        with pytest.raises(ValidationError):
+            validate_csrf(before)
+        new_csrf_secret(keep_present=True)
+        assert session["csrf_token"] == secret and generate_csrf() == after
