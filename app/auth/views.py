@@ -16,6 +16,7 @@ from wtforms import EmailField, HiddenField, PasswordField
 from wtforms.validators import DataRequired, Length
 
 from app import metrics
+from app.adapters import CheckedForm
 from app.audit import event_row, record
 from app.auth import throttle
 from app.auth.devices import known_device, remember_device
@@ -46,7 +47,7 @@ class ActionForm(FlaskForm):
     """A button that changes something: only the CSRF token."""
 
 
-class LoginForm(FlaskForm):
+class LoginForm(CheckedForm):
     email = EmailField("Email", validators=[DataRequired(), Length(max=254)])
     password = PasswordField("Password", validators=[DataRequired(), Length(max=1024)])
     interaction = HiddenField()

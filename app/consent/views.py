@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from flask import Blueprint, Response, redirect, render_template, request, url_for
-from flask_wtf import FlaskForm
 from wtforms import HiddenField
 
+from app.adapters import CheckedForm
 from app.auth.sessions import current_login
 from app.consent.service import describe
 from app.oauth import authorize
@@ -16,7 +16,7 @@ from app.security import allow_form_redirect
 bp = Blueprint("consent", __name__)
 
 
-class ConsentForm(FlaskForm):
+class ConsentForm(CheckedForm):
     interaction = HiddenField()
 
 

@@ -293,6 +293,17 @@ def test_consent_needs_its_csrf_token(live_server, rp, member):
     assert db_state() == before
 
 
+def test_login_needs_its_csrf_token(live_server, rp, member):
+    """The login form has no CSRF field of its own (CheckedForm): CSRFProtect refuses the POST first."""
+    browser = Browser(live_server.url)
+    page = browser.authorize(rp.auth_params())
+    before = db_state()
+    data = {"email": member.email, "password": PASSWORD, "interaction": hidden(page.text, "interaction")}
+    assert_error_page(browser.post("/login", data=data))
+    assert_error_page(browser.post("/login", data={**data, "csrf_token": "forged"}))
+    assert db_state() == before and LoginSession.query.count() == 0
+
+
 def test_the_cookie_is_written_when_the_session_changes_and_not_again_by_the_next_page(live_server, rp, member):
     """The browser's first request gets its id and its CSRF secret in one cookie, and a login its
     new session and new CSRF secret in one: the login page and the consent page after them write

@@ -317,6 +317,26 @@ def csrf_app() -> Flask:
     return app
 
 
+def test_flask_wtf_forms_still_sign_a_token_whenever_they_are_built(monkeypatch):
+    """CheckedForm exists because a FlaskForm's CSRF field signs a token at every construction,
+    a POST that CSRFProtect has already checked included."""
+    import flask_wtf.csrf
+    from flask_wtf import FlaskForm
+
+    from app.adapters import CheckedForm
+
+    signed = []
+    sign = flask_wtf.csrf.URLSafeTimedSerializer.dumps
+    monkeypatch.setattr(
+        flask_wtf.csrf.URLSafeTimedSerializer, "dumps", lambda *args, **kw: signed.append(1) or sign(*args, **kw)
+    )
+    with csrf_app().test_request_context("/", method="POST"):
+        FlaskForm()
+        assert len(signed) == 1
+        form = CheckedForm()
+        assert len(signed) == 1 and "csrf_token" not in form._fields  # nothing signed, no such field
+
+
 def test_the_csrf_secret_made_ahead_is_the_one_flask_wtf_signs_and_checks():
     """new_csrf_secret writes where generate_csrf keeps its secret: generate_csrf keeps it and signs
     tokens with it, validate_csrf accepts them, and a token signed before is no longer handed out."""
