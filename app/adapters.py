@@ -191,8 +191,9 @@ class SessionCookies(SecureCookieSessionInterface):
     new serializer for every opening and every saving of a session. Here the digest is
     `hashlib.sha1` itself (the same MAC, computed by OpenSSL) and the serializer, which holds
     nothing but the keys and these settings, is built again only when the keys change (a new
-    SECRET_KEY, its fallbacks). A sign-in opens the session five times and saves it four: about
-    0.09 ms of its CPU (in-process, 500 sign-ins, docs/performance.md)."""
+    SECRET_KEY, its fallbacks). A sign-in opened the session five times and saved it four: this
+    saved about 0.09 ms of its CPU (in-process, 500 sign-ins, docs/performance.md); it saves it
+    twice since its CSRF secrets come with those saves (`new_csrf_secret`)."""
 
     digest_method = staticmethod(hashlib.sha1)
 
