@@ -191,9 +191,9 @@ class SessionCookies(SecureCookieSessionInterface):
     new serializer for every opening and every saving of a session. Here the digest is
     `hashlib.sha1` itself (the same MAC, computed by OpenSSL) and the serializer, which holds
     nothing but the keys and these settings, is built again only when the keys change (a new
-    SECRET_KEY, its fallbacks). A sign-in opened the session five times and saved it four: this
-    saved about 0.09 ms of its CPU (in-process, 500 sign-ins, docs/performance.md); it saves it
-    twice since its CSRF secrets come with those saves (`new_csrf_secret`)."""
+    SECRET_KEY, its fallbacks). A sign-in opens the session five times and saves it twice (four
+    times before its CSRF secrets came with the other saves, `new_csrf_secret`); with four saves
+    this class saved about 0.09 ms of its CPU (in-process, 500 sign-ins, docs/performance.md)."""
 
     digest_method = staticmethod(hashlib.sha1)
 
@@ -215,7 +215,7 @@ def new_csrf_secret(keep_present: bool = False) -> None:
     """A fresh CSRF secret in the session now, under the key where Flask-WTF's `generate_csrf`
     keeps the one it makes when a page first asks for a token (and then signs every token of the
     session with). Made while a response changes the session anyway, a browser's first request
-    (its id) and a login (a new session), it saves the next page, which would make the secret,
+    (its id), a login or a logout (a new session), it saves the next page, which would make the secret,
     a session cookie of its own: a signature and a Set-Cookie, about 0.1 ms (in-process). A token
     this request signed with the old secret is forgotten with it. `keep_present`: leave a secret
     the session has. Flask-WTF offers no public call for this; any string serves as the secret
@@ -232,7 +232,8 @@ class CheckedForm(FlaskForm):
     but those it exempts, the protocol endpoints, RP-initiated logout and the API), on a page that
     writes the request's token out itself. FlaskForm's own CSRF field would pass such a POST
     (CSRFProtect marks the request checked), but building the field signs a fresh token every
-    time, about 40 µs (in-process), at both answers of a sign-in; this form has no such field."""
+    time, about 40 µs (in-process), at both answers of a sign-in; this form has no such field.
+    Never for a view CSRFProtect exempts: nothing would check its POST."""
 
     class Meta:
         csrf = False

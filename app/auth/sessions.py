@@ -62,7 +62,7 @@ def browser_id() -> str:
 def start_login(
     user: User, amr: tuple[str, ...] = ("pwd",), event: dict[str, Any] | None = None, attach_to: str | None = None
 ) -> Login:
-    """A fresh session id at every login (no fixation); the CSRF token is renewed with it. The
+    """A fresh session id at every login (no fixation); the CSRF secret is renewed with it. The
     browser's previous session, if any (`prompt=login`, another member on the same browser),
     ends on the server: its old cookie must not stay valid for the rest of its lifetime. `amr`:
     how the member proved who they are (RFC 8176), carried to the ID token. `event`, the sign-in's
@@ -71,10 +71,7 @@ def start_login(
     previous = current_login()
     if previous is not None:
         stored.end_login(previous.id)
-    bid = browser_id()
-    session.clear()
-    session[BROWSER_ID] = bid
-    new_csrf_secret()
+    renew_cookie(browser_id())
     sid = new_secret(32)
     now = utcnow()
     member = Member(user.id, user.sub, user.name, user.email, user.email_verified, user.tier, user.profile_id)
@@ -102,11 +99,18 @@ def end_login() -> None:
     login = current_login()
     if login is not None:
         stored.end_login(login.id)
-    bid = session.get(BROWSER_ID)
+    renew_cookie(session.get(BROWSER_ID))
+    g.login_session = None
+
+
+def renew_cookie(bid: str | None) -> None:
+    """The session emptied at a login or a logout (nothing carries across: no fixation), keeping
+    the browser's id, with a new CSRF secret in the same cookie: the old session's tokens stop
+    working, and the page after it writes no cookie of its own (`new_csrf_secret`)."""
     session.clear()
     if bid:
         session[BROWSER_ID] = bid
-    g.login_session = None
+    new_csrf_secret()
 
 
 def end_all_logins(user: User) -> int:

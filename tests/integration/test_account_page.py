@@ -6,7 +6,7 @@ from app.extensions import db
 from app.models import AuditEvent, Consent, LoginSession, Token
 from tests.api_support import make_catalog
 from tests.factories import db_state, make_client, make_member
-from tests.flows import Browser, RelyingParty, sign_in
+from tests.flows import Browser, RelyingParty, csrf_token, sign_in
 from tests.integration.console_support import flashes, fresh, post_form, signed_in, userinfo
 
 
@@ -152,9 +152,14 @@ def test_disabled_app_is_shown_as_disabled(live_server):
 def test_sign_out(live_server):
     member = make_member()
     browser = signed_in(live_server.url, member.email, "/account")
+    token = csrf_token(browser.get("/account").text)
     response = post_form(browser, "/account", "/account/sign-out")
     assert response.status_code == 303 and response.headers["Location"] == "/login"
-    assert "You are signed out." in " ".join(flashes(browser.get("/login").text))
+    login_page = browser.get("/login")
+    assert "You are signed out." in " ".join(flashes(login_page.text))
+    assert csrf_token(login_page.text) != token  # a new CSRF secret came with the emptied session
+    refused = browser.post("/account/sign-out-everywhere", data={"csrf_token": token})
+    assert refused.status_code == 400
     assert browser.get("/account").status_code == 302
     fresh()
     [row] = db.session.scalars(db.select(LoginSession).where(LoginSession.user_id == member.id)).all()
