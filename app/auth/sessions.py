@@ -71,7 +71,7 @@ def start_login(
     previous = current_login()
     if previous is not None:
         stored.end_login(previous.id)
-    renew_cookie(browser_id())
+    _renew_cookie(browser_id())
     sid = new_secret(32)
     now = utcnow()
     member = Member(user.id, user.sub, user.name, user.email, user.email_verified, user.tier, user.profile_id)
@@ -99,11 +99,11 @@ def end_login() -> None:
     login = current_login()
     if login is not None:
         stored.end_login(login.id)
-    renew_cookie(session.get(BROWSER_ID))
+    _renew_cookie(session.get(BROWSER_ID))
     g.login_session = None
 
 
-def renew_cookie(bid: str | None) -> None:
+def _renew_cookie(bid: str | None) -> None:
     """The session emptied at a login or a logout (nothing carries across: no fixation), keeping
     the browser's id, with a new CSRF secret in the same cookie: the old session's tokens stop
     working, and the page after it writes no cookie of its own (`new_csrf_secret`)."""
