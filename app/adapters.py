@@ -214,10 +214,10 @@ class SessionCookies(SecureCookieSessionInterface):
 def new_csrf_secret(keep_present: bool = False) -> None:
     """A fresh CSRF secret in the session now, under the key where Flask-WTF's `generate_csrf`
     keeps the one it makes when a page first asks for a token (and then signs every token of the
-    session with). Made while a response changes the session anyway, a browser's first request
-    (its id), a login or a logout (a new session), it saves the next page, which would make the secret,
-    a session cookie of its own: a signature and a Set-Cookie, about 0.1 ms (in-process). A token
-    this request signed with the old secret is forgotten with it. `keep_present`: leave a secret
+    session with). Made while a response changes the session anyway (a browser's first request:
+    its id; a login or a logout: a new session), it saves the next page, which would make the
+    secret, a session cookie of its own: a signature and a Set-Cookie, about 0.1 ms (in-process).
+    A token this request signed with the old secret is forgotten with it. `keep_present`: leave a secret
     the session has. Flask-WTF offers no public call for this; any string serves as the secret
     (it is signed and compared, never parsed)."""
     field = current_app.config.get("WTF_CSRF_FIELD_NAME", "csrf_token")
