@@ -12,8 +12,9 @@ restarted, a proxy or firewall closed it). Instead:
   connection after an outage, and it does not see an error either.
 
 `read_row` serves requests whose only database work is one indexed read (userinfo, a bearer
-token's lookup), on a connection of its own outside the request's session, retried once when the
-pooled connection turns out dead (the WSGI front answers userinfo without RetryingFlask).
+token's lookup): straight on a pooled DBAPI connection of its own, outside the request's session,
+and again through SQLAlchemy when that connection turns out dead (the WSGI front answers userinfo
+without RetryingFlask).
 
 On PostgreSQL a transaction begins at its first write (`begin_at_first_write`), as Python's
 sqlite3 driver already does on SQLite: the SELECTs before it run in autocommit, each on its own.
@@ -31,12 +32,14 @@ everything after it, reads included, is in its transaction until the commit or r
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections import namedtuple
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flask import Flask, g, has_app_context
 from psycopg.pq import TransactionStatus
 from sqlalchemy import CTE, Connection, CursorResult, Row, Select, Table, bindparam, event, select
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Executable
 
@@ -80,9 +83,86 @@ class RetryingFlask(Flask):
             return super().dispatch_request()
 
 
-def read_row(statement: Executable, params: dict[str, Any]) -> Row[Any] | None:
-    """The first row of one SELECT, on a connection of its own (a read opens no transaction:
-    `begin_at_first_write`); retried once on a fresh connection when the pooled one turns out dead."""
+class _DirectRead:
+    """One SELECT, compiled by SQLAlchemy for one dialect, with what running it straight on a DBAPI
+    cursor needs: its SQL, how its parameters are passed, its columns' type processing."""
+
+    def __init__(self, statement: Select[Any], dialect: Dialect) -> None:
+        compiled = statement.compile(dialect=dialect)
+        if compiled.escaped_bind_names or compiled.literal_execute_params or compiled.post_compile_params:
+            raise ValueError("read_row runs plain bound parameters only")
+        self.sql = compiled.string
+        self.positions = compiled.positiontup if compiled.positional else None
+        self.binds = {
+            name: processor
+            for name, bind in compiled.binds.items()
+            if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        }
+        columns = statement.selected_columns
+        self.results = [column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns]
+        self.row: Callable[..., tuple[Any, ...]] = namedtuple("Row", list(columns.keys()))  # type: ignore[misc]
+
+    def parameters(self, params: dict[str, Any]) -> dict[str, Any] | tuple[Any, ...]:
+        values = {name: processor(params[name]) for name, processor in self.binds.items()}
+        values = {**params, **values} if values else params
+        return values if self.positions is None else tuple(values[name] for name in self.positions)
+
+    def first(self, values: Sequence[Any] | None) -> tuple[Any, ...] | None:
+        if values is None:
+            return None
+        processed = (
+            value if process is None else process(value) for process, value in zip(self.results, values, strict=True)
+        )
+        return self.row(*processed)
+
+
+_direct_reads: dict[tuple[Select[Any], Dialect], _DirectRead] = {}
+
+
+def read_row(statement: Select[Any], params: dict[str, Any]) -> Any | None:
+    """The first row of one SELECT (attributes named as the statement's columns), on a pooled
+    connection of its own, outside the request's session; on PostgreSQL in autocommit (no BEGIN, no
+    ROLLBACK: one round trip). A pooled connection that turns out dead is dropped and the read runs
+    again through SQLAlchemy's own path, which retires the pool's other old connections.
+
+    Written by hand: the hottest read of all (a bearer token's, on every userinfo and /v1 call).
+    SQLAlchemy builds the statement, its SQL and its type processing; only the running is ours.
+    SQLAlchemy's path around one execution (a Connection and its transaction bookkeeping, an
+    execution context, connection events, a CursorResult) cost more CPU than the rest of a userinfo
+    answer together, about two fifths of it, and it has no lighter way to run a compiled statement
+    (docs/performance.md, the sixteenth round)."""
+    engine = db.engine
+    dialect = engine.dialect
+    direct = _direct_reads.get((statement, dialect))
+    if direct is None:
+        direct = _direct_reads[statement, dialect] = _DirectRead(statement, dialect)
+    dbapi_error = dialect.loaded_dbapi.Error
+    connection = cursor = None
+    try:
+        connection = engine.raw_connection()  # the pool's checkout and its events, as for any request
+        if dialect.name == "postgresql":
+            _autocommit_until_first_write(connection.dbapi_connection)
+        cursor = connection.cursor()
+        parameters = direct.parameters(params)
+        # The engine's listeners hear of it as of any statement (counted, traced), with no Connection.
+        engine.dispatch.before_cursor_execute(None, cursor, direct.sql, parameters, None, False)
+        cursor.execute(direct.sql, parameters)
+        values = cursor.fetchone()
+        cursor.close()
+    except dbapi_error as error:
+        if connection is None or not dialect.is_disconnect(error, connection.dbapi_connection, cursor):
+            raise DBAPIError.instance(direct.sql, None, error, dbapi_error, dialect=dialect) from error
+        connection.invalidate(error)
+    else:
+        return direct.first(values)
+    finally:
+        if connection is not None:
+            connection.close()  # back to the pool
+    log.warning("stale database connection replaced; the read runs again")
+    return _read_row_through_sqlalchemy(statement, params)
+
+
+def _read_row_through_sqlalchemy(statement: Select[Any], params: dict[str, Any]) -> Row[Any] | None:
     for attempt in (1, 2):
         try:
             with db.engine.connect() as conn:
@@ -107,11 +187,18 @@ def execute(
     return db.session.connection().execute(statement, params)
 
 
-def in_transaction() -> bool:
-    """Whether the session's PostgreSQL connection has a transaction open (the request has
-    written): what it reads now may be its own uncommitted change."""
+def has_written() -> bool:
+    """Whether the request has written: its transaction is open, so what it reads now may be its own
+    uncommitted change, which only its own connection sees. Until then a read on any connection
+    (read_row) sees what the request's would: what was committed."""
+    if not db.session().in_transaction():
+        return False  # the session has sent nothing yet
     dbapi_connection = db.session.connection().connection.dbapi_connection
-    return dbapi_connection is not None and dbapi_connection.info.transaction_status != IDLE
+    if dbapi_connection is None:
+        return False
+    if db.engine.dialect.name == "postgresql":
+        return bool(dbapi_connection.info.transaction_status != IDLE)
+    return bool(dbapi_connection.in_transaction)  # sqlite3 opens a transaction at the first write
 
 
 # -- a transaction begins at its first write (the module's docstring says why) ---------------------
@@ -120,7 +207,11 @@ def in_transaction() -> bool:
 def _reads_in_autocommit(conn: Connection) -> None:
     """SQLAlchemy's begin (a session or connection starts a transaction): nothing is sent yet, and
     reads go out on their own until the first write."""
-    dbapi_connection = conn.connection.dbapi_connection
+    _autocommit_until_first_write(conn.connection.dbapi_connection)
+
+
+def _autocommit_until_first_write(dbapi_connection: Any) -> None:
+    """A psycopg connection with no transaction open sends its reads on their own (autocommit)."""
     if dbapi_connection is not None and dbapi_connection.info.transaction_status == IDLE:
         dbapi_connection.autocommit = True
 

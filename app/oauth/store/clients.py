@@ -14,7 +14,7 @@ from typing import Any
 from flask import g
 from sqlalchemy import Select, bindparam, select
 
-from app.database import execute, in_transaction
+from app.database import execute, has_written, read_row
 from app.models.client import Client, ClientRules
 from app.oauth.store.app_cache import Key, app_cache
 
@@ -67,17 +67,19 @@ def _for_this_request(app: App) -> App:
 
 def _looked_up(key: Key, statement: Select[Any], params: dict[str, Any]) -> App | None:
     """The app under `key`: this process's copy where one is good (app/oauth/store/app_cache.py),
-    else read from its row, and kept when the row was read outside a transaction (committed)."""
+    else read from its row: committed, outside the request's session (read_row), and then kept,
+    unless the request has written (it may have changed the app itself)."""
     cache = app_cache()
     kept = cache.get(key) if cache is not None else None
     if kept is not None:
         return _for_this_request(kept)
     generation = cache.generation if cache is not None else 0
-    row = execute(statement, params).first()
+    written = has_written()
+    row = execute(statement, params).first() if written else read_row(statement, params)
     if row is None:
         return None
     app = app_from(row)
-    if cache is not None and not in_transaction():
+    if cache is not None and not written:
         cache.keep(app, generation)
     return app
 

@@ -1,0 +1,117 @@
+"""app.database.read_row: the bearer token's read, run straight on a pooled DBAPI connection. It must
+give the row SQLAlchemy gives (the same names, values and types), be heard by the engine's
+listeners, survive a dead pooled connection, and fail as SQLAlchemy fails. On SQLite and, under
+TEST_DATABASE_URL, on PostgreSQL."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import bindparam, column, event, select, table, update
+from sqlalchemy.exc import DBAPIError
+
+from app.database import has_written, read_row
+from app.extensions import db
+from app.models import Token, User
+from app.models.base import new_uuid, sha256_hex, utcnow
+from app.oauth.store.tokens import _BY_ACCESS_HASH, find_bearer
+from tests.factories import make_client, make_member
+
+
+@pytest.fixture
+def access_token():
+    """An access token (its value) issued to a member, with its refresh token rotated once."""
+    member, (client, _) = make_member(), make_client()
+    value, now = new_uuid(), utcnow()
+    db.session.add(
+        Token(
+            client_id=client.id,
+            user_id=member.id,
+            grant_id=new_uuid(),
+            scope="openid email",
+            access_token_hash=sha256_hex(value),
+            refresh_token_hash=sha256_hex(new_uuid()),
+            issued_at=now,
+            access_expires_at=now + timedelta(hours=1),
+            refresh_expires_at=now + timedelta(days=1),
+            refresh_used_at=now,
+            auth_time=now,
+        )
+    )
+    db.session.commit()
+    return value
+
+
+def test_the_row_is_the_one_sqlalchemy_gives(access_token):
+    params = {"hash": sha256_hex(access_token)}
+    with db.engine.connect() as conn:
+        expected = conn.execute(_BY_ACCESS_HASH, params).one()
+    row = read_row(_BY_ACCESS_HASH, params)
+    assert row._fields == tuple(expected._fields)
+    assert tuple(row) == tuple(expected)
+    assert [type(value) for value in row] == [type(value) for value in expected]
+    assert row.issued_at.tzinfo is not None and row.member_email_verified is True
+    assert read_row(_BY_ACCESS_HASH, {"hash": sha256_hex("no such token")}) is None
+
+
+def test_parameters_get_their_types_processing():
+    """A bound datetime goes out as SQLAlchemy would send it (on SQLite, its own text form)."""
+    member = make_member()
+    users = User.__table__
+    statement = select(users.c.id).where(users.c.created_at < bindparam("before"))
+    assert read_row(statement, {"before": utcnow() + timedelta(minutes=1)}).id == member.id
+    assert read_row(statement, {"before": utcnow() - timedelta(days=1)}) is None
+
+
+def test_the_engines_listeners_hear_the_statement(access_token):
+    heard: list[str] = []
+
+    def listen(conn, cursor, statement, parameters, context, executemany):
+        heard.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", listen)
+    try:
+        assert find_bearer(access_token) is not None
+    finally:
+        event.remove(db.engine, "before_cursor_execute", listen)
+    assert len(heard) == 1 and heard[0].startswith("SELECT tokens.id")
+
+
+def test_a_dead_pooled_connection_is_dropped_and_the_read_runs_again(access_token, caplog):
+    """The connection the pool hands out next has died while idle (here: closed under it)."""
+    db.session.remove()
+    db.engine.dispose()  # a pool of one connection, the dead one
+    pooled = db.engine.raw_connection()
+    dead = pooled.dbapi_connection
+    pooled.close()  # back to the pool: the next checkout gets it
+    dead.close()
+    with caplog.at_level(logging.WARNING, logger="app.database"):
+        token = find_bearer(access_token)
+    assert token is not None and token.scope == "openid email"
+    assert "stale database connection replaced; the read runs again" in caplog.text
+    assert find_bearer(access_token) is not None  # and the pool serves on
+
+
+def test_an_error_is_sqlalchemys_and_the_connection_goes_back(access_token):
+    checked_out = db.engine.pool.checkedout()
+    with pytest.raises(DBAPIError) as raised:
+        read_row(
+            select(column("id")).select_from(table("no_such_table")).where(column("id") == bindparam("id")), {"id": 1}
+        )
+    assert not raised.value.connection_invalidated and "no_such_table" in str(raised.value)
+    assert db.engine.pool.checkedout() == checked_out
+    assert find_bearer(access_token) is not None
+
+
+def test_has_written_tells_when_only_the_requests_connection_sees_its_reads():
+    users = User.__table__
+    db.session.remove()
+    assert not has_written()
+    db.session.execute(select(users.c.id)).all()
+    assert not has_written()  # a read opens no transaction, on either store
+    db.session.execute(update(users).where(users.c.id == "nobody").values(name="x"))
+    assert has_written()
+    db.session.rollback()
+    assert not has_written()
