@@ -38,7 +38,7 @@ from typing import Any
 
 from flask import Flask, g, has_app_context
 from psycopg.pq import TransactionStatus
-from sqlalchemy import CTE, Connection, CursorResult, Row, Select, Table, bindparam, event, select
+from sqlalchemy import CTE, Connection, CursorResult, Row, Select, Table, UpdateBase, bindparam, event, select
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Executable
@@ -83,28 +83,40 @@ class RetryingFlask(Flask):
             return super().dispatch_request()
 
 
-class _DirectRead:
-    """One SELECT, compiled by SQLAlchemy for one dialect, with what running it straight on a DBAPI
-    cursor needs: its SQL, how its parameters are passed, its columns' type processing."""
+class _Direct:
+    """One statement as SQLAlchemy compiles it for one dialect and one set of parameter names, with
+    what running it straight on a DBAPI cursor needs: its SQL, its parameters in the driver's form,
+    its columns' type processing. Statements whose execution SQLAlchemy would have to complete (a
+    Python-side column default to compute, a parameter rendered at execution) are refused here."""
 
-    def __init__(self, statement: Select[Any], dialect: Dialect) -> None:
-        compiled = statement.compile(dialect=dialect)
-        if compiled.escaped_bind_names or compiled.literal_execute_params or compiled.post_compile_params:
-            raise ValueError("read_row runs plain bound parameters only")
+    def __init__(self, statement: Select[Any] | UpdateBase, dialect: Dialect, names: frozenset[str]) -> None:
+        compiled = statement.compile(dialect=dialect, column_keys=sorted(names))
+        binds = compiled.binds.values()
+        if (
+            compiled.escaped_bind_names
+            or compiled.literal_execute_params
+            or compiled.post_compile_params
+            or getattr(compiled, "insert_prefetch", None)
+            or getattr(compiled, "update_prefetch", None)
+            or any(bind.callable is not None or bind.expanding for bind in binds)
+        ):
+            raise ValueError(f"not a statement to run directly: {compiled.string}")
         self.sql = compiled.string
         self.positions = compiled.positiontup if compiled.positional else None
+        self.fixed = {name: bind.value for name, bind in compiled.binds.items() if not bind.required}
         self.binds = {
             name: processor
             for name, bind in compiled.binds.items()
             if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
         }
-        columns = statement.selected_columns
+        columns = statement.exported_columns  # a SELECT's, or RETURNING's
         self.results = [column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns]
-        self.row: Callable[..., tuple[Any, ...]] = namedtuple("Row", list(columns.keys()))  # type: ignore[misc]
+        self.row: Callable[..., tuple[Any, ...]] = namedtuple("Row", [str(key) for key in columns.keys()])  # type: ignore[misc]
 
     def parameters(self, params: dict[str, Any]) -> dict[str, Any] | tuple[Any, ...]:
-        values = {name: processor(params[name]) for name, processor in self.binds.items()}
-        values = {**params, **values} if values else params
+        values = {**self.fixed, **params} if self.fixed else params
+        if self.binds:
+            values = {**values, **{name: process(values[name]) for name, process in self.binds.items()}}
         return values if self.positions is None else tuple(values[name] for name in self.positions)
 
     def first(self, values: Sequence[Any] | None) -> tuple[Any, ...] | None:
@@ -116,7 +128,38 @@ class _DirectRead:
         return self.row(*processed)
 
 
-_direct_reads: dict[tuple[Select[Any], Dialect], _DirectRead] = {}
+_compiled: dict[tuple[Select[Any] | UpdateBase, Dialect, frozenset[str]], _Direct] = {}
+
+
+def _direct(statement: Select[Any] | UpdateBase, dialect: Dialect, params: dict[str, Any]) -> _Direct:
+    key = (statement, dialect, frozenset(params))
+    direct = _compiled.get(key)
+    if direct is None:
+        direct = _compiled[key] = _Direct(statement, dialect, key[2])
+    return direct
+
+
+def _statements_logged() -> bool:
+    """Whether SQLAlchemy's engine logger writes out statements (an operator turned on SQL logging):
+    then they all go through SQLAlchemy, which writes them."""
+    return bool(db.engine.logger.isEnabledFor(logging.INFO))
+
+
+def _run(
+    direct: _Direct, connection: Connection | None, dbapi_connection: Any, params: dict[str, Any]
+) -> tuple[Any, ...] | None:
+    """Run one compiled statement on a DBAPI connection; its first row (of RETURNING, for a write).
+    The engine's before_cursor_execute listeners hear of it as of any statement (the statement
+    count, PostgreSQL's BEGIN at the first write, tracing), with the SQLAlchemy Connection it runs
+    on, or None outside one (read_row)."""
+    cursor = dbapi_connection.cursor()
+    try:
+        parameters = direct.parameters(params)
+        db.engine.dispatch.before_cursor_execute(connection, cursor, direct.sql, parameters, None, False)
+        cursor.execute(direct.sql, parameters)
+        return direct.first(cursor.fetchone() if direct.results else None)
+    finally:
+        cursor.close()
 
 
 def read_row(statement: Select[Any], params: dict[str, Any]) -> Any | None:
@@ -125,36 +168,27 @@ def read_row(statement: Select[Any], params: dict[str, Any]) -> Any | None:
     ROLLBACK: one round trip). A pooled connection that turns out dead is dropped and the read runs
     again through SQLAlchemy's own path, which retires the pool's other old connections.
 
-    Written by hand: the hottest read of all (a bearer token's, on every userinfo and /v1 call).
-    SQLAlchemy builds the statement, its SQL and its type processing; only the running is ours.
-    SQLAlchemy's path around one execution (a Connection and its transaction bookkeeping, an
-    execution context, connection events, a CursorResult) cost more CPU than the rest of a userinfo
-    answer together, about two fifths of it, and it has no lighter way to run a compiled statement
-    (docs/performance.md, the sixteenth round)."""
+    Run straight on the DBAPI cursor (`_Direct`): SQLAlchemy builds the statement, its SQL and its
+    type processing; only the running is ours, because SQLAlchemy's path around one execution (a
+    Connection and its transaction bookkeeping, an execution context, a CursorResult) cost more CPU
+    than the rest of a userinfo answer together, and it has no lighter way to run a compiled
+    statement (docs/performance.md, the sixteenth round)."""
     engine = db.engine
+    if _statements_logged():
+        return _read_row_through_sqlalchemy(statement, params)
     dialect = engine.dialect
-    direct = _direct_reads.get((statement, dialect))
-    if direct is None:
-        direct = _direct_reads[statement, dialect] = _DirectRead(statement, dialect)
+    direct = _direct(statement, dialect, params)
     dbapi_error = dialect.loaded_dbapi.Error
-    connection = cursor = None
+    connection = None
     try:
         connection = engine.raw_connection()  # the pool's checkout and its events, as for any request
         if dialect.name == "postgresql":
             _autocommit_until_first_write(connection.dbapi_connection)
-        cursor = connection.cursor()
-        parameters = direct.parameters(params)
-        # The engine's listeners hear of it as of any statement (counted, traced), with no Connection.
-        engine.dispatch.before_cursor_execute(None, cursor, direct.sql, parameters, None, False)
-        cursor.execute(direct.sql, parameters)
-        values = cursor.fetchone()
-        cursor.close()
+        return _run(direct, None, connection.dbapi_connection, params)
     except dbapi_error as error:
-        if connection is None or not dialect.is_disconnect(error, connection.dbapi_connection, cursor):
+        if connection is None or not dialect.is_disconnect(error, connection.dbapi_connection, None):
             raise DBAPIError.instance(direct.sql, None, error, dbapi_error, dialect=dialect) from error
         connection.invalidate(error)
-    else:
-        return direct.first(values)
     finally:
         if connection is not None:
             connection.close()  # back to the pool
@@ -172,6 +206,31 @@ def _read_row_through_sqlalchemy(statement: Select[Any], params: dict[str, Any])
                 raise
             log.warning("stale database connection replaced; the read runs again")
     return None  # not reached: the loop returns or raises
+
+
+def run_first(statement: Select[Any] | UpdateBase, params: dict[str, Any]) -> Any | None:
+    """`execute(statement, params).first()` for the token endpoint's statements: on the request's
+    connection, in its transaction (the unit of work), run straight on the DBAPI cursor as read_row
+    runs its read, for the same reason (two of an exchange's or a refresh's statements, about a
+    sixth of its CPU through SQLAlchemy's path). Its first row has attributes named as the
+    statement's columns (RETURNING's, for a write). Never for a statement that changes apps: the
+    app cache hears of those from SQLAlchemy's execution (app/oauth/store/app_cache.py).
+
+    An error is SQLAlchemy's, as through `execute`; a dead connection is handed to SQLAlchemy with
+    the statement, which meets it again and does what it does on one (invalidates the pool's older
+    connections, raises with `connection_invalidated`, and the request may run again)."""
+    connection = db.session.connection()
+    if _statements_logged():
+        return connection.execute(statement, params).first()
+    dialect = connection.dialect
+    direct = _direct(statement, dialect, params)
+    dbapi_connection = connection.connection.dbapi_connection
+    try:
+        return _run(direct, connection, dbapi_connection, params)
+    except dialect.loaded_dbapi.Error as error:
+        if dialect.is_disconnect(error, dbapi_connection, None):
+            return connection.execute(statement, params).first()
+        raise DBAPIError.instance(direct.sql, None, error, dialect.loaded_dbapi.Error, dialect=dialect) from error
 
 
 def execute(

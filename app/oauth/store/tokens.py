@@ -12,7 +12,7 @@ from authlib.oauth2.rfc6749 import TokenMixin
 from sqlalchemy import Column, ColumnElement, Table, Update, bindparam, func, or_, select, true
 
 from app import metrics
-from app.database import execute, read_row
+from app.database import execute, read_row, run_first
 from app.extensions import db
 from app.models import AuthorizationCode, Client, ClientStatus, Interaction, RefreshReplay, Token, User
 from app.models.base import sha256_hex, utcnow
@@ -22,7 +22,7 @@ from app.scopes import join, scope_list
 _tokens, _codes, _clients, _users = Token.__table__, AuthorizationCode.__table__, Client.__table__, User.__table__
 _interactions, _replays = Interaction.__table__, RefreshReplay.__table__
 _SEALED = select(_replays.c.successor_id, _replays.c.sealed).where(_replays.c.token_id == bindparam("pk"))
-_INSERT = _tokens.insert()
+_INSERT = _tokens.insert().returning(_tokens.c.id)
 
 # A code exchange and a rotation each spend what the client presented and store the pair that
 # replaces it. The new pair copies the spent row's app, member, grant and login, and its scope (a
@@ -74,9 +74,9 @@ class SpendAndStore:
         row's scope, or `scope`; None, and nothing written, when nothing matched."""
         if db.session.get_bind().dialect.name == "postgresql":
             drawn = {f"new_{name}": value for name, value in successor.items()}
-            row = execute(self._in_one, {**params, **drawn, "new_scope": scope}).first()
+            row = run_first(self._in_one, {**params, **drawn, "new_scope": scope})
             return None if row is None else Spent(row, row.successor_id)
-        row = execute(self._with_member, params).first()
+        row = run_first(self._with_member, params)
         if row is None:
             return None
         copied = {name: getattr(row, name) for name in _COPIED}
@@ -210,10 +210,9 @@ class RotatedRefresh:
 
 def issue_token(values: dict[str, Any]) -> int:
     """Store one pair (`values`: the columns, hashes only); returns its row id."""
-    result = execute(_INSERT, values)
-    key = result.inserted_primary_key
-    assert key is not None  # an INSERT of one row
-    return int(key[0])
+    row = run_first(_INSERT, values)
+    assert row is not None  # an INSERT ... RETURNING of one row
+    return int(row.id)
 
 
 def find_bearer(value: str) -> StoredToken | None:

@@ -1,7 +1,9 @@
-"""app.database.read_row: the bearer token's read, run straight on a pooled DBAPI connection. It must
-give the row SQLAlchemy gives (the same names, values and types), be heard by the engine's
-listeners, survive a dead pooled connection, and fail as SQLAlchemy fails. On SQLite and, under
-TEST_DATABASE_URL, on PostgreSQL."""
+"""Statements run straight on a DBAPI cursor (app/database.py): read_row, the bearer token's read on
+a pooled connection of its own, and run_first, the token endpoint's writes on the request's. They
+must give the row SQLAlchemy gives (the same names, values and types), be heard by the engine's
+listeners, stay in the request's transaction, refuse a statement SQLAlchemy would have to complete,
+survive or report a dead connection as SQLAlchemy does, and fail as SQLAlchemy fails. On SQLite
+and, under TEST_DATABASE_URL, on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,13 +12,13 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import bindparam, column, event, select, table, update
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from app.database import has_written, read_row
+from app.database import has_written, read_row, run_first
 from app.extensions import db
 from app.models import Token, User
 from app.models.base import new_uuid, sha256_hex, utcnow
-from app.oauth.store.tokens import _BY_ACCESS_HASH, find_bearer
+from app.oauth.store.tokens import _BY_ACCESS_HASH, _INSERT, find_bearer
 from tests.factories import make_client, make_member
 
 
@@ -115,3 +117,72 @@ def test_has_written_tells_when_only_the_requests_connection_sees_its_reads():
     assert has_written()
     db.session.rollback()
     assert not has_written()
+
+
+def test_a_write_returns_its_row_typed_and_stays_in_the_requests_transaction(access_token):
+    tokens = Token.__table__
+    revoke = (
+        update(tokens)
+        .where(tokens.c.access_token_hash == bindparam("hash"))
+        .values(revoked_at=bindparam("now"))
+        .returning(tokens.c.id, tokens.c.scope, tokens.c.revoked_at, tokens.c.refresh_used_at)
+    )
+    now = utcnow()
+    row = run_first(revoke, {"hash": sha256_hex(access_token), "now": now})
+    assert row._fields == ("id", "scope", "revoked_at", "refresh_used_at")
+    assert row.scope == "openid email" and row.revoked_at == now and row.refresh_used_at.tzinfo is not None
+    assert has_written()
+    assert find_bearer(access_token) is not None  # another connection: nothing committed yet
+    db.session.rollback()  # the unit of work was not committed: the change goes with it
+    assert db.session.scalars(select(Token)).one().revoked_at is None
+    assert run_first(revoke, {"hash": sha256_hex("no such token"), "now": now}) is None
+
+
+def test_a_statement_sqlalchemy_would_have_to_complete_is_refused():
+    """A column default computed in Python (users.created_at) is SQLAlchemy's execution's work."""
+    users = User.__table__
+    with pytest.raises(ValueError, match="not a statement to run directly"):
+        run_first(users.insert().returning(users.c.id), {"id": new_uuid(), "sub": "s", "email": "e@example.test"})
+    assert not has_written()
+
+
+def test_a_duplicate_is_sqlalchemys_integrity_error(access_token):
+    stored = db.session.scalars(select(Token)).one()
+    columns = {
+        name: getattr(stored, name) for name in ("client_id", "user_id", "grant_id", "scope", "auth_time", "amr")
+    }
+    times = {"issued_at": stored.issued_at, "access_expires_at": stored.access_expires_at, "refresh_expires_at": None}
+    db.session.rollback()
+    with pytest.raises(IntegrityError):
+        run_first(
+            _INSERT, {**columns, **times, "access_token_hash": sha256_hex(access_token), "refresh_token_hash": None}
+        )
+    db.session.rollback()
+    assert run_first(
+        _INSERT, {**columns, **times, "access_token_hash": sha256_hex("another"), "refresh_token_hash": None}
+    ).id
+
+
+def test_a_dead_connection_under_a_write_is_reported_as_sqlalchemy_reports_it(access_token):
+    """SQLAlchemy meets the same dead connection and marks it invalidated (so a request whose first
+    statement it was runs again); after a rollback the session serves on with a new one."""
+    tokens = Token.__table__
+    revoke = (
+        update(tokens)
+        .where(tokens.c.access_token_hash == bindparam("hash"))
+        .values(revoked_at=bindparam("now"))
+        .returning(tokens.c.id)
+    )
+    db.session.connection().connection.dbapi_connection.close()
+    with pytest.raises(DBAPIError) as raised:
+        run_first(revoke, {"hash": sha256_hex(access_token), "now": utcnow()})
+    assert raised.value.connection_invalidated
+    db.session.rollback()
+    assert run_first(revoke, {"hash": sha256_hex(access_token), "now": utcnow()}) is not None
+
+
+def test_with_sql_logging_on_the_statements_go_through_sqlalchemy_and_are_logged(access_token, caplog):
+    with caplog.at_level(logging.INFO, logger="sqlalchemy.engine.Engine"):
+        assert find_bearer(access_token) is not None
+        assert run_first(_BY_ACCESS_HASH, {"hash": sha256_hex(access_token)}) is not None
+    assert [r.getMessage().startswith("SELECT tokens.id") for r in caplog.records].count(True) == 2
