@@ -12,9 +12,10 @@ restarted, a proxy or firewall closed it). Instead:
   connection after an outage, and it does not see an error either.
 
 `read_row` serves requests whose only database work is one indexed read (userinfo, a bearer
-token's lookup): straight on a pooled DBAPI connection of its own, outside the request's session,
-and again through SQLAlchemy when that connection turns out dead (the WSGI front answers userinfo
-without RetryingFlask).
+token's lookup), and an app's read before the request has written: straight on a pooled DBAPI
+connection of its own, outside the request's session, and again through SQLAlchemy when that
+connection turns out dead (the WSGI front answers userinfo without RetryingFlask). `run_first`
+runs the token endpoint's writes the same way on the request's own connection, in its transaction.
 
 On PostgreSQL a transaction begins at its first write (`begin_at_first_write`), as Python's
 sqlite3 driver already does on SQLite: the SELECTs before it run in autocommit, each on its own.
