@@ -40,7 +40,7 @@ from typing import Any
 from flask import Flask, g, has_app_context
 from psycopg.pq import TransactionStatus
 from sqlalchemy import CTE, Connection, CursorResult, Row, Select, Table, UpdateBase, bindparam, event, select
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Executable
 
@@ -133,6 +133,9 @@ _compiled: dict[tuple[Select[Any] | UpdateBase, Dialect, frozenset[str]], _Direc
 
 
 def _direct(statement: Select[Any] | UpdateBase, dialect: Dialect, params: dict[str, Any]) -> _Direct:
+    """`statement` compiled for `dialect` and these parameters' names, once: statements are built at
+    import (tests/integration/test_query_counts.py holds the hot paths to that), so this keeps one
+    entry per statement, dialect and set of names."""
     key = (statement, dialect, frozenset(params))
     direct = _compiled.get(key)
     if direct is None:
@@ -140,14 +143,14 @@ def _direct(statement: Select[Any] | UpdateBase, dialect: Dialect, params: dict[
     return direct
 
 
-def _statements_logged() -> bool:
+def _statements_logged(engine: Engine) -> bool:
     """Whether SQLAlchemy's engine logger writes out statements (an operator turned on SQL logging):
     then they all go through SQLAlchemy, which writes them."""
-    return bool(db.engine.logger.isEnabledFor(logging.INFO))
+    return bool(engine.logger.isEnabledFor(logging.INFO))
 
 
 def _run(
-    direct: _Direct, connection: Connection | None, dbapi_connection: Any, params: dict[str, Any]
+    direct: _Direct, engine: Engine, connection: Connection | None, dbapi_connection: Any, params: dict[str, Any]
 ) -> tuple[Any, ...] | None:
     """Run one compiled statement on a DBAPI connection; its first row (of RETURNING, for a write).
     The engine's before_cursor_execute listeners hear of it as of any statement (the statement
@@ -156,7 +159,7 @@ def _run(
     cursor = dbapi_connection.cursor()
     try:
         parameters = direct.parameters(params)
-        db.engine.dispatch.before_cursor_execute(connection, cursor, direct.sql, parameters, None, False)
+        engine.dispatch.before_cursor_execute(connection, cursor, direct.sql, parameters, None, False)
         cursor.execute(direct.sql, parameters)
         return direct.first(cursor.fetchone() if direct.results else None)
     finally:
@@ -175,7 +178,7 @@ def read_row(statement: Select[Any], params: dict[str, Any]) -> Any | None:
     than the rest of a userinfo answer together, and it has no lighter way to run a compiled
     statement (docs/performance.md, the sixteenth round)."""
     engine = db.engine
-    if _statements_logged():
+    if _statements_logged(engine):
         return _read_row_through_sqlalchemy(statement, params)
     dialect = engine.dialect
     direct = _direct(statement, dialect, params)
@@ -185,7 +188,7 @@ def read_row(statement: Select[Any], params: dict[str, Any]) -> Any | None:
         connection = engine.raw_connection()  # the pool's checkout and its events, as for any request
         if dialect.name == "postgresql":
             _autocommit_until_first_write(connection.dbapi_connection)
-        return _run(direct, None, connection.dbapi_connection, params)
+        return _run(direct, engine, None, connection.dbapi_connection, params)
     except dbapi_error as error:
         if connection is None or not dialect.is_disconnect(error, connection.dbapi_connection, None):
             raise DBAPIError.instance(direct.sql, None, error, dbapi_error, dialect=dialect) from error
@@ -221,13 +224,13 @@ def run_first(statement: Select[Any] | UpdateBase, params: dict[str, Any]) -> An
     the statement, which meets it again and does what it does on one (invalidates the pool's older
     connections, raises with `connection_invalidated`, and the request may run again)."""
     connection = db.session.connection()
-    if _statements_logged():
+    if _statements_logged(connection.engine):
         return connection.execute(statement, params).first()
     dialect = connection.dialect
     direct = _direct(statement, dialect, params)
     dbapi_connection = connection.connection.dbapi_connection
     try:
-        return _run(direct, connection, dbapi_connection, params)
+        return _run(direct, connection.engine, connection, dbapi_connection, params)
     except dialect.loaded_dbapi.Error as error:
         if dialect.is_disconnect(error, dbapi_connection, None):
             return connection.execute(statement, params).first()
