@@ -15,7 +15,8 @@ restarted, a proxy or firewall closed it). Instead:
 token's lookup), and an app's read before the request has written: straight on a pooled DBAPI
 connection of its own, outside the request's session, and again through SQLAlchemy when that
 connection turns out dead (the WSGI front answers userinfo without RetryingFlask). `run_first`
-runs the token endpoint's writes the same way on the request's own connection, in its transaction.
+runs the token endpoint's writes and a sign-in's hottest statements the same way on the request's
+own connection, in its transaction.
 
 On PostgreSQL a transaction begins at its first write (`begin_at_first_write`), as Python's
 sqlite3 driver already does on SQLite: the SELECTs before it run in autocommit, each on its own.
@@ -213,11 +214,13 @@ def _read_row_through_sqlalchemy(statement: Select[Any], params: dict[str, Any])
 
 
 def run_first(statement: Select[Any] | UpdateBase, params: dict[str, Any]) -> Any | None:
-    """`execute(statement, params).first()` for the token endpoint's statements: on the request's
+    """`execute(statement, params).first()` for the protocol store's hottest statements (the token
+    endpoint's spend-and-store, a sign-in's pending request and login): on the request's
     connection, in its transaction (the unit of work), run straight on the DBAPI cursor as read_row
-    runs its read, for the same reason (two of an exchange's or a refresh's statements, about a
-    sixth of its CPU through SQLAlchemy's path). Its first row has attributes named as the
-    statement's columns (RETURNING's, for a write). Never for a statement that changes apps: the
+    runs its read, for the same reason (through SQLAlchemy's path an exchange's or a refresh's two
+    statements cost about a sixth of its CPU). Its first row has attributes named as the statement's
+    columns (RETURNING's, for a write), or None; a statement whose caller needs more of the result
+    (a row count, every row) goes through `execute`. Never for a statement that changes apps: the
     app cache hears of those from SQLAlchemy's execution (app/oauth/store/app_cache.py).
 
     An error is SQLAlchemy's, as through `execute`; a dead connection is handed to SQLAlchemy with
@@ -225,7 +228,7 @@ def run_first(statement: Select[Any] | UpdateBase, params: dict[str, Any]) -> An
     connections, raises with `connection_invalidated`, and the request may run again)."""
     connection = db.session.connection()
     if _statements_logged(connection.engine):
-        return connection.execute(statement, params).first()
+        return _first_through_sqlalchemy(connection, statement, params)
     dialect = connection.dialect
     direct = _direct(statement, dialect, params)
     dbapi_connection = connection.connection.dbapi_connection
@@ -233,8 +236,13 @@ def run_first(statement: Select[Any] | UpdateBase, params: dict[str, Any]) -> An
         return _run(direct, connection.engine, connection, dbapi_connection, params)
     except dialect.loaded_dbapi.Error as error:
         if dialect.is_disconnect(error, dbapi_connection, None):
-            return connection.execute(statement, params).first()
+            return _first_through_sqlalchemy(connection, statement, params)
         raise DBAPIError.instance(direct.sql, None, error, dialect.loaded_dbapi.Error, dialect=dialect) from error
+
+
+def _first_through_sqlalchemy(connection: Connection, statement: Executable, params: dict[str, Any]) -> Any | None:
+    result = connection.execute(statement, params)
+    return result.first() if result.returns_rows else None
 
 
 def execute(

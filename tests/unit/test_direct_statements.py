@@ -186,3 +186,15 @@ def test_with_sql_logging_on_the_statements_go_through_sqlalchemy_and_are_logged
         assert find_bearer(access_token) is not None
         assert run_first(_BY_ACCESS_HASH, {"hash": sha256_hex(access_token)}) is not None
     assert [r.getMessage().startswith("SELECT tokens.id") for r in caplog.records].count(True) == 2
+
+
+def test_with_sql_logging_on_a_write_without_returning_still_runs(caplog):
+    """A write with no RETURNING has no row to give through SQLAlchemy either (this one, which sets
+    an `onupdate` column, could only run that way)."""
+    member = make_member()
+    users = User.__table__
+    rename = update(users).where(users.c.id == bindparam("member")).values(name=bindparam("new_name"))
+    with caplog.at_level(logging.INFO, logger="sqlalchemy.engine.Engine"):
+        assert run_first(rename, {"member": member.id, "new_name": "Renamed"}) is None
+    assert any(r.getMessage().startswith("UPDATE users SET name") for r in caplog.records)
+    assert db.session.execute(select(users.c.name).where(users.c.id == member.id)).scalar() == "Renamed"

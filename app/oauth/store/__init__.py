@@ -7,9 +7,10 @@ computes each statement's cache key once, not per request) that hand back frozen
 statement, and the protocol needs neither: it reads a row, decides, and writes one statement. The
 statements run on the ORM session's connection (`app.database.execute`), inside its transaction,
 without passing through the session's own `execute`. The hottest ones (a bearer token's read, an
-app's read before the request has written, the token endpoint's spend-and-store) are compiled by
-SQLAlchemy and run straight on the DBAPI cursor (`app.database.read_row`, `run_first`): about
-100 µs less CPU a statement than SQLAlchemy's execution path around them.
+app's read before the request has written, the token endpoint's spend-and-store, a sign-in's
+pending request and login) are compiled by SQLAlchemy and run straight on the DBAPI cursor
+(`app.database.read_row`, `run_first`): about 100 µs less CPU a statement than SQLAlchemy's
+execution path around them.
 
 A lookup and its single-use mark are one `UPDATE ... RETURNING` (a code redeemed, a refresh token
 rotated, a sign-in request consumed), so exactly one concurrent caller gets the row. Every

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, select
 
-from app.database import execute
+from app.database import execute, run_first
 from app.models import AuthorizationCode
 from app.models.base import sha256_hex
 from app.oauth.store.members import Member, member_from
@@ -91,7 +91,7 @@ def issue_code(code: str, values: dict[str, Any]) -> None:
 
 def store_code(columns: dict[str, Any]) -> None:
     """Store a code's row, its hash included (a code drawn before the step that stores it)."""
-    execute(_INSERT, columns)
+    run_first(_INSERT, columns)
 
 
 def redeem_code(value: str, client_pk: int, successor: dict[str, Any]) -> RedeemedCode | None:

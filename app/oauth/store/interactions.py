@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import CTE, and_, bindparam, select
 
-from app.database import execute
+from app.database import execute, run_first
 from app.models import Client, Consent, Interaction, LoginSession
 from app.models.base import utcnow
 from app.oauth.store.clients import APP_COLUMNS, App, app_by_id, app_from
@@ -89,7 +89,7 @@ class PendingRequest:
 def park(uid: str, values: dict[str, Any]) -> PendingRequest:
     """Store a validated request under the random reference `uid` (`values`: the columns)."""
     row = {"id": uid, "created_at": utcnow(), "login_session_id": None, "consumed_at": None, **values}
-    execute(_INSERT, row)
+    run_first(_INSERT, row)
     return PendingRequest(
         uid,
         row["client_id"],
@@ -103,7 +103,7 @@ def park(uid: str, values: dict[str, Any]) -> PendingRequest:
 
 
 def find(uid: str) -> PendingRequest | None:
-    row = execute(_BY_ID, {"uid": uid}).first()
+    row = run_first(_BY_ID, {"uid": uid})
     if row is None:
         return None
     app_from(row)  # kept for the request: the pages and the protocol ask for the app next
@@ -113,7 +113,7 @@ def find(uid: str) -> PendingRequest | None:
 def find_with_login(uid: str, session_id: str | None) -> tuple[PendingRequest | None, Login | None]:
     """The request `uid` with its app, and the live login of the cookie's `session_id` (None when
     there is none), in one query: the consent page needs all three."""
-    row = execute(_BY_ID_WITH_LOGIN, {"uid": uid, **login_params(session_id)}).first()
+    row = run_first(_BY_ID_WITH_LOGIN, {"uid": uid, **login_params(session_id)})
     if row is None:
         return None, None
     app_from(row)

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Select, Table, and_, bindparam, select
 
-from app.database import execute, prefixed, rows_for_each
+from app.database import execute, prefixed, rows_for_each, run_first
 from app.extensions import db
 from app.models import AuditEvent, Interaction, LoginSession, User
 from app.models.base import sha256_hex, utcnow
@@ -91,7 +91,7 @@ class Login:
 
 def live_login(session_id: str) -> Login | None:
     """The live session whose cookie carries `session_id`, with its member."""
-    row = execute(_LIVE_BY_HASH, login_params(session_id)).first()
+    row = run_first(_LIVE_BY_HASH, login_params(session_id))
     return None if row is None else login_from(row)
 
 
@@ -114,7 +114,9 @@ def start_login(
     row = {"session_hash": sha256_hex(session_id), "user_id": member.id, "last_seen_at": values["auth_time"], **values}
     if event is not None and db.session.get_bind().dialect.name == "postgresql":
         params = prefixed("login_", row) | prefixed("event_", event)
-        pk = execute(_STARTED_IN_ONE, {**params, "request_id": attach_to}).scalar_one()
+        started = run_first(_STARTED_IN_ONE, {**params, "request_id": attach_to})
+        assert started is not None  # the INSERT's row, always one
+        pk = started[0]
     else:
         result = execute(_INSERT, row)
         key = result.inserted_primary_key
