@@ -93,14 +93,13 @@ class _Direct:
 
     def __init__(self, statement: Select[Any] | UpdateBase, dialect: Dialect, names: frozenset[str]) -> None:
         compiled = statement.compile(dialect=dialect, column_keys=sorted(names))
-        binds = compiled.binds.values()
         if (
             compiled.escaped_bind_names
             or compiled.literal_execute_params
             or compiled.post_compile_params
             or getattr(compiled, "insert_prefetch", None)
             or getattr(compiled, "update_prefetch", None)
-            or any(bind.callable is not None or bind.expanding for bind in binds)
+            or any(bind.callable is not None or bind.expanding for bind in compiled.binds.values())
         ):
             raise ValueError(f"not a statement to run directly: {compiled.string}")
         self.sql = compiled.string
@@ -144,6 +143,12 @@ def _direct(statement: Select[Any] | UpdateBase, dialect: Dialect, params: dict[
     return direct
 
 
+def _as_sqlalchemys(error: Exception, direct: _Direct, dialect: Dialect) -> BaseException:
+    """The driver's `error` as SQLAlchemy raises it (IntegrityError, OperationalError...), with the
+    statement and without its parameters."""
+    return DBAPIError.instance(direct.sql, None, error, dialect.loaded_dbapi.Error, dialect=dialect)
+
+
 def _statements_logged(engine: Engine) -> bool:
     """Whether SQLAlchemy's engine logger writes out statements (an operator turned on SQL logging):
     then they all go through SQLAlchemy, which writes them."""
@@ -183,16 +188,15 @@ def read_row(statement: Select[Any], params: dict[str, Any]) -> Any | None:
         return _read_row_through_sqlalchemy(statement, params)
     dialect = engine.dialect
     direct = _direct(statement, dialect, params)
-    dbapi_error = dialect.loaded_dbapi.Error
     connection = None
     try:
         connection = engine.raw_connection()  # the pool's checkout and its events, as for any request
         if dialect.name == "postgresql":
             _autocommit_until_first_write(connection.dbapi_connection)
         return _run(direct, engine, None, connection.dbapi_connection, params)
-    except dbapi_error as error:
+    except dialect.loaded_dbapi.Error as error:
         if connection is None or not dialect.is_disconnect(error, connection.dbapi_connection, None):
-            raise DBAPIError.instance(direct.sql, None, error, dbapi_error, dialect=dialect) from error
+            raise _as_sqlalchemys(error, direct, dialect) from error
         connection.invalidate(error)
     finally:
         if connection is not None:
@@ -237,7 +241,7 @@ def run_first(statement: Select[Any] | UpdateBase, params: dict[str, Any]) -> An
     except dialect.loaded_dbapi.Error as error:
         if dialect.is_disconnect(error, dbapi_connection, None):
             return _first_through_sqlalchemy(connection, statement, params)
-        raise DBAPIError.instance(direct.sql, None, error, dialect.loaded_dbapi.Error, dialect=dialect) from error
+        raise _as_sqlalchemys(error, direct, dialect) from error
 
 
 def _first_through_sqlalchemy(connection: Connection, statement: Executable, params: dict[str, Any]) -> Any | None:
