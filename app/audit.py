@@ -15,7 +15,7 @@ from flask import has_request_context, request
 from sqlalchemy import Select, insert, or_, select
 from sqlalchemy.orm import raiseload
 
-from app.database import execute
+from app.database import run_first
 from app.extensions import db
 from app.models import AuditEvent, Role, User
 from app.models.base import utcnow
@@ -124,7 +124,7 @@ def record(
 
 def write_event(row: dict[str, object]) -> None:
     """Write an event made by `event_row` in the caller's transaction."""
-    execute(_INSERT, row)
+    run_first(_INSERT, row)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.audit import EVENTS, write_event
-from app.database import prefixed, rows_for_each
+from app.database import prefixed, rows_for_each, run_first
 from app.models import AuthorizationCode, Consent, User
 from app.models.base import utcnow
 from app.oauth.store import codes, interactions
@@ -95,7 +95,7 @@ def answer_request(
         return bool(db_session.connection().execute(_ANSWERED_IN_ONE, params).scalar())
     if not interactions.consume(request_id):
         return False
-    db_session.connection().execute(_UPSERT_ON_SQLITE, consent)
+    run_first(_UPSERT_ON_SQLITE, consent)
     write_event(event)
     codes.store_code(code)
     return True

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import CTE, and_, bindparam, select
 
-from app.database import execute, run_first
+from app.database import run_first
 from app.models import Client, Consent, Interaction, LoginSession
 from app.models.base import utcnow
 from app.oauth.store.clients import APP_COLUMNS, App, app_by_id, app_from
@@ -58,7 +58,8 @@ _CONSUME = (
 )
 # The same mark as the first step of a statement that writes more only when it matched (binds
 # `uid` and `now`; see app/consent/service.py).
-CONSUMED: CTE = _CONSUME.returning(_interactions.c.id).cte("consumed")
+_CONSUME_ONCE = _CONSUME.returning(_interactions.c.id)  # a row for the one caller that consumed it
+CONSUMED: CTE = _CONSUME_ONCE.cte("consumed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,5 +131,4 @@ def with_login(request: PendingRequest, login_pk: int, user_id: str) -> PendingR
 
 def consume(uid: str) -> bool:
     """Mark the request answered; True for exactly one caller, and only while it is open."""
-    result = execute(_CONSUME, {"uid": uid, "now": utcnow()})
-    return bool(result.rowcount)
+    return run_first(_CONSUME_ONCE, {"uid": uid, "now": utcnow()}) is not None

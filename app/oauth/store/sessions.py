@@ -16,7 +16,7 @@ from app.oauth.store.members import Member, member_from, member_joined
 
 _sessions, _users = LoginSession.__table__, User.__table__
 _events, _requests = AuditEvent.__table__, Interaction.__table__
-_INSERT = _sessions.insert()
+_INSERT = _sessions.insert().returning(_sessions.c.id)
 _EVENT = _events.insert()  # a sign-in's audit line, as app.audit.event_row makes it (the store stands on the models)
 _ATTACH = (
     _requests.update()
@@ -118,14 +118,13 @@ def start_login(
         assert started is not None  # the INSERT's row, always one
         pk = started[0]
     else:
-        result = execute(_INSERT, row)
-        key = result.inserted_primary_key
-        assert key is not None  # an INSERT of one row
-        pk = key[0]
+        inserted = run_first(_INSERT, row)
+        assert inserted is not None  # RETURNING's row, always one
+        pk = inserted[0]
         if event is not None:
-            execute(_EVENT, event)
+            run_first(_EVENT, event)
         if attach_to is not None:
-            execute(_ATTACH, {"request_id": attach_to, "pk": pk, "member": member.id})
+            run_first(_ATTACH, {"request_id": attach_to, "pk": pk, "member": member.id})
     return Login(
         int(pk), member.id, values["auth_time"], values["expires_at"], values["amr"], values["auth_time"], member
     )
