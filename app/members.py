@@ -10,7 +10,7 @@ import re
 import uuid
 from typing import TypedDict
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 
 from app.audit import record
 from app.auth.passwords import passwords
@@ -100,6 +100,12 @@ def set_password(user: User, password: str) -> None:
     `change_password`, which ends sessions and is audited). The caller commits."""
     check_password_rules(password)
     user.password_hash = passwords.hash(password)
+
+
+def store_password_hash(member_id: str, password_hash: str) -> None:
+    """The member's password under a new hash of the same password (passwords.check made it at
+    sign-in: the configured cost changed). Flushes only; the caller commits."""
+    db.session.execute(update(User).where(User.id == member_id).values(password_hash=password_hash))
 
 
 def change_password(

@@ -28,19 +28,26 @@ class Passwords:
     def verify(self, user: User | None, password: str) -> bool:
         """True when `password` is `user`'s. Upgrades the stored hash when parameters changed;
         the caller commits."""
-        if user is None:
+        matches, upgraded = self.check(user.password_hash if user is not None else None, password)
+        if user is not None and upgraded is not None:
+            user.password_hash = upgraded
+        return matches
+
+    def check(self, stored_hash: str | None, password: str) -> tuple[bool, str | None]:
+        """Whether `password` matches `stored_hash`, and the hash to store in its place when it
+        matched under other parameters than the configured ones (else None). No stored hash (an
+        unknown email) checks a dummy one, so both answers take the same time."""
+        if stored_hash is None:
             try:
                 self._hasher.verify(self._dummy_hash, password)
             except VerificationError:
                 pass
-            return False
+            return False, None
         try:
-            self._hasher.verify(user.password_hash, password)
+            self._hasher.verify(stored_hash, password)
         except (VerifyMismatchError, VerificationError, InvalidHashError):
-            return False
-        if self._hasher.check_needs_rehash(user.password_hash):
-            user.password_hash = self._hasher.hash(password)
-        return True
+            return False, None
+        return True, self._hasher.hash(password) if self._hasher.check_needs_rehash(stored_hash) else None
 
 
 def init_passwords(app: Flask) -> None:

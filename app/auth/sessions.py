@@ -60,7 +60,10 @@ def browser_id() -> str:
 
 
 def start_login(
-    user: User, amr: tuple[str, ...] = ("pwd",), event: dict[str, Any] | None = None, attach_to: str | None = None
+    user: User | Member,
+    amr: tuple[str, ...] = ("pwd",),
+    event: dict[str, Any] | None = None,
+    attach_to: str | None = None,
 ) -> Login:
     """A fresh session id at every login (no fixation); the CSRF secret is renewed with it. The
     browser's previous session, if any (`prompt=login`, another member on the same browser),

@@ -25,9 +25,11 @@ from app.auth.passwords import passwords
 from app.auth.second_factor import member_signing_in
 from app.auth.sessions import current_user, end_login, start_login
 from app.extensions import db
+from app.members import store_password_hash
 from app.models import User
 from app.oauth.authorize import find_interaction, resume, signed_in_for
 from app.oauth.store.interactions import PendingRequest
+from app.oauth.store.members import Member
 from app.roles import can_use_console
 from app.security import allow_form_redirect
 
@@ -113,7 +115,8 @@ def login() -> Response | str:
     wait = attempt.wait()
     if wait:
         return throttled(_page(form, interaction, error=too_many_attempts(wait)), wait)
-    if not passwords.verify(user, form.password.data):
+    matches, upgraded = passwords.check(user.password_hash if user is not None else None, form.password.data)
+    if user is None or not matches:
         attempt.failed()
         record("signin.failed", actor=user, client=client)  # an unknown email is not stored
         db.session.commit()  # the failed attempt is this request's unit of work: its audit line stays
@@ -121,6 +124,8 @@ def login() -> Response | str:
         return _page(form, interaction, error=INVALID_CREDENTIALS, status=throttle.FAILED_LOGIN_STATUS)
 
     attempt.succeeded()
+    if upgraded is not None:
+        store_password_hash(user.id, upgraded)  # the configured cost changed: this member is now on it
     if user.is_suspended:
         # Only someone who knows the password learns this (an unknown email never gets here).
         record("signin.failed", actor=user, client=client, reason="suspended")
@@ -135,7 +140,7 @@ def login() -> Response | str:
             "i": uid or "",
             "n": safe_next(form.next.data) or "",
         }
-        db.session.commit()  # a password hash upgraded by passwords.verify
+        db.session.commit()  # a password hash upgraded above
         return redirect(url_for("two_step_login.code"), 303)
     interaction = begin_session(user, interaction, amr=("pwd",))
     db.session.commit()
@@ -143,7 +148,7 @@ def login() -> Response | str:
 
 
 def begin_session(
-    user: User, interaction: PendingRequest | None, amr: tuple[str, ...], notice: tuple[str, str] | None = None
+    user: User | Member, interaction: PendingRequest | None, amr: tuple[str, ...], notice: tuple[str, str] | None = None
 ) -> PendingRequest | None:
     """Every factor checked: a known browser from now on, a fresh session, the audit line, and the
     parked request (if any) bound to the new session, which is returned. `notice` (message,

@@ -46,3 +46,14 @@ def test_the_login_pages_one_query_agrees_with_the_rule(app, factors, asked):
 def test_an_unknown_address_finds_no_member_and_asks_nothing(app):
     assert member_signing_in("nobody@example.test") == (None, False)
     assert member_signing_in(None) == (None, False)
+
+
+def test_the_login_pages_member_carries_the_hash_but_never_prints_it(app):
+    """The record the login page checks the password against holds the stored hash (and whether
+    the member is suspended), and its repr, which a log line or a traceback may show, leaves it out."""
+    user = make_member(email="printed@example.test")
+    db.session.commit()
+    found, _ = member_signing_in("printed@example.test")
+    assert found is not None and found.password_hash == user.password_hash
+    assert found.is_suspended is False and found.sub == user.sub and found.tier == user.tier
+    assert user.password_hash not in repr(found) and "password_hash" not in repr(found)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Label, Row, Table, select
@@ -24,6 +25,22 @@ class Member:
     email_verified: bool
     tier: str
     profile_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Account(Member):
+    """A member as the login page meets them: with the hash their password is checked against
+    and whether they are suspended (read-only; a rehash is written with its own statement)."""
+
+    password_hash: str = field(repr=False)  # never in a log line or an error message
+    suspended_at: datetime | None = None
+
+    @property
+    def is_suspended(self) -> bool:
+        return self.suspended_at is not None
+
+
+ACCOUNT_COLUMNS = ("id", *MEMBER_COLUMNS, "password_hash", "suspended_at")  # Account's fields, in order
 
 
 def member_columns(table: Table) -> list[Label[Any]]:
