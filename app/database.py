@@ -262,6 +262,12 @@ def execute(
     return db.session.connection().execute(statement, params)
 
 
+def on_postgresql() -> bool:
+    """Whether the app's database is PostgreSQL: there the store folds a step's several writes into
+    one statement (data-modifying CTEs), which SQLite cannot run."""
+    return bool(db.engine.dialect.name == "postgresql")
+
+
 def has_written() -> bool:
     """Whether the request has written: its transaction is open, so what it reads now may be its own
     uncommitted change, which only its own connection sees. Until then a read on any connection

@@ -1,5 +1,6 @@
-"""Consent decisions, with no Flask globals: what a member already granted, what is missing,
-recording a grant, and revoking one."""
+"""Consent decisions: what a member already granted, what is missing, recording a grant, and
+revoking one. Reading and recording run on the request's unit of work (app/database.py), as the
+protocol store does; revoking takes the caller's session."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.audit import EVENTS, write_event
-from app.database import prefixed, rows_for_each, run_first
+from app.database import on_postgresql, prefixed, rows_for_each, run_first
 from app.models import AuthorizationCode, Consent, User
 from app.models.base import utcnow
 from app.oauth.store import codes, interactions
@@ -38,9 +39,9 @@ _CONSENTED = select(_consents.c.scope).where(
 )
 
 
-def remembered_scopes(db_session: Session, user: User | Member, client: App) -> list[str]:
-    scope = db_session.scalar(_CONSENTED, {"user_id": user.id, "client_id": client.id})
-    return scope_list(scope) if scope is not None else []
+def remembered_scopes(user: User | Member, client: App) -> list[str]:
+    row = run_first(_CONSENTED, {"user_id": user.id, "client_id": client.id})
+    return scope_list(row.scope) if row is not None else []
 
 
 def missing_scopes(requested: list[str], remembered: list[str]) -> list[str]:
@@ -67,7 +68,6 @@ def consented_scope(remembered: list[str] | tuple[str, ...], asked: list[str], g
 
 
 def answer_request(
-    db_session: Session,
     request_id: str,
     user: User | Member,
     client: App,
@@ -89,10 +89,11 @@ def answer_request(
     WITH: there the UPDATE, then the INSERTs."""
     now = utcnow()
     consent = {"user_id": user.id, "client_id": client.id, "scope": scope, "granted_at": now, "updated_at": now}
-    if db_session.get_bind().dialect.name == "postgresql":
+    if on_postgresql():
         params = {"uid": request_id, "now": now}
         params |= prefixed("consent_", consent) | prefixed("event_", event) | prefixed("code_", code)
-        return bool(db_session.connection().execute(_ANSWERED_IN_ONE, params).scalar())
+        answered = run_first(_ANSWERED_IN_ONE, params)  # the count of requests it consumed: 1 or 0
+        return answered is not None and answered[0] == 1
     if not interactions.consume(request_id):
         return False
     run_first(_UPSERT_ON_SQLITE, consent)

@@ -234,7 +234,7 @@ def run(oauth_request: OAuth2Request, interaction: PendingRequest | None = None)
             granted = wanted
         else:
             # prompt=consent asks whatever was remembered: no need to read it.
-            if "consent" in prompts or missing_scopes(wanted, remembered_scopes(db.session(), user, client)):
+            if "consent" in prompts or missing_scopes(wanted, remembered_scopes(user, client)):
                 if "none" in prompts:
                     raise ConsentRequiredError()
                 return _hand_off("consent.show", oauth_request, client, interaction, login)
@@ -274,11 +274,11 @@ def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str]
         granted = decide_granted(asked, ticked, login.user.tier)
         remembered = interaction.remembered
         if remembered is None:  # not read with the login
-            remembered = tuple(remembered_scopes(db.session(), login.user, client))
+            remembered = tuple(remembered_scopes(login.user, client))
         event = event_row("consent.granted", actor=login.user, client=client, scopes=granted)
         scope = consented_scope(remembered, asked, granted)
         code = draw_code(_decided(oauth_request, login, granted), login.user_id)  # stored with the answer
-        if not answer_request(db.session(), interaction.id, login.user, client, scope, event, code.columns):
+        if not answer_request(interaction.id, login.user, client, scope, event, code.columns):
             raise _answered_already()
         answered = True
         metrics.consent_answered(allow, login.user, client)

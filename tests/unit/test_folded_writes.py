@@ -109,7 +109,7 @@ def test_a_consent_answer_lands_whole_and_once(member_app_request):
     member, client, uid = member_app_request
     event = event_row("consent.granted", actor=member, client=client, scopes=["openid", "profile"])
     code = code_row(member, client)
-    assert answer_request(db.session(), uid, member, client, "openid profile", event, code) is True
+    assert answer_request(uid, member, client, "openid profile", event, code) is True
     db.session.commit()
     [stored] = codes_of(member)
     assert (stored.code_hash, stored.scope, stored.used_at) == (code["code_hash"], "openid profile", None)
@@ -121,7 +121,7 @@ def test_a_consent_answer_lands_whole_and_once(member_app_request):
 
     # The same request answered again (the form sent twice): refused, and nothing more written.
     again = event_row("consent.granted", actor=member, client=client, scopes=["openid"])
-    assert answer_request(db.session(), uid, member, client, "openid", again, code_row(member, client)) is False
+    assert answer_request(uid, member, client, "openid", again, code_row(member, client)) is False
     db.session.commit()
     assert len(codes_of(member)) == 1
     assert db.session.scalars(select(Consent.scope).where(Consent.user_id == member.id)).one() == "openid profile"
@@ -133,7 +133,7 @@ def test_an_expired_request_takes_no_answer(member_app_request):
     db.session.get(Interaction, uid).expires_at = utcnow() - timedelta(seconds=1)
     db.session.commit()
     event = event_row("consent.granted", actor=member, client=client, scopes=["openid"])
-    assert answer_request(db.session(), uid, member, client, "openid", event, code_row(member, client)) is False
+    assert answer_request(uid, member, client, "openid", event, code_row(member, client)) is False
     db.session.commit()
     assert db.session.get(Interaction, uid).consumed_at is None and codes_of(member) == []
     assert db.session.scalar(select(func.count()).select_from(Consent).where(Consent.user_id == member.id)) == 0

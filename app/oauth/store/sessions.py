@@ -8,8 +8,7 @@ from typing import Any
 
 from sqlalchemy import Select, Table, and_, bindparam, select
 
-from app.database import execute, prefixed, rows_for_each, run_first
-from app.extensions import db
+from app.database import execute, on_postgresql, prefixed, rows_for_each, run_first
 from app.models import AuditEvent, Interaction, LoginSession, User
 from app.models.base import sha256_hex, utcnow
 from app.oauth.store.members import Member, member_from, member_joined
@@ -112,7 +111,7 @@ def start_login(
     fewer for every sign-in; still in the request's transaction. SQLite has no INSERT inside WITH:
     there they are three statements."""
     row = {"session_hash": sha256_hex(session_id), "user_id": member.id, "last_seen_at": values["auth_time"], **values}
-    if event is not None and db.session.get_bind().dialect.name == "postgresql":
+    if event is not None and on_postgresql():
         params = prefixed("login_", row) | prefixed("event_", event)
         started = run_first(_STARTED_IN_ONE, {**params, "request_id": attach_to})
         assert started is not None  # the INSERT's row, always one

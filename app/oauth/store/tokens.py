@@ -12,8 +12,7 @@ from authlib.oauth2.rfc6749 import TokenMixin
 from sqlalchemy import Column, ColumnElement, Table, Update, bindparam, func, or_, select, true
 
 from app import metrics
-from app.database import execute, read_row, run_first
-from app.extensions import db
+from app.database import execute, on_postgresql, read_row, run_first
 from app.models import AuthorizationCode, Client, ClientStatus, Interaction, RefreshReplay, Token, User
 from app.models.base import sha256_hex, utcnow
 from app.oauth.store.members import Member, member_columns, member_from, member_joined
@@ -72,7 +71,7 @@ class SpendAndStore:
     def __call__(self, params: dict[str, Any], successor: dict[str, Any], scope: str | None = None) -> Spent | None:
         """Spend (`params`: the UPDATE's) and store `successor` (NewPair.columns) with the spent
         row's scope, or `scope`; None, and nothing written, when nothing matched."""
-        if db.session.get_bind().dialect.name == "postgresql":
+        if on_postgresql():
             drawn = {f"new_{name}": value for name, value in successor.items()}
             row = run_first(self._in_one, {**params, **drawn, "new_scope": scope})
             return None if row is None else Spent(row, row.successor_id)
