@@ -26,12 +26,13 @@ from typing import Any
 
 from flask import Flask, current_app
 from joserfc.jwk import RSAKey
-from sqlalchemy import event
+from sqlalchemy import event, select
 from sqlalchemy.orm import Session, SessionTransaction
 from werkzeug.local import LocalProxy
 
 from app.audit import record
 from app.capabilities import SIGNING_ALG
+from app.database import execute
 from app.extensions import db
 from app.models import User
 from app.models.base import utcnow
@@ -58,6 +59,10 @@ class KeyInfo(KeyRules):
     activates_at: datetime
     retired_at: datetime | None
     expires_at: datetime | None
+
+
+_keys = SigningKey.__table__
+_ALL_KEYS = select(*(_keys.c[name] for name in KeyInfo.__dataclass_fields__)).order_by(_keys.c.activates_at)
 
 
 @dataclass(frozen=True)
@@ -116,11 +121,10 @@ class KeyStore:
         self._snapshot = None
 
     def _load(self) -> KeySnapshot:
-        # Plain copies, not ORM rows: the snapshot outlives the request's session.
-        rows = tuple(
-            KeyInfo(r.kid, r.alg, r.public_jwk, r.created_at, r.activates_at, r.retired_at, r.expires_at)
-            for r in db.session.scalars(db.select(SigningKey).order_by(SigningKey.activates_at))
-        )
+        # Plain copies, not ORM rows: the snapshot outlives the request. Read in Core on the
+        # request's own connection: the token endpoint's unit of work takes no second one from the
+        # pool (app/database.py); a change made here is flushed before the snapshot is read again.
+        rows = tuple(KeyInfo(*row) for row in execute(_ALL_KEYS))
         now = utcnow()
         signers = [r for r in rows if r.can_sign(now)]
         signing = max(signers, key=lambda r: r.activates_at) if signers else None
