@@ -18,6 +18,16 @@ connection turns out dead (the WSGI front answers userinfo without RetryingFlask
 runs the token endpoint's writes and a sign-in's hottest statements the same way on the request's
 own connection, in its transaction.
 
+A request's unit of work is its connection and the one transaction on it, committed once by the
+route or command that owns the request (`commit`). For pages and commands it is the ORM session's.
+The token endpoint, answered at the WSGI front with Core statements only, runs on a
+`CoreUnitOfWork` instead: the same kind of pooled connection and transaction without the session
+around them, whose bookkeeping (the Session and its transaction, the flush and the identity map at
+the commit, closing it) cost 0.12-0.19 ms of an exchange's or a refresh's 2-2.7 ms in-process on
+SQLite. `request_connection`, `commit`, `run_first` and `execute` serve whichever the request runs
+on; a write on any other connection meanwhile is refused (`_one_writer`), since it would be a
+second transaction beside the request's, waiting for the request's own locks.
+
 On PostgreSQL a transaction begins at its first write (`begin_at_first_write`), as Python's
 sqlite3 driver already does on SQLite: the SELECTs before it run in autocommit, each on its own.
 A page that only reads (the login and consent pages, the account and console pages) then sends
@@ -35,7 +45,8 @@ from __future__ import annotations
 
 import logging
 from collections import namedtuple
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from flask import Flask, g, has_app_context
@@ -183,6 +194,8 @@ def read_row(statement: Select[Any], params: dict[str, Any]) -> Any | None:
     Connection and its transaction bookkeeping, an execution context, a CursorResult) cost more CPU
     than the rest of a userinfo answer together, and it has no lighter way to run a compiled
     statement (docs/performance.md, the sixteenth round)."""
+    if g.get(_CORE) is not None:
+        return run_first(statement, params)  # before any write, the request's own connection reads the same
     engine = db.engine
     if _statements_logged(engine):
         return _read_row_through_sqlalchemy(statement, params)
@@ -230,7 +243,7 @@ def run_first(statement: Select[Any] | UpdateBase, params: dict[str, Any]) -> An
     An error is SQLAlchemy's, as through `execute`; a dead connection is handed to SQLAlchemy with
     the statement, which meets it again and does what it does on one (invalidates the pool's older
     connections, raises with `connection_invalidated`, and the request may run again)."""
-    connection = db.session.connection()
+    connection = request_connection()
     if _statements_logged(connection.engine):
         return _first_through_sqlalchemy(connection, statement, params)
     dialect = connection.dialect
@@ -252,14 +265,88 @@ def _first_through_sqlalchemy(connection: Connection, statement: Executable, par
 def execute(
     statement: Executable, params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
 ) -> CursorResult[*tuple[Any, ...]]:
-    """Run a Core statement on the request's connection: the ORM session's, so it is part of the
-    session's transaction (the unit of work) exactly as through `db.session.execute`. The session's
+    """Run a Core statement on the request's connection, in its transaction (the unit of work): for
+    a page, the ORM session's, exactly as through `db.session.execute`. The session's
     own `execute` routes a Core statement to that same connection after its ORM bookkeeping, which
     does nothing for Core (no autoflush, no loading) and costs about a seventh of a statement's
     CPU: 60 µs against 51 for the request's interaction (in-process, SQLite); over a sign-in, 1-2 %
     (docs/performance.md, the fourteenth round). ORM statements (a `select(User)`, a
     `delete(Consent)`) still go through the session: this one would hand back bare rows."""
-    return db.session.connection().execute(statement, params)
+    return request_connection().execute(statement, params)
+
+
+class CoreUnitOfWork:
+    """A request's unit of work without the ORM session: one pooled connection, a transaction
+    begun on it at the first statement after each commit, closed (what is uncommitted rolled back)
+    when the request ends. For a request that runs Core statements only: the token endpoint at the
+    front (the module's docstring says why)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self.current: Connection | None = None  # none until the first statement
+
+    def connection(self) -> Connection:
+        connection = self.current
+        if connection is None:
+            connection = self.current = self._engine.connect()
+        if not connection.in_transaction():
+            connection.begin()  # with the engine's "begin" listeners, as a session's would
+        return connection
+
+    def commit(self) -> None:
+        if self.current is not None and self.current.in_transaction():
+            self.current.commit()
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()  # rolls back what was not committed; back to the pool
+            self.current = None
+
+
+_CORE = "core_unit_of_work"  # where the request's CoreUnitOfWork is kept, in `g`
+
+
+@contextmanager
+def core_unit_of_work() -> Iterator[CoreUnitOfWork]:
+    """Serve the rest of the request (in its app context) on a CoreUnitOfWork, closed at the end
+    whatever happens: an exception leaves nothing of the request written."""
+    unit = CoreUnitOfWork(db.engine)
+    setattr(g, _CORE, unit)
+    try:
+        yield unit
+    finally:
+        g.pop(_CORE, None)
+        unit.close()
+
+
+def request_connection() -> Connection:
+    """The request's connection, in its transaction: its CoreUnitOfWork's when it runs on one, else
+    the ORM session's."""
+    unit: CoreUnitOfWork | None = g.get(_CORE)
+    return db.session.connection() if unit is None else unit.connection()
+
+
+def commit() -> None:
+    """Commit the request's unit of work, the ORM session's or a CoreUnitOfWork: what owns the
+    request calls this once (the token endpoint once more, for a revocation that must stand although
+    the request is refused)."""
+    unit: CoreUnitOfWork | None = g.get(_CORE)
+    if unit is None:
+        db.session.commit()
+    else:
+        unit.commit()
+
+
+def _open_transaction() -> Any | None:
+    """The DBAPI connection of the request's transaction once one is open (SQLAlchemy's: the
+    driver's may not have begun yet), else None."""
+    unit: CoreUnitOfWork | None = g.get(_CORE)
+    if unit is not None:
+        current = unit.current
+        return current.connection.dbapi_connection if current is not None and current.in_transaction() else None
+    if not db.session().in_transaction():
+        return None  # the session has sent nothing yet
+    return db.session.connection().connection.dbapi_connection
 
 
 def on_postgresql() -> bool:
@@ -272,9 +359,7 @@ def has_written() -> bool:
     """Whether the request has written: its transaction is open, so what it reads now may be its own
     uncommitted change, which only its own connection sees. Until then a read on any connection
     (read_row) sees what the request's would: what was committed."""
-    if not db.session().in_transaction():
-        return False  # the session has sent nothing yet
-    dbapi_connection = db.session.connection().connection.dbapi_connection
+    dbapi_connection = _open_transaction()
     if dbapi_connection is None:
         return False
     if db.engine.dialect.name == "postgresql":
@@ -297,11 +382,28 @@ def _autocommit_until_first_write(dbapi_connection: Any) -> None:
         dbapi_connection.autocommit = True
 
 
+def _is_write(statement: str) -> bool:
+    return statement.lstrip()[:6].upper() != "SELECT"
+
+
+def _one_writer(conn: Connection | None, _cursor: Any, statement: str, *_rest: object) -> None:
+    """SQLAlchemy's before_cursor_execute: while a request runs on a CoreUnitOfWork, a write on any
+    other connection (the ORM session's, say) is refused at once. It would be a second transaction
+    beside the request's, waiting for the request's own locks: on SQLite its write lock, for up to
+    the busy timeout; on PostgreSQL the rows it changed, for ever. A read elsewhere is harmless:
+    it sees what was committed, as read_row's do."""
+    if conn is None or not has_app_context():
+        return
+    unit: CoreUnitOfWork | None = g.get(_CORE)
+    if unit is not None and conn is not unit.current and _is_write(statement):
+        raise RuntimeError("a write outside the request's unit of work (app.database.request_connection)")
+
+
 def begin_at_first_write(_conn: Connection, cursor: Any, statement: str, *_rest: object) -> None:
     """SQLAlchemy's before_cursor_execute: a statement that is not a SELECT (an INSERT, an
     UPDATE, a DELETE, DDL, a SAVEPOINT...) turns autocommit off, so psycopg sends BEGIN before it
     and the transaction holds everything after it until the commit or rollback."""
-    if cursor.connection.autocommit and statement.lstrip()[:6].upper() != "SELECT":
+    if cursor.connection.autocommit and _is_write(statement):
         cursor.connection.autocommit = False
 
 
@@ -309,6 +411,7 @@ def init_database(app: Flask) -> None:
     db.init_app(app)
     with app.app_context():
         event.listen(db.engine, "before_cursor_execute", _count_statement)
+        event.listen(db.engine, "before_cursor_execute", _one_writer)
         if db.engine.dialect.name == "postgresql":
             event.listen(db.engine, "begin", _reads_in_autocommit)
             event.listen(db.engine, "before_cursor_execute", begin_at_first_write)

@@ -13,7 +13,7 @@ from flask import current_app
 
 from app import metrics
 from app.capabilities import TOKEN_AUTH_METHODS
-from app.extensions import db
+from app.database import commit
 from app.models import AuthorizationCode
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from app.oauth import refresh_grace
@@ -138,7 +138,7 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
             # revocation stands although this request is refused.
             metrics.reuse_detected("code", spent)
             tokens.revoke_grant(spent.grant_id)
-            db.session.commit()
+            commit()
         return None
 
     def create_token_response(self) -> TokenResponse:
@@ -147,7 +147,7 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
         self.request.amr = code.amr
         response = super().create_token_response()
         issued_to = self.request.client.client_id, self.request.user.id
-        db.session.commit()
+        commit()
         metrics.tokens_issued("authorization_code", *issued_to)
         return response
 
@@ -180,7 +180,7 @@ class RefreshTokenGrant(PairStoredAsSpent, grants.RefreshTokenGrant):
             return row  # answered again in create_token_response
         metrics.reuse_detected("refresh_token", row)
         tokens.revoke_grant(row.grant_id)
-        db.session.commit()  # the revocation stands although this request is refused
+        commit()  # the revocation stands although this request is refused
         return None
 
     def create_token_response(self) -> TokenResponse:
@@ -198,7 +198,7 @@ class RefreshTokenGrant(PairStoredAsSpent, grants.RefreshTokenGrant):
         status, body, headers = super().create_token_response()
         refresh_grace.seal(old, old.successor_id, presented, body)
         issued_to = self.request.client.client_id, self.request.user.id
-        db.session.commit()
+        commit()
         metrics.tokens_issued("refresh_token", *issued_to)
         return status, body, headers
 

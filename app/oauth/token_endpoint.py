@@ -12,9 +12,11 @@ The front does not check them on its own terms: it answers with the same `respon
 headers as the route, so the answer is the same whichever one gives it.
 
 A request the front does not answer reaches Flask as it came: the body is replayed, and the
-client's budget is not counted again (the throttle keeps its answer in the request's environ). If
-the front meets an exception (most likely the database), the request's transaction is rolled back
-with its app context, and Flask's route runs the request again. This is what RetryingFlask does for
+client's budget is not counted again (the throttle keeps its answer in the request's environ). The
+front serves the request on a Core unit of work (app/database.py: its statements are all Core, and
+the ORM session's bookkeeping cost about a tenth of a refresh's CPU on SQLite). If the front
+meets an exception (most likely the database), the request's transaction is rolled back as that
+unit of work closes, and Flask's route runs the request again. This is what RetryingFlask does for
 a dead connection (and the front logs it in the same words), and nothing of the first attempt
 stands. One write commits mid-request: the
 revocation of a grant whose code or refresh token was replayed. It ends in an OAuth error the
@@ -35,7 +37,7 @@ from werkzeug.wrappers import Request
 from app import logs
 from app.auth import throttle
 from app.capabilities import TOKEN_PATH
-from app.database import runs_again_after
+from app.database import core_unit_of_work, runs_again_after
 from app.errors import machine_error
 from app.oauth.front import Answer, Answerer, serving
 from app.oauth.server import server
@@ -78,7 +80,7 @@ def answerers(app: Flask) -> dict[str, Answerer]:
             return None
         # Read once, replayable: a request handed on reaches Flask with the body that came.
         body = environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read(length))
-        with serving(app, environ):
+        with serving(app, environ), core_unit_of_work():
             req = app.request_class(environ)
             if holds_nul_bytes(req):
                 body.seek(0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import logging
 from urllib.parse import urlencode
 
@@ -217,3 +218,38 @@ def test_an_event_logged_at_the_front_carries_the_request_id(member, caplog):
     assert replay.status_code == 400 and replay.headers["X-Request-Id"] == "replay-1"
     (event,) = [r for r in caplog.records if r.getMessage() == "reuse detected, grant revoked"]
     assert event.request_id == "replay-1"
+
+
+def test_every_token_answer_is_given_at_the_front_on_one_unit_of_work(front_app, member, monkeypatch):
+    """An exchange, a refresh, a retry within the grace window, a replayed refresh token and a
+    replayed code: each answered at the front (Flask never runs), its writes on the request's Core
+    unit of work (a write on any other connection would be refused and hand the request to Flask),
+    and the replays' revocations committed although the requests are refused."""
+    monkeypatch.setitem(front_app.config, "REFRESH_GRACE_SECONDS", 30)
+
+    def flask_must_not_run(environ, start_response):
+        raise AssertionError("handed to Flask")
+
+    front = Front(front_app, flask_must_not_run, token_endpoint.answerers(front_app))
+
+    def answer(form: dict) -> tuple[str, dict]:
+        statuses, body = call(front, environ_for(member, form))
+        return statuses[0][0], json.loads(body)
+
+    code, verifier = code_of(member)
+    status, first = answer(exchange_form(code, verifier))
+    assert status == "200 OK"
+    rotate = {"grant_type": "refresh_token", "refresh_token": first["refresh_token"]}
+    status, second = answer(rotate)
+    assert status == "200 OK" and second["refresh_token"] != first["refresh_token"]
+    assert answer(rotate) == ("200 OK", second)  # a retry within the window: the first answer again
+    monkeypatch.setitem(front_app.config, "REFRESH_GRACE_SECONDS", 0)
+    assert answer(rotate)[1]["error"] == "invalid_grant"  # a replay: the family is revoked
+    live = select(func.count()).select_from(Token).where(Token.user_id == member.member.id, Token.revoked_at.is_(None))
+    with db.engine.connect() as conn:  # what another connection sees: committed
+        assert conn.scalar(live) == 0
+    code, verifier = code_of(member)
+    assert answer(exchange_form(code, verifier))[0] == "200 OK"
+    assert answer(exchange_form(code, verifier))[1]["error"] == "invalid_grant"  # the code again
+    with db.engine.connect() as conn:
+        assert conn.scalar(live) == 0

@@ -23,7 +23,8 @@ PROTOCOL_COMMITS = {
 
 
 def commits_by_function(path: Path) -> dict[str, int]:
-    """How many `.commit()` / `.rollback()` calls each function of a module holds."""
+    """How many `.commit()` / `.rollback()` calls each function of a module holds, and calls of
+    app.database's `commit` imported by name."""
     found: dict[str, int] = {}
     for fn in ast.walk(ast.parse(path.read_text())):
         if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -31,8 +32,10 @@ def commits_by_function(path: Path) -> dict[str, int]:
                 n
                 for n in ast.walk(fn)
                 if isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and n.func.attr in ("commit", "rollback")
+                and (
+                    (isinstance(n.func, ast.Attribute) and n.func.attr in ("commit", "rollback"))
+                    or (isinstance(n.func, ast.Name) and n.func.id in ("commit", "rollback"))
+                )
             ]
             if calls:
                 found[fn.name] = len(calls)
