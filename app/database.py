@@ -195,7 +195,10 @@ def read_row(statement: Select[Any], params: dict[str, Any]) -> Any | None:
     than the rest of a userinfo answer together, and it has no lighter way to run a compiled
     statement (docs/performance.md, the sixteenth round)."""
     if g.get(_CORE) is not None:
-        return run_first(statement, params)  # before any write, the request's own connection reads the same
+        # On the request's own connection, one checkout from the pool fewer: before the request
+        # writes it reads what a connection of its own would (what was committed), after it the
+        # request's own changes besides.
+        return run_first(statement, params)
     engine = db.engine
     if _statements_logged(engine):
         return _read_row_through_sqlalchemy(statement, params)

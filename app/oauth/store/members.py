@@ -33,7 +33,7 @@ class Account(Member):
     and whether they are suspended (read-only; a rehash is written with its own statement)."""
 
     password_hash: str = field(repr=False)  # never in a log line or an error message
-    suspended_at: datetime | None = None
+    suspended_at: datetime | None
 
     @property
     def is_suspended(self) -> bool:
