@@ -234,8 +234,8 @@ def _read_row_through_sqlalchemy(statement: Select[Any], params: dict[str, Any])
 
 
 def run_first(statement: Select[Any] | UpdateBase, params: dict[str, Any]) -> Any | None:
-    """`execute(statement, params).first()` for the protocol store's hottest statements (the token
-    endpoint's spend-and-store, a sign-in's pending request and login): on the request's
+    """`execute(statement, params).first()` for a statement whose caller needs no more than its first
+    row (the token endpoint's spend-and-store, a sign-in's statements, an audit line): on the request's
     connection, in its transaction (the unit of work), run straight on the DBAPI cursor as read_row
     runs its read, for the same reason (through SQLAlchemy's path an exchange's or a refresh's two
     statements cost about a sixth of its CPU). Its first row has attributes named as the statement's
@@ -365,7 +365,7 @@ def has_written() -> bool:
     dbapi_connection = _open_transaction()
     if dbapi_connection is None:
         return False
-    if db.engine.dialect.name == "postgresql":
+    if on_postgresql():
         return bool(dbapi_connection.info.transaction_status != IDLE)
     return bool(dbapi_connection.in_transaction)  # sqlite3 opens a transaction at the first write
 

@@ -14,7 +14,7 @@ from typing import Any
 from flask import g
 from sqlalchemy import Select, bindparam, select
 
-from app.database import execute, has_written, read_row
+from app.database import has_written, read_row, run_first
 from app.models.client import Client, ClientRules
 from app.oauth.store.app_cache import Key, app_cache
 
@@ -75,7 +75,7 @@ def _looked_up(key: Key, statement: Select[Any], params: dict[str, Any]) -> App 
         return _for_this_request(kept)
     generation = cache.generation if cache is not None else 0
     written = has_written()
-    row = execute(statement, params).first() if written else read_row(statement, params)
+    row = run_first(statement, params) if written else read_row(statement, params)
     if row is None:
         return None
     app = app_from(row)
