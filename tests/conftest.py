@@ -38,6 +38,12 @@ def unavailable(reason: str, tests: str) -> None:
     pytest.skip(reason)
 
 
+def redis_test_url(default_db: int) -> str:
+    """The Redis database a group of tests uses: `default_db`, or TEST_REDIS_DB when set, so that
+    several runs on one machine (each with its own TEST_REDIS_DB) never flush each other's keys."""
+    return f"redis://127.0.0.1:6379/{os.environ.get('TEST_REDIS_DB') or default_db}"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -18,12 +18,12 @@ from app.extensions import db
 from app.models import Token
 from app.models.base import sha256_hex
 from tests.api_support import make_catalog, mint_token
-from tests.conftest import free_port, start_server, unavailable
+from tests.conftest import free_port, redis_test_url, start_server, unavailable
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty, sign_in
 
 pytestmark = pytest.mark.live
-REDIS_URL = "redis://127.0.0.1:6379/3"  # this branch's Redis database
+REDIS_URL = redis_test_url(3)  # this branch's Redis database
 
 
 def call(base: str, path: str, token: str | None, **kw) -> requests.Response:

@@ -17,12 +17,12 @@ from app.api.openapi import openapi_document
 from app.extensions import db
 from app.models import ApiUsage
 from tests.api_support import make_catalog, member_with_token, uid
-from tests.conftest import free_port, start_server, unavailable
+from tests.conftest import free_port, redis_test_url, start_server, unavailable
 from tests.factories import db_state
 from tests.key_support import index_catalog, make_key
 
 pytestmark = pytest.mark.live
-REDIS_URL = "redis://127.0.0.1:6379/5"  # the key-door tests' Redis database
+REDIS_URL = redis_test_url(5)  # the key-door tests' Redis database
 LIMIT_HEADERS = (
     "RateLimit-Limit",
     "RateLimit-Remaining",

@@ -15,12 +15,12 @@ from app.auth import throttle
 from app.auth.devices import COOKIE as DEVICE_COOKIE
 from app.extensions import db, limiter
 from app.models import LoginSession
-from tests.conftest import free_port, unavailable
+from tests.conftest import free_port, redis_test_url, unavailable
 from tests.factories import PASSWORD, db_state, make_client, make_member
 from tests.flows import csrf_token
 from tests.issued import separate_app
 
-REDIS_TEST_URL = "redis://127.0.0.1:6379/5"
+REDIS_TEST_URL = redis_test_url(5)
 TOKEN = "/api/auth/oauth2/token"
 
 
