@@ -14,10 +14,13 @@ NODE_DEPS := examples/clients/node_modules/.package-lock.json
 
 .PHONY: run serve test test-tools lint venv clean bench profile layers
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# The pinned requirements, then this project itself (editable, without dependencies: the pins
+# already brought them), which installs the `credits` command-line client as .venv/bin/credits.
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
 venv: $(VENV)/.installed
