@@ -159,11 +159,15 @@ class Client:
                 raise RateLimited(f"{refusal.message}; the API asks to wait {wait} s: try again then")
             say(f"{refusal.message}; retrying in {wait} s ({attempt + 1} of {self.retries})")
             time.sleep(wait)
-        body_json = self._json(response)
-        if response.status_code == 200 and isinstance(body_json, dict) and body_json.get("result") == "ok":
-            if "data" in body_json:
-                return body_json["data"]
-        raise _refusal(response, body_json, what)
+        answer = self._json(response)
+        if (
+            response.status_code == 200
+            and isinstance(answer, dict)
+            and answer.get("result") == "ok"
+            and "data" in answer
+        ):
+            return answer["data"]
+        raise _refusal(response, answer, what)
 
     def _send(self, method: str, url: str, params: Any, body: Any, what: str) -> requests.Response:
         headers = {"x-api-key": self.key, "Accept": "application/json", "User-Agent": _user_agent()}
@@ -187,12 +191,7 @@ class Client:
             return None
 
     def every_page(
-        self,
-        path: str,
-        params: dict[str, Any],
-        limit: int | None,
-        offset: int | None,
-        progress: Callable[[int, int], None] | None = None,
+        self, path: str, limit: int | None, offset: int | None, progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Any]:
         """Every row of a paged list from `offset` on, one request a page, until offset >= totalCount
         (the spec's stopping rule; an empty page stops too, should rows vanish meanwhile). The
@@ -200,7 +199,7 @@ class Client:
         start = at = offset or 0
         items: list[Any] = []
         while True:
-            page = self.get(path, {**params, "limit": limit or MAX_PAGE, "offset": at})
+            page = self.get(path, {"limit": limit or MAX_PAGE, "offset": at})
             items += page["items"]
             total = page["totalCount"]
             at = page["offset"] + max(1, page["limit"])

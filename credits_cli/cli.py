@@ -20,9 +20,13 @@ class Settings:
     timeout: float
     retries: int
 
+    def root(self) -> str:
+        """The API root, checked when a command first needs it (so --help never fails on it)."""
+        return api_root(self.base_url)
+
     def client(self, key: str | None = None) -> Client:
         """A client for the API root with `key`, or with the key of the environment or `credits login`."""
-        root = api_root(self.base_url)
+        root = self.root()
         return Client(root, key if key is not None else current_key(), self.timeout, self.retries)
 
 

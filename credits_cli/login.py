@@ -39,6 +39,7 @@ def login(settings: Settings) -> None:
     against the API - one request on the key's meter - and saves it, readable by you alone, in
     $XDG_CONFIG_HOME/credits/api-key (else ~/.config/credits/api-key). CREDITS_API_KEY, when set,
     takes precedence over the stored key."""
+    settings.root()  # a bad address is refused before the key is asked for
     key = credentials.checked(_read_key(), "the key given")
     client = settings.client(key)
     client.get("/roles")  # the cheapest operation: answers only if the API accepts the key

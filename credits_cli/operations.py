@@ -63,7 +63,7 @@ def listing(
         page: dict[str, Any] = client.get(path, given)
         return page
     with progress(label) as update:
-        return client.every_page(path, {}, limit, offset, update)
+        return client.every_page(path, limit, offset, update)
 
 
 def identifier_options(kind: str, keys: dict[str, str]) -> Callable[..., Any]:
