@@ -32,6 +32,7 @@ from app.members import MAX_PASSWORD_LENGTH
 from app.models import User
 
 WINDOW = "sudo"  # session key: [the login session's id, the unix time of the confirmation]
+WRONG_PASSWORD = "Your password is not right."
 WRONG_PROOF = "That is not right: type your password, or a code your authenticator app shows now."
 PROOF_FIELDS = frozenset({"csrf_token", "current", "sudo_code"})
 
@@ -87,10 +88,11 @@ def required(user: User, action: str) -> Response | None:
         return page()  # the account page's button, or a form left open past the window: ask
     if not form.validate_on_submit():
         return page(status=400)
+    wrong = WRONG_PROOF if has_totp else WRONG_PASSWORD
     if password:
-        refused = reauthentication_refusal(user, lambda: passwords.verify(user, password), page, WRONG_PROOF)
+        refused = reauthentication_refusal(user, lambda: passwords.verify(user, password), page, wrong)
     else:
-        refused = reauthentication_refusal(user, lambda: has_totp and _app_code_right(user, code), page, WRONG_PROOF)
+        refused = reauthentication_refusal(user, lambda: has_totp and _app_code_right(user, code), page, wrong)
     if refused is not None:
         return refused
     session[WINDOW] = [current_login().id, int(time.time())]

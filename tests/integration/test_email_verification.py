@@ -83,7 +83,7 @@ def test_changing_the_email_address_requires_verifying_the_new_one(live_server, 
     wrong = browser.post(
         "/account/email", data={"csrf_token": csrf_token(page.text), "email": new, "current": "not my password"}
     )
-    assert wrong.status_code == 401 and "That is not right: type your password" in alerts(wrong.text)
+    assert wrong.status_code == 401 and "Your password is not right." in alerts(wrong.text)
     assert f"To change your email address to {new}, type your password" in wrong.text
     asked = browser.post(
         "/account/email", data={"csrf_token": csrf_token(page.text), "email": new.upper(), "current": PASSWORD}
