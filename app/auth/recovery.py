@@ -1,7 +1,8 @@
 """Forgot password: a single-use link by mail, then a new password.
 
-The answer to "send me a link" is the same whether or not a member has the address (the mail goes
-out from a background thread after the commit, so not even the timing tells). A new password
+The answer to "send me a link" is the same whether or not a member has the address, and so is its
+timing: the page hands `request_reset` and the mail to a thread started once the answer is sent
+(app/background.py). A new password
 ends every session of the member (and, if they tick it, disconnects every app), and voids a pending
 change of address, as the account page's password change does. A reset link is bound to the
 address it was sent to: a change of address, or of password, voids it. Following the link also
