@@ -5,8 +5,10 @@ be the same whatever the work does ("Forgot password?" for a member's address an
 The thread starts when the server closes the response (after sending it), so the work does not even
 share the interpreter with the request it came from. It runs in a copy of the request's context
 (Flask's `copy_current_request_context`): the request's IP and user agent for the audit trail and
-the mails, and an app context of its own, so a database session of its own, which the work commits
-as its unit of work. A failure is logged; the page has answered already.
+the mails, and an app context of its own, so a database session of its own. The work is a unit of
+work as a page's is: its services only flush, and the thread, which owns it, commits once, then
+sends the mail the work returned. A failure is logged (nothing is committed); the page has answered
+already.
 """
 
 from __future__ import annotations
@@ -17,17 +19,26 @@ from collections.abc import Callable
 
 from flask import Response, after_this_request, copy_current_request_context
 
+from app.extensions import db
+from app.mail import Mail, deliver
+
 log = logging.getLogger(__name__)
 
 
-def run_after_response(work: Callable[[], None], name: str) -> None:
+def run_after_response(work: Callable[[], Mail | None], name: str) -> None:
     """Run `work` in a daemon thread called `name`, in a copy of this request's context, once the
-    response is closed."""
-    job = copy_current_request_context(work)
+    response is closed; commit what it flushed, then deliver the mail it returns (if any)."""
+
+    @copy_current_request_context
+    def unit_of_work() -> None:
+        mail = work()
+        db.session.commit()
+        if mail is not None:
+            deliver(mail)
 
     def run() -> None:
         try:
-            job()
+            unit_of_work()
         except Exception as exc:
             log.error("%s failed: %s: %s", name, type(exc).__name__, exc)
 

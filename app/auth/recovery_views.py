@@ -17,7 +17,7 @@ from app.auth.recovery import complete_reset, request_reset, reset_link
 from app.auth.views import throttled
 from app.background import run_after_response
 from app.extensions import db
-from app.mail import deliver, send_later
+from app.mail import send_later
 from app.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, MemberError
 from app.models import LinkPurpose
 
@@ -77,19 +77,12 @@ def forgot() -> Response | str:
     wait = mail_ip_wait()
     if wait:
         return throttled(render_template("auth/forgot.html", form=form, error=TOO_MANY_REQUESTS), wait)
-    run_after_response(partial(_mail_reset_link, form.email.data), "reset-link")
+    # The lookup, the link and the mail run after the answer: the same answer, and as quick,
+    # whether or not a member has the address.
+    run_after_response(partial(request_reset, form.email.data), "reset-link")
     return render_template(
         "auth/forgot_sent.html", email=form.email.data.strip(), minutes=links.lifetime(LinkPurpose.RESET) // 60
     )
-
-
-def _mail_reset_link(email: str) -> None:
-    """The work behind "send me a link", off the request: the answer is the same, and as quick,
-    whether or not a member has the address. Its own unit of work: commit, then mail."""
-    mail = request_reset(email)
-    db.session.commit()
-    if mail is not None:
-        deliver(mail)
 
 
 def _link_invalid() -> Response:
