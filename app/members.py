@@ -120,9 +120,9 @@ def change_password(
     """A new password for `user` (the member on the account page, or support with the CLI). Every
     session of theirs ends: whoever signed in with the old password is signed out. After a
     compromise, `disconnect_apps` also revokes every app's consent and tokens (a grant obtained
-    with the stolen password would outlive it otherwise). Unused mailed links that could take the
-    account back stop working: a pending change of address (asked for by whoever had the
-    password) and the other reset links. Audited here, for every caller, as `action` (a reset by
+    with the stolen password would outlive it otherwise). Unused mailed links that could still hand
+    the account to whoever had the old password stop working: a pending change of address and the
+    reset links. Audited here, for every caller, as `action` (a reset by
     mail is `password.reset_completed`).
     Returns what ended; the caller commits."""
     check_password_rules(password)
