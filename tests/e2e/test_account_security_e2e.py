@@ -9,7 +9,7 @@ import pytest
 
 from app.extensions import db
 from app.models import OneTimeLink, Passkey
-from tests.e2e.conftest import TIMEOUT_MS, PageProblems
+from tests.e2e.conftest import ARTIFACTS, TIMEOUT_MS, PageProblems, Shots
 from tests.factories import PASSWORD, make_member
 
 
@@ -66,8 +66,6 @@ def page_without_javascript(chromium):
 
 
 def test_removing_a_passkey_asks_to_confirm_without_javascript(live_server, page_without_javascript):
-    from tests.e2e.conftest import ARTIFACTS, Shots
-
     page = page_without_javascript
     shots = Shots(page, ARTIFACTS / "test_removing_a_passkey_asks_to_confirm_without_javascript")
     member = make_member(name="Sam Sudo")
