@@ -35,6 +35,7 @@ ACTIONS: dict[str, str] = {
     "email.verification_sent": "Verification link sent",
     "email.change_requested": "Email change requested (link sent to the new address)",
     "email.changed": "Email address changed",
+    "email.change_cancelled": "Email change cancelled (its link no longer works)",
     "member.invited": "Invitation sent",
     "user.created": "Member created",
     "member.invitation_accepted": "Invitation accepted (first password set)",

@@ -97,6 +97,11 @@ DEFAULTS: dict[str, Setting] = {
     ),
     "EMAIL_VERIFICATION_LIFETIME": Setting(24 * 3600, "Seconds an email-verification link works."),
     "INVITATION_LIFETIME": Setting(7 * 24 * 3600, "Seconds an invitation link (set your first password) works."),
+    "SUDO_MODE_LIFETIME": Setting(
+        10 * 60,
+        "Seconds after the member confirms it is them (password or authenticator code) during which the account's "
+        "sensitive changes (second factors, recovery codes, email address) do not ask again.",
+    ),
     "ARGON2_TIME_COST": Setting(2, "argon2id iterations (OWASP minimum: 2 with 19 MiB)."),
     "ARGON2_MEMORY_COST": Setting(19456, "argon2id memory in KiB (19 MiB)."),
     "ARGON2_PARALLELISM": Setting(1, "argon2id lanes."),

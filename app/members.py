@@ -13,11 +13,12 @@ from typing import TypedDict
 from sqlalchemy import bindparam, select, update
 
 from app.audit import record
+from app.auth import links
 from app.auth.passwords import passwords
 from app.auth.sessions import end_all_logins
 from app.consent.service import revoke_consent, withdraw_beyond_tier
 from app.extensions import db
-from app.models import Profile, Role, Tier, User
+from app.models import LinkPurpose, Profile, Role, Tier, User
 from app.models.base import new_secret, utcnow
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -34,6 +35,7 @@ class Ended(TypedDict, total=False):
 
     sessions_ended: int
     tokens_revoked: int
+    email_change_cancelled: str  # the address a pending change would have set
 
 
 def create_member(
@@ -118,14 +120,20 @@ def change_password(
     """A new password for `user` (the member on the account page, or support with the CLI). Every
     session of theirs ends: whoever signed in with the old password is signed out. After a
     compromise, `disconnect_apps` also revokes every app's consent and tokens (a grant obtained
-    with the stolen password would outlive it otherwise). Audited here, for every caller, as
-    `action` (a reset by mail is `password.reset_completed`).
+    with the stolen password would outlive it otherwise). Unused mailed links that could still hand
+    the account to whoever had the old password stop working: a pending change of address and the
+    reset links. Audited here, for every caller, as `action` (a reset by
+    mail is `password.reset_completed`).
     Returns what ended; the caller commits."""
     check_password_rules(password)
     user.password_hash = passwords.hash(password)
     ended: Ended = {"sessions_ended": end_all_logins(user)}
     if disconnect_apps:
         ended["tokens_revoked"] = revoke_consent(db.session(), user, None)
+    cancelled = links.void_email_changes(user)
+    if cancelled:
+        ended["email_change_cancelled"] = cancelled[-1]
+    links.void(user, LinkPurpose.RESET)
     record(action, actor=actor, subject=user, **ended)
     return ended
 

@@ -63,15 +63,18 @@ class Mailbox:
         with self._lock:
             return [m for m in self.messages if address.lower() in (a.lower() for a in m.envelope_to)]
 
-    def wait_for(self, address: str, count: int = 1, timeout: float = 15) -> Received:
-        """The `count`-th message to `address` (waits: pages send mail from a background thread)."""
+    def wait_for(self, address: str, count: int = 1, timeout: float = 15, subject: str = "") -> Received:
+        """The `count`-th message to `address` (whose subject contains `subject`, if given); waits:
+        pages send mail from a background thread."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            found = self.to(address)
+            found = [m for m in self.to(address) if subject in m.subject]
             if len(found) >= count:
                 return found[count - 1]
             time.sleep(0.05)
-        raise AssertionError(f"no mail #{count} to {address} within {timeout} s (got {len(self.to(address))})")
+        raise AssertionError(
+            f"no mail #{count} to {address} {subject!r} within {timeout} s (got {len(self.to(address))})"
+        )
 
     def assert_none_to(self, address: str, wait: float = 1.0) -> None:
         time.sleep(wait)

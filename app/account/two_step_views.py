@@ -1,52 +1,35 @@
 """The account's two-step verification pages: set up an authenticator app (with recovery codes,
-shown once), make new recovery codes, remove it; add and remove passkeys. Each change asks for the
-password again.
+shown once), make new recovery codes, remove it; add and remove passkeys. Each change asks the
+member to confirm it is them (sudo mode, app/account/sudo.py).
 
 The rules live in app.auth.second_factor and app.auth.passkeys, which only flush; each route here
 commits its unit of work once, and only then mails the security notice."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
-from wtforms import HiddenField, PasswordField, StringField
+from wtforms import HiddenField, StringField
 from wtforms.validators import DataRequired, Length
 
+from app.account import sudo
 from app.audit import record
 from app.auth import passkeys, second_factor
 from app.auth.notices import security_notice
 from app.auth.sessions import current_user
-from app.auth.views import password_refusal
 from app.extensions import db
 from app.mail import send_later
 from app.members import MAX_PASSWORD_LENGTH
-from app.models import User
 
 bp = Blueprint("two_step", __name__, url_prefix="/account/two-step")
 
-WRONG_PASSWORD = "Your password is not right."
 WRONG_CODE = (
     "That code is not right: type the 6 digits the app shows now (check the phone's clock if it keeps failing)."
 )
 
 
-class PasswordOnlyForm(FlaskForm):
-    current = PasswordField(
-        "Your password",
-        validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)],
-        description="To make sure it is you.",
-    )
-
-
-class SetupForm(PasswordOnlyForm):
+class SetupForm(FlaskForm):
     code = StringField("Code from the app", validators=[DataRequired(), Length(max=12)])
-
-
-def _password_checked(user: User, form: PasswordOnlyForm, page: Callable[..., Response]) -> Response | None:
-    """A stolen session cannot change the second factor (nor guess faster than the login page)."""
-    return password_refusal(user, form.current.data, page, WRONG_PASSWORD)
 
 
 def _signed_out() -> Response:
@@ -78,6 +61,8 @@ def setup() -> Response:
                 max_length=MAX_PASSWORD_LENGTH,
                 secret=" ".join(secret[i : i + 4] for i in range(0, len(secret), 4)),
                 uri=second_factor.provisioning_uri(user, secret),
+                sudo_form=sudo.ConfirmForm(),
+                confirmed=sudo.fresh(),
             ),
             status,
         )
@@ -86,7 +71,7 @@ def setup() -> Response:
         return page()
     if not form.validate_on_submit():
         return page(status=400)
-    refused = _password_checked(user, form, page)
+    refused = sudo.required(user, "turn on two-step verification with this authenticator app")
     if refused is not None:
         return refused
     codes = second_factor.confirm_totp(user, form.code.data.replace(" ", ""))
@@ -100,26 +85,6 @@ def setup() -> Response:
     return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=True))
 
 
-def _confirmed_with_password(user: User, action: str) -> Response | None:
-    """The step before a change to the second factor: None once the member confirmed with their
-    password; else the page that asks for it (first visit, a bad form, a wrong or throttled password)."""
-    form = PasswordOnlyForm()
-
-    def page(error: str | None = None, status: int = 200) -> Response:
-        return make_response(
-            render_template(
-                "account/two_step_confirm.html", form=form, error=error, action=action, max_length=MAX_PASSWORD_LENGTH
-            ),
-            status,
-        )
-
-    if not form.is_submitted() or not form.current.data:
-        return page()  # the account page's button: ask for the password
-    if not form.validate_on_submit():
-        return page(status=400)
-    return _password_checked(user, form, page)
-
-
 @bp.post("/recovery-codes")
 def recovery_codes() -> Response:
     """New recovery codes (the old ones stop working), shown once."""
@@ -128,7 +93,7 @@ def recovery_codes() -> Response:
         return _signed_out()
     if not second_factor.has_second_factor(user):
         return redirect(url_for("account.show"), 303)
-    refused = _confirmed_with_password(user, "recovery_codes")
+    refused = sudo.required(user, "make new recovery codes (the ones you have stop working)")
     if refused is not None:
         return refused
     codes = second_factor.new_recovery_codes(user)
@@ -144,7 +109,9 @@ def remove() -> Response:
     user = current_user()
     if user is None:
         return _signed_out()
-    refused = _confirmed_with_password(user, "remove")
+    if not second_factor.has_totp(user):
+        return redirect(url_for("account.show"), 303)
+    refused = sudo.required(user, "turn off the authenticator app (and, without a passkey, your recovery codes)")
     if refused is not None:
         return refused
     second_factor.remove_totp(user, actor=user)
@@ -157,7 +124,7 @@ def remove() -> Response:
 # -- passkeys -----------------------------------------------------------------------------------
 
 
-class PasskeyForm(PasswordOnlyForm):
+class PasskeyForm(FlaskForm):
     name = StringField(
         "Name of this passkey",
         validators=[Length(max=64)],
@@ -172,7 +139,8 @@ class CredentialForm(FlaskForm):
 
 @bp.post("/passkeys/new")
 def new_passkey() -> Response:
-    """Step 1: the password (and a name), then the page that asks the browser for a new passkey."""
+    """Step 1: a name (and, unless confirmed lately, the password), then the page that asks the
+    browser for a new passkey."""
     user = current_user()
     if user is None:
         return _signed_out()
@@ -180,14 +148,23 @@ def new_passkey() -> Response:
 
     def page(error: str | None = None, status: int = 200) -> Response:
         return make_response(
-            render_template("account/passkey_new.html", form=form, error=error, max_length=MAX_PASSWORD_LENGTH), status
+            render_template(
+                "account/passkey_new.html",
+                form=form,
+                error=error,
+                max_length=MAX_PASSWORD_LENGTH,
+                sudo_form=sudo.ConfirmForm(),
+                confirmed=sudo.fresh(),
+                has_totp=second_factor.has_totp(user),
+            ),
+            status,
         )
 
-    if not form.current.data:
-        return page()  # the account page's button: ask for the password and a name
+    if "name" not in request.form:
+        return page()  # the account page's button: ask for a name (and the proof)
     if not form.validate_on_submit():
         return page(status=400)
-    refused = _password_checked(user, form, page)
+    refused = sudo.required(user, "add a passkey")
     if refused is not None:
         return refused
     try:
@@ -231,9 +208,14 @@ def remove_passkey(passkey_id: int) -> Response:
     user = current_user()
     if user is None:
         return _signed_out()
-    if not FlaskForm().validate_on_submit() or not passkeys.remove(user, passkey_id, actor=user):
+    passkey = next((p for p in passkeys.passkeys_of(user) if p.id == passkey_id), None)
+    if not FlaskForm().validate_on_submit() or passkey is None:
         flash("That passkey is not registered for your account.", "error")
         return redirect(url_for("account.show"), 303)
+    refused = sudo.required(user, f'remove the passkey "{passkey.name}"')
+    if refused is not None:
+        return refused
+    passkeys.remove(user, passkey_id, actor=user)
     db.session.commit()
     send_later(security_notice(user, "A passkey was removed"))
     flash("The passkey is removed: it no longer signs you in.")

@@ -9,10 +9,10 @@ from functools import partial
 
 from flask import Blueprint, Response, abort, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
-from sqlalchemy import select
 from wtforms import EmailField, PasswordField
 from wtforms.validators import DataRequired, Length
 
+from app.account import sudo
 from app.account.connections import connections, is_connected
 from app.account.sessions import end_session, live_sessions
 from app.audit import record
@@ -25,8 +25,7 @@ from app.consent.service import revoke_consent
 from app.extensions import db
 from app.mail import send_later
 from app.members import MAX_PASSWORD_LENGTH, MemberError, change_password
-from app.models import LinkPurpose, OneTimeLink, Tier
-from app.models.base import utcnow
+from app.models import Tier
 from app.oauth.store.registry import registered_app
 from app.scopes import SCOPES, tier_allows
 
@@ -42,11 +41,6 @@ class ActionForm(FlaskForm):
 
 class EmailForm(FlaskForm):
     email = EmailField("New email address", validators=[DataRequired(), Length(max=254)])
-    current = PasswordField(
-        "Your password",
-        validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)],
-        description="To make sure it is you.",
-    )
 
 
 class PasswordForm(NewPasswordForm):
@@ -74,7 +68,7 @@ def show():
         tiers=tiers(),
         connections=connections(user),
         form=ActionForm(),
-        pending_email=pending_email(user),
+        pending_email=verification.pending_email_change(user),
         sessions=live_sessions(user, login.id),
         two_step=second_factor.has_totp(user),
         passkeys=passkeys.passkeys_of(user),
@@ -138,9 +132,13 @@ def sign_out_everywhere():
         return redirect(url_for("auth.login"), 303)
     ended = end_all_logins(user)
     record("signout.everywhere", actor=user, sessions_ended=ended)
+    cancelled = verification.cancel_email_change(user, actor=user)
     end_login()
     db.session.commit()
-    flash(f"You are signed out everywhere ({ended} {'session' if ended == 1 else 'sessions'} ended).")
+    flash(
+        f"You are signed out everywhere ({ended} {'session' if ended == 1 else 'sessions'} ended)"
+        + (f", and the change of your address to {cancelled} is cancelled." if cancelled else ".")
+    )
     return redirect(url_for("auth.login"), 303)
 
 
@@ -177,7 +175,13 @@ def password() -> Response:
     send_later(security_notice(user, "Your password was changed"))
     flash(
         "Your password is changed. You are signed out everywhere else"
-        + (", and every app is disconnected." if "tokens_revoked" in ended else ".")
+        + (", and every app is disconnected" if "tokens_revoked" in ended else "")
+        + (
+            f"; the change of your address to {ended['email_change_cancelled']} is cancelled"
+            if "email_change_cancelled" in ended
+            else ""
+        )
+        + "."
     )
     return redirect(url_for("account.show"), 303)
 
@@ -202,9 +206,17 @@ def send_verification_link():
 
 
 def _email_page(form: EmailForm, error: str | None = None, status: int = 200) -> Response:
+    user = current_user()
     return make_response(
         render_template(
-            "account/email.html", form=form, error=error, user=current_user(), max_length=MAX_PASSWORD_LENGTH
+            "account/email.html",
+            form=form,
+            error=error,
+            user=user,
+            max_length=MAX_PASSWORD_LENGTH,
+            sudo_form=sudo.ConfirmForm(),
+            confirmed=sudo.fresh(),
+            has_totp=second_factor.has_totp(user),
         ),
         status,
     )
@@ -212,8 +224,9 @@ def _email_page(form: EmailForm, error: str | None = None, status: int = 200) ->
 
 @bp.route("/email", methods=["GET", "POST"])
 def email() -> Response:
-    """Change the address: the password again, then a link to the new address; the address changes
-    only when that link is followed (a typo cannot lock the member out of their mail)."""
+    """Change the address: the member confirms it is them (sudo mode), then a link goes to the new
+    address (the current one is told); the address changes only when that link is followed (a typo
+    cannot lock the member out of their mail)."""
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.email")))
@@ -222,31 +235,34 @@ def email() -> Response:
         return _email_page(form)
     if not form.validate_on_submit():
         return _email_page(form, status=400)
-    refused = password_refusal(user, form.current.data, partial(_email_page, form), WRONG_CURRENT_PASSWORD)
+    refused = sudo.required(user, f"change your email address to {form.email.data.strip()}")
     if refused is not None:
         return refused
     try:
-        mail = verification.request_email_change(user, form.email.data)
+        mails = verification.request_email_change(user, form.email.data)
     except MemberError as exc:  # refused before anything was written
         return _email_page(form, error=str(exc), status=400)
     db.session.commit()
-    send_later(mail)
+    for mail in mails:
+        send_later(mail)
     flash(
-        f"A link is on its way to {mail.to}. Your address changes when you open it; until then you sign in "
+        f"A link is on its way to {mails[0].to}. Your address changes when you open it; until then you sign in "
         f"with {user.email}."
     )
     return redirect(url_for("account.show"), 303)
 
 
-def pending_email(user) -> str | None:
-    """A new address waiting for its link to be followed, if any."""
-    link = db.session.scalar(
-        select(OneTimeLink).where(
-            OneTimeLink.user_id == user.id,
-            OneTimeLink.purpose == LinkPurpose.VERIFY,
-            OneTimeLink.used_at.is_(None),
-            OneTimeLink.expires_at > utcnow(),
-            OneTimeLink.email != user.email,
-        )
-    )
-    return link.email if link else None
+@bp.post("/email/cancel")
+def cancel_email_change() -> Response:
+    """Call off a pending change of address: its link stops working."""
+    user = current_user()
+    if user is None:
+        return redirect(url_for("auth.login", next=url_for("account.show")), 303)
+    if not ActionForm().validate_on_submit():
+        abort(400)
+    if verification.cancel_email_change(user, actor=user):
+        flash(f"The change of address is cancelled: the link no longer works, and your address stays {user.email}.")
+    else:
+        flash("No change of address was waiting.", "error")
+    db.session.commit()
+    return redirect(url_for("account.show"), 303)

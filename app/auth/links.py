@@ -3,7 +3,8 @@
 The token is `secrets.token_urlsafe(32)` (256 random bits) and only its SHA-256 is stored, so a
 copy of the database holds no usable link. Issuing a link deletes the member's older unused links
 of the same purpose (a newer link invalidates the older ones); consuming is a conditional UPDATE
-(`used_at IS NULL` and not expired), so exactly one of two simultaneous uses wins. Services here
+(`used_at IS NULL` and not expired), so exactly one of two simultaneous uses wins. What ends a
+holder's grip on the account voids links too (`void`, `void_email_changes`). Services here
 only flush; the caller commits (and sends the mail after the commit).
 """
 
@@ -60,6 +61,33 @@ def issue(user: User, purpose: LinkPurpose, email: str | None = None) -> str:
     )
     db.session.flush()
     return token
+
+
+def void(user: User, purpose: LinkPurpose) -> int:
+    """Every unused link of `purpose` the member has stops working; how many there were."""
+    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # DML has a rowcount
+        delete(OneTimeLink)
+        .where(OneTimeLink.user_id == user.id, OneTimeLink.purpose == purpose, OneTimeLink.used_at.is_(None))
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount
+
+
+def void_email_changes(user: User) -> list[str]:
+    """Every unused link that would change the member's address stops working (a verification
+    link for the address they have stays); the addresses those links would have set."""
+    table = OneTimeLink.__table__
+    voided = db.session.execute(
+        table.delete()
+        .where(
+            table.c.user_id == user.id,
+            table.c.purpose == LinkPurpose.VERIFY,
+            table.c.used_at.is_(None),
+            table.c.email != user.email,
+        )
+        .returning(table.c.email)
+    )
+    return list(voided.scalars())
 
 
 def find(token: str | None, purpose: LinkPurpose) -> OneTimeLink | None:

@@ -13,9 +13,9 @@ from app.models import User
 from app.models.base import utcnow
 
 
-def security_notice(user: User, what: str) -> Mail:
+def security_notice(user: User, what: str, detail: str | None = None) -> Mail:
     """A mail telling `user` that `what` ("Your password was changed") just happened, when, and from
-    which browser and address."""
+    which browser and address; `detail`, a paragraph more about it."""
     where = None
     if has_request_context():
         where = f"{browser_name(request.user_agent.string)}, address {request.remote_addr or 'unknown'}"
@@ -26,6 +26,7 @@ def security_notice(user: User, what: str) -> Mail:
         "security_notice",
         user=user,
         what=what,
+        detail=detail,
         when=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
         where=where,
         forgot=f"{issuer}/password/forgot",

@@ -1,10 +1,12 @@
 """Forgot password: a single-use link by mail, then a new password.
 
-The answer to "send me a link" is the same whether or not a member has the address (the mail goes
-out from a background thread after the commit, so not even the timing tells). A new password
-ends every session of the member (and, if they tick it, disconnects every app), as the account
-page's password change does. Following the link also proves the member reads that mailbox: the
-address becomes verified. Services only flush; the views commit.
+The answer to "send me a link" is the same whether or not a member has the address, and so is its
+timing: the page hands `request_reset` and the mail to a thread started once the answer is sent
+(app/background.py). A new password
+ends every session of the member (and, if they tick it, disconnects every app), and voids a pending
+change of address, as the account page's password change does. A reset link is bound to the
+address it was sent to: a change of address, or of password, voids it. Following the link also
+proves the member reads that mailbox: the address becomes verified. Services only flush; the views commit.
 """
 
 from __future__ import annotations
@@ -41,6 +43,15 @@ def request_reset(email: str) -> Mail | None:
         url=links.link_url(LinkPurpose.RESET, token),
         minutes=minutes,
     )
+
+
+def reset_link(token: str | None) -> OneTimeLink | None:
+    """The live reset link for `token`, while the member's address is still the one it was sent
+    to: a link mailed to an address the account has left speaks for it no more."""
+    link = links.find(token, LinkPurpose.RESET)
+    if link is None or link.email != link.user.email:
+        return None
+    return link
 
 
 def complete_reset(link: OneTimeLink, password: str, disconnect_apps: bool) -> Ended:

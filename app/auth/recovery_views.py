@@ -3,6 +3,8 @@ in app.auth.recovery (flush only); each route commits once, then sends the mail.
 
 from __future__ import annotations
 
+from functools import partial
+
 from flask import Blueprint, Response, current_app, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, HiddenField, PasswordField
@@ -11,8 +13,9 @@ from wtforms.validators import DataRequired, EqualTo, Length
 from app.auth import links, throttle
 from app.auth.devices import remember_device
 from app.auth.notices import security_notice
-from app.auth.recovery import complete_reset, request_reset
+from app.auth.recovery import complete_reset, request_reset, reset_link
 from app.auth.views import throttled
+from app.background import run_after_response
 from app.extensions import db
 from app.mail import send_later
 from app.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, MemberError
@@ -74,10 +77,9 @@ def forgot() -> Response | str:
     wait = mail_ip_wait()
     if wait:
         return throttled(render_template("auth/forgot.html", form=form, error=TOO_MANY_REQUESTS), wait)
-    mail = request_reset(form.email.data)
-    db.session.commit()
-    if mail is not None:
-        send_later(mail)
+    # The lookup, the link and the mail run after the answer: the same answer, and as quick,
+    # whether or not a member has the address.
+    run_after_response(partial(request_reset, form.email.data), "reset-link")
     return render_template(
         "auth/forgot_sent.html", email=form.email.data.strip(), minutes=links.lifetime(LinkPurpose.RESET) // 60
     )
@@ -93,7 +95,7 @@ def _link_invalid() -> Response:
 def reset() -> Response | str:
     form = ResetForm()
     token = request.values.get("token")
-    link = links.find(token, LinkPurpose.RESET)
+    link = reset_link(token)
     if link is None:
         return _link_invalid()
     if request.method == "GET":
@@ -120,6 +122,11 @@ def reset() -> Response | str:
     flash(
         "Your password is changed and you are signed out everywhere"
         + (", and every app is disconnected" if "tokens_revoked" in ended else "")
+        + (
+            f"; the change of your address to {ended['email_change_cancelled']} is cancelled"
+            if "email_change_cancelled" in ended
+            else ""
+        )
         + ". Sign in with your new password."
     )
     return redirect(url_for("auth.login"), 303)

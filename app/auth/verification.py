@@ -3,7 +3,12 @@ followed a link mailed to that address.
 
 - Verification: the member asks (account page) for a link to their current address.
 - Change of address: the new address gets the link and replaces the old one only when the link is
-  followed (the old address is told); until then sign-in and apps keep the old one.
+  followed; until then sign-in and apps keep the old one. The old address is told when the change
+  is asked for (with what to do if it was not the member) and when it is done. A pending change
+  shows on the account page, which can cancel it; a password change or reset, and signing out
+  everywhere, cancel it too (app.members.change_password, the account page): whoever asked for it
+  may be the one the member is locking out. A completed change voids the reset links sent to the
+  old address.
 - Invitation: a member created by an admin (CLI) gets a link to set a first password, which
   verifies the address too.
 Services only flush; the caller commits, then sends the returned mails.
@@ -11,16 +16,19 @@ Services only flush; the caller commits, then sends the returned mails.
 
 from __future__ import annotations
 
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.audit import record
 from app.auth import links
+from app.auth.notices import security_notice
 from app.auth.passwords import passwords
 from app.auth.recovery import mail_budget_left
 from app.extensions import db
 from app.mail import Mail
 from app.members import EMAIL, MemberError, check_password_rules
 from app.models import LinkPurpose, OneTimeLink, User
+from app.models.base import utcnow
 
 
 def _days(purpose: LinkPurpose) -> str:
@@ -46,9 +54,10 @@ def send_verification(user: User) -> Mail | None:
     )
 
 
-def request_email_change(user: User, new_email: str) -> Mail:
-    """A link to the new address; the address changes when it is followed. Raises MemberError for
-    an address that is not valid, is the current one, or belongs to another member."""
+def request_email_change(user: User, new_email: str) -> list[Mail]:
+    """A link to the new address (the address changes when it is followed), and a notice to the
+    current one: the mails to send after the commit, the link's first. Raises MemberError for an
+    address that is not valid, is the current one, or belongs to another member."""
     new_email = User.normalize_email(new_email or "")
     if not EMAIL.match(new_email) or len(new_email) > 254:
         raise MemberError("That is not a valid email address.")
@@ -60,16 +69,50 @@ def request_email_change(user: User, new_email: str) -> Mail:
         raise MemberError("Too many links were sent for your account. Try again in an hour.")
     token = links.issue(user, LinkPurpose.VERIFY, email=new_email)
     record("email.change_requested", actor=user, subject=user, new_email=new_email)
-    return Mail.from_template(
-        new_email,
-        "Confirm your new email address for Credits ID",
-        "verify",
-        user=user,
-        url=links.link_url(LinkPurpose.VERIFY, token),
-        lifetime=_days(LinkPurpose.VERIFY),
-        new_address=True,
-        email=new_email,
+    lifetime = _days(LinkPurpose.VERIFY)
+    return [
+        Mail.from_template(
+            new_email,
+            "Confirm your new email address for Credits ID",
+            "verify",
+            user=user,
+            url=links.link_url(LinkPurpose.VERIFY, token),
+            lifetime=lifetime,
+            new_address=True,
+            email=new_email,
+        ),
+        security_notice(
+            user,
+            f"A change of your email address to {new_email} was asked for",
+            detail=(
+                f"Nothing changes unless the link we sent to {new_email} is opened (it works for {lifetime}). "
+                "Resetting your password, or cancelling the change on your account page, calls it off."
+            ),
+        ),
+    ]
+
+
+def pending_email_change(user: User) -> OneTimeLink | None:
+    """The live link that would change the member's address (its `email`, its `created_at`), if any."""
+    return db.session.scalar(
+        select(OneTimeLink).where(
+            OneTimeLink.user_id == user.id,
+            OneTimeLink.purpose == LinkPurpose.VERIFY,
+            OneTimeLink.used_at.is_(None),
+            OneTimeLink.expires_at > utcnow(),
+            OneTimeLink.email != user.email,
+        )
     )
+
+
+def cancel_email_change(user: User, actor: User | None) -> str | None:
+    """Call off a pending change of address (its link stops working), audited; the address it
+    would have set, or None when none was pending."""
+    voided = links.void_email_changes(user)
+    if not voided:
+        return None
+    record("email.change_cancelled", actor=actor, subject=user, new_email=voided[-1])
+    return voided[-1]
 
 
 def confirm(link: OneTimeLink) -> list[Mail]:
@@ -91,7 +134,8 @@ def confirm(link: OneTimeLink) -> list[Mail]:
         db.session.flush()
     except IntegrityError:
         raise MemberError("Another account uses that address now.") from None
-    record("email.changed", actor=user, subject=user, previous=old, email=user.email)
+    resets = links.void(user, LinkPurpose.RESET)  # sent to the old address: it no longer speaks for the account
+    record("email.changed", actor=user, subject=user, previous=old, email=user.email, reset_links_voided=resets or None)
     return [Mail.from_template(old, "Your Credits ID email address was changed", "email_changed", user=user, old=old)]
 
 

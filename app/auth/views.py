@@ -78,15 +78,25 @@ def throttled(page: Response | tuple, wait: int) -> Response:
 
 
 def password_refusal(user: User, password: str, page: Callable[..., Response], wrong: str) -> Response | None:
-    """A signed-in member retyping their password (to change it, the email or the second factor):
-    None when it is right; else `page` answered 401 with `wrong`, or 429 while the account waits.
-    It counts against the account like a failed sign-in from an unknown browser, so a stolen
-    session cannot guess faster than the login page allows."""
-    attempt = throttle.Attempt(throttle.account_key(user.email))
+    """A signed-in member retyping their password (to change it): None when it is right; else
+    `page` answered as `reauthentication_refusal` says."""
+    return reauthentication_refusal(user, lambda: passwords.verify(user, password), page, wrong)
+
+
+def reauthentication_refusal(
+    user: User, proof: Callable[[], bool], page: Callable[..., Response], wrong: str
+) -> Response | None:
+    """A signed-in member proving again who they are (the password, or a code from their
+    authenticator app): None when `proof()` holds; else `page` answered 401 with `wrong`, or 429
+    while the attempt must wait. The sign-in's rule applies: a browser that signed in to the
+    account before is never kept waiting by an outsider's failures with the member's email, and a
+    wrong proof counts like a failed sign-in from this browser (its own budget, then the account's),
+    so a stolen session cannot guess faster than the login page allows."""
+    attempt = throttle.Attempt(throttle.account_key(user.email), known_device(user))
     wait = attempt.wait()
     if wait:
         return throttled(page(error=too_many_attempts(wait)), wait)
-    if not passwords.verify(user, password):
+    if not proof():
         attempt.failed()
         return page(error=wrong, status=throttle.FAILED_LOGIN_STATUS)
     return None

@@ -11,6 +11,7 @@ import requests
 from app.extensions import db
 from tests.factories import PASSWORD
 from tests.flows import TOKEN, USERINFO, Browser, csrf_token
+from tests.sudo_window import SESSION_COOKIE, aged
 
 
 def signed_in(base: str, email: str, next_path: str = "/console") -> Browser:
@@ -70,6 +71,12 @@ def authenticates(base: str, client_id: str, secret: str) -> bool:
 
 def userinfo(base: str, access_token: str) -> requests.Response:
     return requests.get(base + USERINFO, headers={"Authorization": f"Bearer {access_token}"}, timeout=30)
+
+
+def age_confirmation(browser: Browser, seconds: int) -> None:
+    """Move the browser's sudo-mode confirmation `seconds` into the past (tests/sudo_window.py)."""
+    [cookie] = [c for c in browser.session.cookies if c.name == SESSION_COOKIE]
+    cookie.value = aged(cookie.value, seconds)
 
 
 def fresh():

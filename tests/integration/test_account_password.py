@@ -13,6 +13,7 @@ from app.models import AuditEvent, Consent, LoginSession, User
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import Browser, RelyingParty, csrf_token, sign_in
 from tests.integration.console_support import alerts, flashes, fresh, signed_in
+from tests.sudo_window import SESSION_COOKIE
 
 NEW = "a brand new passphrase"
 
@@ -123,11 +124,19 @@ def test_refusals_change_nothing(live_server, current, new, confirm, status, say
     assert db.session.scalar(db.select(AuditEvent).where(AuditEvent.action == "password.changed")) is None
 
 
+def stolen_session(live_server, browser: Browser) -> Browser:
+    """Another browser holding only the session cookie of `browser` (not its device cookie)."""
+    thief = Browser(live_server.url)
+    [cookie] = [c for c in browser.session.cookies if c.name == SESSION_COOKIE]
+    thief.session.cookies.set(cookie.name, cookie.value, domain=cookie.domain, path=cookie.path)
+    return thief
+
+
 def test_guessing_the_current_password_spends_the_accounts_login_budget(live_server, settings):
     """A stolen session cannot try passwords faster than the login page allows an unknown browser
     (5 free failures per account, then a growing wait), and the two pages share that one budget."""
     member = make_member()
-    browser = signed_in(live_server.url, member.email, "/account")
+    browser = stolen_session(live_server, signed_in(live_server.url, member.email, "/account"))
     statuses = [change(browser, current=f"guess number {i}").status_code for i in range(3)]
     statuses += [login_attempt(live_server, member.email, f"wrong guess {i}") for i in range(2)]
     statuses.append(change(browser, current="guess number 9").status_code)

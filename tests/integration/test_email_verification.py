@@ -11,7 +11,7 @@ from app.models import AuditEvent, OneTimeLink, User
 from app.models.base import sha256_hex
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import Browser, RelyingParty, csrf_token, sign_in
-from tests.integration.console_support import flashes, fresh, signed_in, userinfo
+from tests.integration.console_support import alerts, flashes, fresh, signed_in, userinfo
 
 
 def claims_after_sign_in(live_server, email: str) -> dict:
@@ -83,13 +83,19 @@ def test_changing_the_email_address_requires_verifying_the_new_one(live_server, 
     wrong = browser.post(
         "/account/email", data={"csrf_token": csrf_token(page.text), "email": new, "current": "not my password"}
     )
-    assert wrong.status_code == 401 and "Your current password is not right." in wrong.text
+    assert wrong.status_code == 401 and "Your password is not right." in alerts(wrong.text)
+    assert f"To change your email address to {new}, type your password" in wrong.text
     asked = browser.post(
         "/account/email", data={"csrf_token": csrf_token(page.text), "email": new.upper(), "current": PASSWORD}
     )
     assert asked.status_code == 303
     account = browser.get("/account").text
-    assert f"A link is on its way to {new}" in " ".join(flashes(account)) and "Waiting for you to open" in account
+    assert f"A link is on its way to {new}" in " ".join(flashes(account))
+    assert f"A change to <strong>{new}</strong> was asked for" in account
+    # The address that still is the account's hears of it now, not only once it is done.
+    told = mailbox.wait_for(old, subject="security notice")
+    assert f"a change of your email address to {new} was asked for" in told.subject
+    assert "Resetting your password, or cancelling the change on your account page, calls it off." in told.text
 
     # Until the link is followed nothing changes: sign-in and apps keep the old, verified address.
     fresh()
@@ -106,7 +112,7 @@ def test_changing_the_email_address_requires_verifying_the_new_one(live_server, 
     fresh()
     user = db.session.get(User, member.id)
     assert user.email == new and user.email_verified is True
-    notice = mailbox.wait_for(old)
+    notice = mailbox.wait_for(old, subject="was changed")
     assert notice.subject == "Your Credits ID email address was changed" and new in notice.text
     assert notice.links() == []
     info = claims_after_sign_in(live_server, new)

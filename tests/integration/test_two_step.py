@@ -17,7 +17,7 @@ from app.models import AuditEvent, RecoveryCode, TotpFactor
 from app.models.base import sha256_hex
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import Browser, RelyingParty, csrf_token, query
-from tests.integration.console_support import alerts, flashes, fresh, signed_in
+from tests.integration.console_support import age_confirmation, alerts, flashes, fresh, signed_in
 
 MFA = "https://refeds.org/profile/mfa"
 SFA = "https://refeds.org/profile/sfa"
@@ -85,6 +85,11 @@ def test_setting_up_an_authenticator_app_stores_only_sealed_and_hashed_secrets(l
     assert "Two-step verification: off" in browser.get("/account").text
     page = browser.get("/account/two-step/setup")
     secret = unescape(re.search(r'id="totp-secret">([^<]+)<', page.text).group(1)).replace(" ", "")
+    bad_password = browser.post(
+        "/account/two-step/setup",
+        data={"csrf_token": csrf_token(page.text), "current": "not my password", "code": pyotp.TOTP(secret).now()},
+    )
+    assert bad_password.status_code == 401 and "Confirm it is you" in bad_password.text
     wrong = browser.post(
         "/account/two-step/setup",
         data={
@@ -94,11 +99,7 @@ def test_setting_up_an_authenticator_app_stores_only_sealed_and_hashed_secrets(l
         },
     )
     assert wrong.status_code == 400 and "That code is not right" in alerts(wrong.text)
-    bad_password = browser.post(
-        "/account/two-step/setup",
-        data={"csrf_token": csrf_token(page.text), "current": "not my password", "code": pyotp.TOTP(secret).now()},
-    )
-    assert bad_password.status_code == 401
+    assert 'name="current"' not in wrong.text  # confirmed a moment ago: the password is not asked again
     fresh()
     assert TotpFactor.query.filter_by(user_id=member.id).one().confirmed_at is None  # not on yet
 
@@ -205,10 +206,12 @@ def test_discovery_names_the_assurance_levels(live_server):
 
 def test_turning_it_off_and_new_recovery_codes_need_the_password(live_server):
     member = make_member()
-    browser, _, codes = enroll(live_server, member)
+    browser, secret, codes = enroll(live_server, member)
+    age_confirmation(browser, 601)  # the setup's confirmation is past its ten minutes
     account = browser.get("/account")
     ask = browser.post("/account/two-step/recovery-codes", data={"csrf_token": csrf_token(account.text)})
     assert ask.status_code == 200 and 'autocomplete="current-password"' in ask.text
+    assert "Confirm it is you" in ask.text and 'name="sudo_code"' in ask.text  # or a code from the app
     renewed = browser.post(
         "/account/two-step/recovery-codes", data={"csrf_token": csrf_token(ask.text), "current": PASSWORD}
     )
@@ -217,10 +220,23 @@ def test_turning_it_off_and_new_recovery_codes_need_the_password(live_server):
     fresh()
     assert RecoveryCode.query.filter_by(user_id=member.id).count() == 10
 
+    age_confirmation(browser, 601)
     ask = browser.post("/account/two-step/remove", data={"csrf_token": csrf_token(account.text)})
     wrong = browser.post("/account/two-step/remove", data={"csrf_token": csrf_token(ask.text), "current": "nope nope"})
     assert wrong.status_code == 401
-    off = browser.post("/account/two-step/remove", data={"csrf_token": csrf_token(ask.text), "current": PASSWORD})
+    wrong_code = "000000" if pyotp.TOTP(secret).now() != "000000" else "111111"
+    wrong = browser.post("/account/two-step/remove", data={"csrf_token": csrf_token(ask.text), "sudo_code": wrong_code})
+    assert wrong.status_code == 401 and "That is not right" in alerts(wrong.text)
+    recovery = browser.post(
+        "/account/two-step/remove", data={"csrf_token": csrf_token(ask.text), "sudo_code": new_codes[0]}
+    )
+    assert recovery.status_code == 400  # a recovery code signs in; it does not confirm (and is not used up)
+    fresh()
+    assert TotpFactor.query.filter_by(user_id=member.id).count() == 1
+    assert RecoveryCode.query.filter_by(user_id=member.id, used_at=None).count() == 10
+    off = browser.post(
+        "/account/two-step/remove", data={"csrf_token": csrf_token(ask.text), "sudo_code": later_code(member, secret)}
+    )
     assert off.status_code == 303
     assert "Two-step verification: off" in browser.get("/account").text
     fresh()
