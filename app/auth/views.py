@@ -89,6 +89,7 @@ def password_refusal(user: User, password: str, page: Callable[..., Response], w
     if not passwords.verify(user, password):
         attempt.failed()
         return page(error=wrong, status=throttle.FAILED_LOGIN_STATUS)
+    attempt.succeeded()  # the place the attempt took in the counts is given back
     return None
 
 
