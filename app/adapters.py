@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 import time
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -257,6 +258,16 @@ class SweptMemoryStorage(MemoryStorage):
     def __init__(self, uri: str | None = None, wrap_exceptions: bool = False, **options: str) -> None:
         super().__init__(uri, wrap_exceptions, **options)
         self.next_sweep = 0.0
+        self._counting = threading.Lock()
+
+    def incr(self, key: str, expiry: float, amount: int = 1) -> int:
+        """MemoryStorage's count, returning the value this call made. MemoryStorage reads the value
+        back after releasing the key's lock, so two concurrent calls can both see the later count;
+        the sign-in throttle admits an attempt by the count its own increment returns (a place in
+        a budget), and would then refuse both, or see two attempts in one place. Counting under
+        one lock makes the increment and its answer one step, as Redis's INCRBY is."""
+        with self._counting:
+            return super().incr(key, expiry, amount)
 
     def _MemoryStorage__schedule_expiry(self) -> None:  # MemoryStorage's private hook, see above
         now = time.monotonic()

@@ -8,6 +8,7 @@ What "no longer usable" means, table by table:
   login_sessions       expired or ended (signed out)
   interactions         pending sign-ins past `expires_at`
   one_time_links       mailed links (reset, verification, invitation) past `expires_at`, used or not
+  webauthn_challenges  passkey challenges nobody answered, past `expires_at` (an answer deletes its own)
   audit_events         older than AUDIT_RETENTION_DAYS (it records IPs; 0 keeps it forever)
 
 The first four are the protocol's rows: their rules are the protocol store's
@@ -30,7 +31,7 @@ from flask import current_app
 from sqlalchemy import ColumnElement, CursorResult, Table, false, func, select
 
 from app.extensions import db
-from app.models import AuditEvent, OneTimeLink
+from app.models import AuditEvent, OneTimeLink, WebauthnChallenge
 from app.models.base import utcnow
 from app.oauth.store.expiry import PURGEABLE
 
@@ -41,11 +42,12 @@ class Rule:
     expired: Callable[[datetime], ColumnElement[bool]]
 
 
-_links, _audit = OneTimeLink.__table__, AuditEvent.__table__
+_links, _audit, _challenges = OneTimeLink.__table__, AuditEvent.__table__, WebauthnChallenge.__table__
 
 RULES: dict[str, Rule] = {
     **{name: Rule(table, expired) for name, (table, expired) in PURGEABLE.items()},  # the protocol's rows
     "one_time_links": Rule(_links, lambda now: _links.c.expires_at <= now),
+    "webauthn_challenges": Rule(_challenges, lambda now: _challenges.c.expires_at <= now),
     "audit_events": Rule(_audit, lambda now: _older_than_retention(now)),
 }
 

@@ -32,8 +32,10 @@ class SoftAuthenticator:
     def _client_data(self, kind: str, challenge: str) -> bytes:
         return json.dumps({"type": kind, "challenge": challenge, "origin": self.origin, "crossOrigin": False}).encode()
 
-    def create(self, options: dict, user_verified: bool = True) -> str:
-        """The JSON a browser sends for navigator.credentials.create(options)."""
+    def create(self, options: dict, user_verified: bool = True, counting: bool = True) -> str:
+        """The JSON a browser sends for navigator.credentials.create(options). A `counting`
+        authenticator's signature count grows with each use; the others' stays 0 (as many synced
+        passkeys do)."""
         rp_id = options["rp"]["id"]
         key = ec.generate_private_key(ec.SECP256R1())
         numbers = key.public_key().public_numbers()
@@ -54,6 +56,7 @@ class SoftAuthenticator:
             "rp_id": rp_id,
             "user_handle": unb64url(options["user"]["id"]),
             "count": 0,
+            "counting": counting,
         }
         client_data = self._client_data("webauthn.create", options["challenge"])
         return json.dumps(
@@ -77,16 +80,21 @@ class SoftAuthenticator:
         credential_id: bytes | None = None,
         user_verified: bool = True,
         challenge: str | None = None,
+        count: int | None = None,
+        user_handle: bytes | None = None,
     ) -> str:
         """The JSON a browser sends for navigator.credentials.get(options), with our first (or the
-        given) credential."""
+        given) credential. `count` signs that signature count (a cloned authenticator's), and
+        `user_handle` sends another user handle than the credential's."""
         allowed = [unb64url(c["id"]) for c in options.get("allowCredentials") or []]
         if credential_id is None:
             credential_id = next(c for c in self.credentials if not allowed or c in allowed)
         cred = self.credentials[credential_id]
-        cred["count"] += 1
+        if cred["counting"]:
+            cred["count"] += 1
+        signed_count = cred["count"] if count is None else count
         flags = 0x01 | (0x04 if user_verified else 0)
-        auth_data = hashlib.sha256(cred["rp_id"].encode()).digest() + bytes([flags]) + struct.pack(">I", cred["count"])
+        auth_data = hashlib.sha256(cred["rp_id"].encode()).digest() + bytes([flags]) + struct.pack(">I", signed_count)
         client_data = self._client_data("webauthn.get", challenge or options["challenge"])
         signature = cred["key"].sign(auth_data + hashlib.sha256(client_data).digest(), ec.ECDSA(hashes.SHA256()))
         return json.dumps(
@@ -100,7 +108,7 @@ class SoftAuthenticator:
                     "clientDataJSON": b64url(client_data),
                     "authenticatorData": b64url(auth_data),
                     "signature": b64url(signature),
-                    "userHandle": b64url(cred["user_handle"]),
+                    "userHandle": b64url(user_handle if user_handle is not None else cred["user_handle"]),
                 },
             }
         )

@@ -171,6 +171,7 @@ def new_passkey() -> Response:
         options = passkeys.registration_options(user)
     except passkeys.PasskeyError as exc:
         return page(error=str(exc), status=409)
+    db.session.commit()  # the ceremony's challenge, kept server-side
     return make_response(
         render_template(
             "account/passkey_create.html", options=options, form=CredentialForm(name=form.name.data or "Passkey")
@@ -189,7 +190,8 @@ def add_passkey() -> Response:
         return redirect(url_for("account.show"), 303)
     try:
         passkey = passkeys.register(user, form.credential.data, form.name.data)
-    except passkeys.PasskeyError as exc:  # refused before anything was written
+    except passkeys.PasskeyError as exc:  # refused before any passkey was written
+        db.session.commit()  # the challenge it answered stays used
         flash(str(exc), "error")
         return redirect(url_for("account.show"), 303)
     codes = second_factor.new_recovery_codes(user) if second_factor.recovery_codes_left(user) == 0 else None

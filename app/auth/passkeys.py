@@ -5,20 +5,32 @@ The relying-party id is the issuer's host name and the expected origin the issue
 passkey works only on this issuer (browsers refuse an IP address as relying-party id: a local run
 uses http://localhost:5000 for passkeys). Passkeys are made discoverable and ask the device for its
 PIN or biometrics (user verification), so a passkey sign-in alone proves two factors: `amr` is
-`hwk` and `acr` multi-factor. Each ceremony's challenge is kept in the browser's signed session
-cookie, used once, for five minutes. Only public keys are stored. Services only flush.
+`hwk` and `acr` multi-factor. Only public keys are stored. Services only flush.
+
+A replayed answer gets nothing:
+- each ceremony's challenge is kept server-side (app/models/webauthn_challenge.py), bound to the
+  browser that asked by a random handle in its session, for five minutes, and used up by the
+  first answer, right or wrong, in one statement (DELETE ... RETURNING): an old copy of the cookie
+  finds no challenge, and of two copies of one answer sent at once only one finds it;
+- a counting authenticator's signature count must grow (WebAuthn 6.1.1): the new count is stored
+  by a conditional UPDATE (`WHERE sign_count < new`), so of two answers carrying one count (a
+  replay, or a cloned authenticator) one is refused, even when both were checked at once;
+- the answer's `userHandle`, when the authenticator sends one, must be the passkey's member (and a
+  sign-in with a passkey alone must send it: it names the member signing in).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import secrets
-import time
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from flask import current_app, session
-from sqlalchemy import func, select
+from sqlalchemy import CursorResult, delete, func, select, update
 from webauthn import (
     generate_authentication_options,
     generate_registration_options,
@@ -26,8 +38,8 @@ from webauthn import (
     verify_authentication_response,
     verify_registration_response,
 )
-from webauthn.helpers import bytes_to_base64url
-from webauthn.helpers.exceptions import InvalidAuthenticationResponse, InvalidRegistrationResponse
+from webauthn.helpers import base64url_to_bytes, bytes_to_base64url, parse_client_data_json
+from webauthn.helpers.exceptions import WebAuthnException
 from webauthn.helpers.structs import (
     AuthenticatorSelectionCriteria,
     PublicKeyCredentialDescriptor,
@@ -37,13 +49,19 @@ from webauthn.helpers.structs import (
 
 from app.audit import record
 from app.extensions import db
-from app.models import Passkey, User
-from app.models.base import utcnow
+from app.models import Passkey, User, WebauthnChallenge
+from app.models.base import new_secret, sha256_hex, utcnow
 
-CHALLENGE_KEY = "webauthn"  # session key: {"c": challenge, "t": issued, "p": purpose}
+CHALLENGE_KEY = "webauthn"  # session key: the handle of this browser's pending ceremony
 CHALLENGE_LIFETIME = 300
 MAX_PASSKEYS = 10
+MAX_HANDLE_LENGTH = 100  # new_secret(32) is 43 characters; anything much longer is not ours
 RP_NAME = "Credits ID"
+EXPIRED = "The passkey request expired. Try again."
+NOT_CHECKED = "The passkey could not be checked. Try again."
+NOT_THIS_ACCOUNTS = "That passkey is not registered for this account."
+# What the webauthn package and the JSON parsing raise on an answer that does not hold up.
+_REFUSALS = (WebAuthnException, ValueError, KeyError, TypeError)
 
 
 class PasskeyError(ValueError):
@@ -79,18 +97,55 @@ def count(user: User) -> int:
     return db.session.scalar(select(func.count()).select_from(Passkey).where(Passkey.user_id == user.id)) or 0
 
 
-def _remember(challenge: bytes, purpose: str) -> None:
-    session[CHALLENGE_KEY] = {"c": bytes_to_base64url(challenge), "t": int(time.time()), "p": purpose}
+def _remember(challenge: bytes, purpose: str, user: User | None) -> None:
+    """Keep a new ceremony's challenge for this browser: a random handle in its session, the
+    handle's and the challenge's SHA-256 in a row (flushed; the page commits). A browser has one
+    ceremony pending: a newer one's handle replaces the older in the session."""
+    handle = new_secret(32)
+    db.session.add(
+        WebauthnChallenge(
+            handle_hash=sha256_hex(handle),
+            challenge_hash=_challenge_hash(challenge),
+            purpose=purpose,
+            user_id=user.id if user is not None else None,
+            expires_at=utcnow() + timedelta(seconds=CHALLENGE_LIFETIME),
+        )
+    )
+    db.session.flush()
+    session[CHALLENGE_KEY] = handle
 
 
-def _challenge(purpose: str) -> bytes:
-    """The pending ceremony's challenge, used up here (a replayed answer finds none)."""
-    from webauthn import base64url_to_bytes
+def _challenge_hash(challenge: bytes) -> str:
+    return hashlib.sha256(challenge).hexdigest()
 
-    data = session.pop(CHALLENGE_KEY, None)
-    if not isinstance(data, dict) or data.get("p") != purpose or time.time() - data.get("t", 0) > CHALLENGE_LIFETIME:
-        raise PasskeyError("The passkey request expired. Try again.")
-    return base64url_to_bytes(data["c"])
+
+def _challenge(purpose: str, user: User | None, answer: dict[str, Any]) -> bytes:
+    """The challenge this browser was given for `purpose` (and `user`), used up here whatever
+    follows, and the one `answer` signed. The row is deleted and read in one statement: of two
+    requests carrying the same handle, only one gets it."""
+    handle = session.pop(CHALLENGE_KEY, None)
+    if not isinstance(handle, str) or len(handle) > MAX_HANDLE_LENGTH:
+        raise PasskeyError(EXPIRED)
+    table = WebauthnChallenge.__table__
+    pending = db.session.execute(
+        delete(table)
+        .where(table.c.handle_hash == sha256_hex(handle))
+        .returning(table.c.challenge_hash, table.c.purpose, table.c.user_id, table.c.expires_at)
+    ).one_or_none()
+    if (
+        pending is None
+        or pending.purpose != purpose
+        or pending.user_id != (user.id if user is not None else None)
+        or pending.expires_at <= utcnow()
+    ):
+        raise PasskeyError(EXPIRED)
+    try:
+        signed = parse_client_data_json(base64url_to_bytes(answer["response"]["clientDataJSON"])).challenge
+    except _REFUSALS as exc:
+        raise PasskeyError(NOT_CHECKED) from exc
+    if not hmac.compare_digest(_challenge_hash(signed), pending.challenge_hash):
+        raise PasskeyError(NOT_CHECKED)
+    return signed
 
 
 # -- registration -------------------------------------------------------------------------------
@@ -113,22 +168,24 @@ def registration_options(user: User) -> str:
         ),
         exclude_credentials=[PublicKeyCredentialDescriptor(id=_raw(p.credential_id)) for p in passkeys_of(user)],
     )
-    _remember(options.challenge, "register")
+    _remember(options.challenge, "register", user)
     return options_to_json(options)
 
 
 def register(user: User, credential_json: str, name: str) -> Passkey:
     """Verify the browser's answer to create() and keep the new passkey (its public key)."""
+    answer = _parsed(credential_json)
+    challenge = _challenge("register", user, answer)
     try:
         verified = verify_registration_response(
-            credential=_parsed(credential_json),
-            expected_challenge=_challenge("register"),
+            credential=answer,
+            expected_challenge=challenge,
             expected_rp_id=rp_id(),
             expected_origin=origin(),
             require_user_verification=True,
         )
-    except (InvalidRegistrationResponse, ValueError, KeyError, TypeError) as exc:
-        raise PasskeyError("The passkey could not be checked. Try again.") from exc
+    except _REFUSALS as exc:
+        raise PasskeyError(NOT_CHECKED) from exc
     credential_id = bytes_to_base64url(verified.credential_id)
     if db.session.scalar(select(Passkey.id).where(Passkey.credential_id == credential_id)):
         raise PasskeyError("That passkey is registered already.")
@@ -162,10 +219,13 @@ def remove(user: User, passkey_id: int, actor: User | None) -> bool:
 # -- authentication -----------------------------------------------------------------------------
 
 
-def authentication_options(user: User | None, purpose: str) -> str:
-    """The JSON options for navigator.credentials.get(): the member's passkeys (the second step),
-    or any discoverable passkey of this site (a sign-in without password: `user` None)."""
+def authentication_options(user: User | None, purpose: str) -> str | None:
+    """The JSON options for navigator.credentials.get(): the member's passkeys (the second step;
+    None, and no challenge kept, when they have none), or any discoverable passkey of this site (a
+    sign-in without password: `user` None)."""
     allowed = [PublicKeyCredentialDescriptor(id=_raw(p.credential_id)) for p in passkeys_of(user)] if user else []
+    if user is not None and not allowed:
+        return None
     options = generate_authentication_options(
         rp_id=rp_id(),
         challenge=secrets.token_bytes(32),
@@ -174,22 +234,25 @@ def authentication_options(user: User | None, purpose: str) -> str:
         if user is None
         else UserVerificationRequirement.PREFERRED,
     )
-    _remember(options.challenge, purpose)
+    _remember(options.challenge, purpose, user)
     return options_to_json(options)
 
 
 def authenticate(credential_json: str, purpose: str, user: User | None = None) -> Passkey:
     """Verify the browser's answer to get(): the passkey it proves (of `user`, when given).
-    Without `user` (no password) the device must have verified its user (PIN, biometrics)."""
-    data = _parsed(credential_json)
-    challenge = _challenge(purpose)
-    credential_id = data.get("id") if isinstance(data, dict) else None
+    Without `user` (no password) the device must have verified its user (PIN, biometrics), and
+    the answer must name the passkey's member (its `userHandle`)."""
+    answer = _parsed(credential_json)
+    challenge = _challenge(purpose, user, answer)
+    credential_id = answer.get("id")
     passkey = db.session.scalar(select(Passkey).where(Passkey.credential_id == str(credential_id)[:1400]))
     if passkey is None or (user is not None and passkey.user_id != user.id):
-        raise PasskeyError("That passkey is not registered for this account.")
+        raise PasskeyError(NOT_THIS_ACCOUNTS)
+    if not _names_its_member(answer, passkey, required=user is None):
+        raise PasskeyError(NOT_THIS_ACCOUNTS)
     try:
         verified = verify_authentication_response(
-            credential=data,
+            credential=answer,
             expected_challenge=challenge,
             expected_rp_id=rp_id(),
             expected_origin=origin(),
@@ -197,10 +260,38 @@ def authenticate(credential_json: str, purpose: str, user: User | None = None) -
             credential_current_sign_count=passkey.sign_count,
             require_user_verification=user is None,
         )
-    except (InvalidAuthenticationResponse, ValueError, KeyError, TypeError) as exc:
-        raise PasskeyError("The passkey could not be checked. Try again.") from exc
-    passkey.sign_count, passkey.last_used_at = verified.new_sign_count, utcnow()
+    except _REFUSALS as exc:
+        raise PasskeyError(NOT_CHECKED) from exc
+    if not _count_grew(passkey, verified.new_sign_count):
+        raise PasskeyError(NOT_CHECKED)
     return passkey
+
+
+def _names_its_member(answer: dict[str, Any], passkey: Passkey, required: bool) -> bool:
+    """The answer's `userHandle` is the user id this passkey was made for (WebAuthn 7.2 step 6);
+    an answer without one passes only when the member is known already (`required` False)."""
+    response = answer.get("response")
+    handle = response.get("userHandle") if isinstance(response, dict) else None
+    if not handle:
+        return not required
+    try:
+        return isinstance(handle, str) and hmac.compare_digest(base64url_to_bytes(handle), passkey.user_id.encode())
+    except _REFUSALS:
+        return False
+
+
+def _count_grew(passkey: Passkey, new_count: int) -> bool:
+    """Store the authenticator's new signature count, only if it grew past the stored one (or both
+    are 0: an authenticator that does not count), in one conditional UPDATE: of two answers with
+    the same count checked at once, one stores it and the other is refused (WebAuthn 6.1.1)."""
+    grew = Passkey.sign_count == 0 if new_count == 0 else Passkey.sign_count < new_count
+    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # DML has a rowcount
+        update(Passkey)
+        .where(Passkey.id == passkey.id, grew)
+        .values(sign_count=new_count, last_used_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1
 
 
 def _parsed(credential_json: str) -> dict[str, Any]:
@@ -214,6 +305,4 @@ def _parsed(credential_json: str) -> dict[str, Any]:
 
 
 def _raw(credential_id: str) -> bytes:
-    from webauthn import base64url_to_bytes
-
     return base64url_to_bytes(credential_id)

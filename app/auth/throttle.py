@@ -11,7 +11,10 @@
     LOGIN_ACCOUNT_MAX_DELAY (a progressive delay, never a hard lock). Attempts during the wait are
     refused before the password is checked (429, "try again in N seconds", the same for every
     email);
-  - per client IP, only failures count (LOGIN_IP_LIMIT), high enough for a shared proxy address.
+  - per client IP, only failures count (LOGIN_IP_LIMIT), high enough for a shared proxy address;
+  - each attempt takes its place in these counts before its password is checked, and gives it back
+    when the password is right: concurrent attempts get no more checks than the same attempts one
+    after another would (a count read before argon2 runs and written after would let a burst through).
 - Token endpoint: every request is counted per client id and client IP (the id alone is public:
   anyone could spend an app's budget).
 
@@ -160,62 +163,95 @@ def _seconds_left(key: str) -> int:
     return max(1, math.ceil(_store("get_expiry", key) - time.time()))
 
 
-def _budget_wait(key: str, limit: str) -> int:
-    """Seconds until a spent fixed-window budget refills; 0 while some of it is left."""
-    item = parsed_limit(limit)
-    return _seconds_left(key) if _store("get", key) >= item.amount else 0
+def account_delay(failures: int) -> int:
+    """Seconds an account's next attempt from an unknown browser waits after its `failures`-th
+    failure: none for the free ones, then 1, 2, 4 ... up to LOGIN_ACCOUNT_MAX_DELAY."""
+    config = current_app.config
+    excess = failures - int(config["LOGIN_ACCOUNT_FREE_FAILURES"])
+    return min(2 ** min(excess - 1, 30), int(config["LOGIN_ACCOUNT_MAX_DELAY"])) if excess > 0 else 0
 
 
-def _spend(key: str, limit: str) -> None:
-    item = parsed_limit(limit)
-    _store("incr", key, item.get_expiry())
-
-
-@dataclass(frozen=True)
 class Attempt:
-    """One password attempt at an account: who it is for, from which known browser (if any)."""
+    """One password attempt at an account: who it is for, from which known browser (if any).
 
-    account: str  # account_key() of the email typed
-    device: str | None = None  # the device id of a known browser for that account
+    `wait()` admits the attempt or says how long it must wait, and an admitted attempt has already
+    taken its place in every budget it needs: a count is one atomic increment in the store (Redis's
+    INCRBY, or the in-memory count under its lock), and a place is the number that increment
+    returned. So concurrent attempts are admitted exactly as if they came one after another, never
+    all on the strength of one read made before any of them failed. The place counts as a failure
+    until `succeeded()` gives it back; `failed()` leaves it taken. Every caller ends an admitted
+    attempt with one or the other.
+    """
 
-    @property
-    def trusted(self) -> bool:
-        """A known browser whose own failure budget is not spent."""
-        return self.device is not None and not _budget_wait(
-            _key("device", self.device), current_app.config["LOGIN_DEVICE_LIMIT"]
-        )
+    def __init__(self, account: str, device: str | None = None) -> None:
+        self.account = account  # account_key() of the email typed
+        self.device = device  # the device id of a known browser for that account
+        self.trusted = False  # admitted as that known browser, within its own failure budget
+        self._taken: list[tuple[str, int]] = []  # (counter, its expiry) this attempt holds a place in
 
     def wait(self) -> int:
-        """Seconds this attempt must wait before a password is even checked (0: go ahead). The same
-        work for known and unknown emails: no password is checked either way."""
-        if self.trusted:
+        """Seconds this attempt must wait before a password is even checked (0: go ahead, and its
+        places are taken). The same work for known and unknown emails: no password is checked
+        either way. A known browser within its own budget is admitted whatever the account's delay
+        or the IP's budget; past its budget it is an unknown browser."""
+        config = current_app.config
+        if self.device is not None and self._take(_key("device", self.device), config["LOGIN_DEVICE_LIMIT"]):
+            self.trusted = True
             return 0
-        account_wait = _seconds_left(_key("wait", self.account)) if _store("get", _key("wait", self.account)) else 0
-        ip_wait = _budget_wait(_key("ip", client_ip()), current_app.config["LOGIN_IP_LIMIT"])
-        return max(account_wait, ip_wait)
+        ip = _key("ip", client_ip())
+        if not self._take(ip, config["LOGIN_IP_LIMIT"]):
+            return max(_seconds_left(ip), self._account_wait())
+        # The account's failures, this attempt counted among them. Past the free ones the attempt
+        # must find the account's wait over, and starts the next wait itself (as if it failed:
+        # `succeeded` ends it). The wait is a counter that expires when the wait does: of the
+        # attempts that find it gone, only the one whose increment answers 1 is admitted.
+        delay = account_delay(self._count(_key("failures", self.account), FAILURE_MEMORY))
+        if delay and _store("incr", _key("wait", self.account), delay) != 1:
+            self._give_back()
+            return max(1, self._account_wait())  # at least 1: the wait may have just run out
+        return 0
 
     def failed(self) -> None:
-        """Count a wrong password: against the known browser, or against the account (setting the
-        next attempt's delay); always against the IP."""
-        config = current_app.config
-        if self.trusted:
-            _spend(_key("device", self.device), config["LOGIN_DEVICE_LIMIT"])
-        else:
-            failures = _store("incr", _key("failures", self.account), FAILURE_MEMORY)
-            excess = failures - int(config["LOGIN_ACCOUNT_FREE_FAILURES"])
-            if excess > 0:
-                delay = min(2 ** min(excess - 1, 30), int(config["LOGIN_ACCOUNT_MAX_DELAY"]))
-                _store("clear", _key("wait", self.account))
-                _store("incr", _key("wait", self.account), delay)
-        _spend(_key("ip", client_ip()), config["LOGIN_IP_LIMIT"])
+        """A wrong password (or code): the places this attempt took stay taken, as its failure."""
+        self._taken = []
 
     def succeeded(self) -> None:
-        """A correct password from an unknown browser: the failures were the member's own typing,
-        so the account's delay starts over. (From a known browser nothing is reset: an attacker's
-        guesses keep counting while the member signs in.)"""
+        """A right password (or code): the places this attempt took are given back (only failures
+        count). From an unknown browser the failures were the member's own typing, so the account's
+        delay starts over. (From a known browser nothing is reset: an attacker's guesses keep
+        counting while the member signs in.)"""
+        failures = _key("failures", self.account)
+        if not self.trusted:  # the count starts over: this attempt's place goes with it
+            self._taken = [taken for taken in self._taken if taken[0] != failures]
+        self._give_back()
         if not self.trusted:
-            _store("clear", _key("failures", self.account))
+            _store("clear", failures)
             _store("clear", _key("wait", self.account))
+
+    def _take(self, key: str, limit: str) -> bool:
+        """A place in a fixed-window budget ("10 per 15 minutes"), or False (nothing taken) when
+        it is spent."""
+        item = parsed_limit(limit)
+        if self._count(key, item.get_expiry()) <= item.amount:
+            return True
+        self._give_back(key)
+        return False
+
+    def _count(self, key: str, expiry: int) -> int:
+        """Take the next place in `key`'s count: its number."""
+        self._taken.append((key, expiry))
+        place: int = _store("incr", key, expiry)
+        return place
+
+    def _give_back(self, key: str | None = None) -> None:
+        """Give back the place taken in `key`'s count (every place taken, without `key`)."""
+        for taken in [t for t in self._taken if key is None or t[0] == key]:
+            _store("incr", taken[0], taken[1], -1)
+            self._taken.remove(taken)
+
+    def _account_wait(self) -> int:
+        key = _key("wait", self.account)
+        return _seconds_left(key) if _store("get", key) else 0
 
 
 def init_throttle(app: Flask) -> None:

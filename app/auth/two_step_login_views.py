@@ -1,7 +1,8 @@
 """The sign-in's pages after (or instead of) the password: the second step (a code from the
 authenticator app, a recovery code, or a passkey) and the passkey sign-in without password. The
-browser carries (in its signed session cookie) only who typed the right password, when, and the
-pending request; the session starts once the second factor is right.
+browser carries (in its signed session cookie) only who typed the right password, when, the
+pending request and the handle of its passkey challenge (the challenge is kept server-side:
+app/auth/passkeys.py); the session starts once the second factor is right.
 
 The checks live in app.auth.second_factor and app.auth.passkeys, which only flush; each route
 here commits its unit of work once."""
@@ -63,8 +64,8 @@ class CredentialForm(FlaskForm):
 
 def _page(user: User, form: CodeForm, error: str | None = None, status: int = 200) -> Response:
     """The second step: a code field if the member has an authenticator app, a passkey button if
-    they have passkeys (with a fresh challenge)."""
-    options = passkeys.authentication_options(user, "2fa") if passkeys.count(user) else None
+    they have passkeys (with a fresh challenge, kept server-side: the route commits it)."""
+    options = passkeys.authentication_options(user, "2fa")
     return make_response(
         render_template(
             "auth/second_factor.html",
@@ -89,21 +90,28 @@ def code() -> Response:
     user, interaction, next_path = pending
     form = CodeForm()
     if request.method == "GET":
-        return _page(user, form)
+        page = _page(user, form)
+        db.session.commit()  # the page's passkey challenge
+        return page
     if not form.validate_on_submit():
-        return _page(user, form, error="Type the code from your authenticator app.", status=400)
+        page = _page(user, form, error="Type the code from your authenticator app.", status=400)
+        db.session.commit()  # the page's passkey challenge
+        return page
     # Guessing codes is throttled per member like passwords from an unknown browser.
     attempt = throttle.Attempt("2fa:" + user.id)
     wait = attempt.wait()
     if wait:
-        return throttled(_page(user, form, error=too_many_attempts(wait)), wait)
+        page = throttled(_page(user, form, error=too_many_attempts(wait)), wait)
+        db.session.commit()  # the page's passkey challenge
+        return page
     used = second_factor.verify(user, form.code.data)
     if used is None:
         attempt.failed()
         record("2fa.failed", actor=user, subject=user)
-        db.session.commit()  # the failed attempt is this request's unit of work: its audit line stays
+        page = _page(user, form, error=WRONG_CODE, status=throttle.FAILED_LOGIN_STATUS)
+        db.session.commit()  # the failed attempt's audit line stays, with the page's passkey challenge
         metrics.login_failed()
-        return _page(user, form, error=WRONG_CODE, status=throttle.FAILED_LOGIN_STATUS)
+        return page
     attempt.succeeded()
     notice = None
     if used == "recovery":
@@ -134,11 +142,14 @@ def passkey() -> Response:
         passkeys.authenticate(form.credential.data, "2fa", user=user)
     except passkeys.PasskeyError as exc:
         record("2fa.failed", actor=user, subject=user, kind="passkey")
-        db.session.commit()  # the failed attempt is this request's unit of work: its audit line stays
+        page = _page(user, CodeForm(), error=str(exc), status=throttle.FAILED_LOGIN_STATUS)
+        # The failed attempt's audit line stays, the challenge it answered stays used, and the
+        # page's new one is kept.
+        db.session.commit()
         metrics.login_failed()
-        return _page(user, CodeForm(), error=str(exc), status=throttle.FAILED_LOGIN_STATUS)
+        return page
     interaction = begin_session(user, interaction, amr=("pwd", "hwk"))
-    db.session.commit()  # with the passkey's new signature count
+    db.session.commit()  # with the challenge used and the passkey's new signature count
     return onward(interaction, next_path)
 
 
@@ -152,19 +163,24 @@ def passkey_sign_in() -> Response:
     if not form.validate_on_submit():
         return redirect(url_for("auth.login", interaction=uid), 303)
     if not form.credential.data:
-        return _passwordless_page(form)
+        page = _passwordless_page(form)
+        db.session.commit()  # the page's passkey challenge
+        return page
     try:
         found = passkeys.authenticate(form.credential.data, "signin")
     except passkeys.PasskeyError as exc:
-        metrics.login_failed()  # nothing to keep: no member to write an audit line against
-        return _passwordless_page(form, error=str(exc), status=throttle.FAILED_LOGIN_STATUS)
+        page = _passwordless_page(form, error=str(exc), status=throttle.FAILED_LOGIN_STATUS)
+        db.session.commit()  # the challenge answered stays used; the page's new one is kept
+        metrics.login_failed()  # no audit line: no member to write it against
+        return page
     user = db.session.get(User, found.user_id)
     if user.is_suspended:
         record("signin.failed", actor=user, reason="suspended")
-        db.session.commit()  # the refused sign-in is this request's unit of work: its audit line stays
-        return _passwordless_page(form, error=SUSPENDED, status=403)
+        page = _passwordless_page(form, error=SUSPENDED, status=403)
+        db.session.commit()  # the refused sign-in's audit line stays, with the page's new challenge
+        return page
     interaction = begin_session(user, interaction, amr=("hwk",))
-    db.session.commit()  # with the passkey's new signature count
+    db.session.commit()  # with the challenge used and the passkey's new signature count
     return onward(interaction, form.next.data)
 
 
@@ -175,6 +191,8 @@ class PasswordlessForm(FlaskForm):
 
 
 def _passwordless_page(form: PasswordlessForm, error: str | None = None, status: int = 200) -> Response:
+    """The page that asks the browser for a passkey, with a fresh challenge (kept server-side: the
+    route commits it)."""
     form.credential.data = ""
     return make_response(
         render_template(

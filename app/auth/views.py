@@ -99,6 +99,7 @@ def reauthentication_refusal(
     if not proof():
         attempt.failed()
         return page(error=wrong, status=throttle.FAILED_LOGIN_STATUS)
+    attempt.succeeded()  # the place the attempt took in the counts is given back
     return None
 
 

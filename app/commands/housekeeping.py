@@ -19,8 +19,9 @@ from app.housekeeping import count_expired, purge_expired
 @click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
 @json_option
 def purge_expired_command(batch_size, dry_run, as_json):
-    """Delete expired codes, tokens, sessions and pending sign-ins, and audit events past their
-    retention (AUDIT_RETENTION_DAYS), in batches (safe while serving)."""
+    """Delete expired codes, tokens, sessions, pending sign-ins, mailed links and passkey
+    challenges, and audit events past their retention (AUDIT_RETENTION_DAYS), in batches (safe
+    while serving)."""
     if dry_run:
         data = {"dry_run": True, "expired": count_expired()}
     else:

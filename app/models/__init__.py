@@ -24,6 +24,7 @@ from app.models.second_factor import Passkey, RecoveryCode, TotpFactor
 from app.models.signing_key import SigningKey
 from app.models.token import Token
 from app.models.user import Role, Tier, User
+from app.models.webauthn_challenge import WebauthnChallenge
 
 __all__ = [
     "ApiKey",
@@ -58,4 +59,5 @@ __all__ = [
     "Token",
     "TotpFactor",
     "User",
+    "WebauthnChallenge",
 ]

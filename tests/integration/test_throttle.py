@@ -210,6 +210,21 @@ def test_successful_sign_ins_do_not_count(client):
         assert attempt(client, member.email, PASSWORD).status_code == 302
 
 
+def test_a_right_password_retyped_on_the_account_page_counts_nothing(client, web):
+    """The account page's password check takes its place in the account's count before argon2
+    runs, like a sign-in, and gives it back when the password is right: a member retyping it
+    (here to add a passkey) never spends the account's free failures."""
+    member = make_member()
+    assert attempt(client, member.email, PASSWORD).status_code == 302
+    for _ in range(8):
+        token = csrf_token(client.get("/account").get_data(as_text=True))
+        asked = client.post(
+            "/account/two-step/passkeys/new", data={"csrf_token": token, "name": "Laptop", "current": PASSWORD}
+        )
+        assert asked.status_code == 200 and 'data-webauthn="create"' in asked.get_data(as_text=True)
+    assert fail_until_waiting(web.test_client(), member.email) == 6
+
+
 def test_ip_counts_only_failures_across_accounts(client, web, monkeypatch):
     monkeypatch.setitem(web.config, "LOGIN_IP_LIMIT", "3 per 15 minutes")
     member = make_member()

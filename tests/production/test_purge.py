@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.housekeeping import purge_expired
-from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, OneTimeLink, Token
+from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, OneTimeLink, Token, WebauthnChallenge
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty, sign_in
@@ -89,6 +89,18 @@ def add_link(member, expires: timedelta, used: bool = False) -> OneTimeLink:
     return row
 
 
+def add_challenge(member, expires: timedelta) -> WebauthnChallenge:
+    row = WebauthnChallenge(
+        handle_hash=sha256_hex(new_secret()),
+        challenge_hash=sha256_hex(new_secret()),
+        purpose="2fa",
+        user_id=member.id,
+        expires_at=utcnow() + expires,
+    )
+    db.session.add(row)
+    return row
+
+
 def add_event(age: timedelta) -> AuditEvent:
     row = AuditEvent(action="signin.failed", ip="203.0.113.7", created_at=utcnow() - age)
     db.session.add(row)
@@ -107,6 +119,7 @@ def seed():
         "session": add_session(member, FUTURE),
         "interaction": add_interaction(client, FUTURE),
         "link": add_link(member, FUTURE),
+        "challenge": add_challenge(member, FUTURE),
     }
     for _ in range(5):
         add_code(client, member, PAST)
@@ -118,6 +131,8 @@ def seed():
         add_interaction(client, PAST)
     for used in (False, True, False):
         add_link(member, PAST, used=used)
+    for _ in range(2):
+        add_challenge(member, PAST)
     for _ in range(4):
         add_event(timedelta(days=366))
     db.session.commit()
@@ -139,6 +154,7 @@ def test_purge_deletes_only_what_is_unusable_in_batches():
         "login_sessions": 10,
         "interactions": 5,
         "one_time_links": 3,
+        "webauthn_challenges": 2,
         "audit_events": 4,
     }
     assert remaining(AuthorizationCode) == {keep["code"]}
@@ -146,6 +162,7 @@ def test_purge_deletes_only_what_is_unusable_in_batches():
     assert remaining(LoginSession) == {keep["session"]}
     assert remaining(Interaction) == {keep["interaction"]}
     assert remaining(OneTimeLink) == {keep["link"]}
+    assert remaining(WebauthnChallenge) == {keep["challenge"]}
     assert keep["event"] in remaining(AuditEvent)
     assert not any(e.created_at < utcnow() - timedelta(days=365) for e in AuditEvent.query)
     assert purge_expired(batch_size=3, end_batch=db.session.commit) == dict.fromkeys(deleted, 0)
@@ -171,6 +188,7 @@ def test_cli_purge_with_json_and_dry_run(app):
             "login_sessions": 10,
             "interactions": 5,
             "one_time_links": 3,
+            "webauthn_challenges": 2,
             "audit_events": 4,
         },
     }
@@ -188,6 +206,7 @@ def test_cli_purge_with_json_and_dry_run(app):
             "login_sessions": 10,
             "interactions": 5,
             "one_time_links": 3,
+            "webauthn_challenges": 2,
             "audit_events": 4,
         },
     }
@@ -216,6 +235,7 @@ def test_purge_while_serving_keeps_live_sign_ins_working(live_server):
         "login_sessions": 0,
         "interactions": 0,
         "one_time_links": 0,
+        "webauthn_challenges": 0,
         "audit_events": 0,
     }
     assert rp.refresh(response.json()["refresh_token"]).status_code == 200

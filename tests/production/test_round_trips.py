@@ -19,8 +19,12 @@ from sqlalchemy import event, text
 
 from app import create_app
 from app.extensions import db
+from tests.factories import PASSWORD, make_member
+from tests.flows import csrf_token
+from tests.integration.test_passkeys import options_on
 from tests.integration.test_query_counts import USERINFO, Member, forget_kept_apps
 from tests.production.servers import requires_postgres
+from tests.soft_authenticator import SoftAuthenticator
 
 pytestmark = requires_postgres
 
@@ -207,3 +211,69 @@ def test_a_dead_pooled_connection_costs_no_request_an_error(traced_app, caplog):
     refreshed = m.refresh(first["refresh_token"])
     assert refreshed.status_code == 200, refreshed.get_data(as_text=True)
     assert sum("stale database connection replaced" in r.getMessage() for r in caplog.records) == 2
+
+
+# -- passkeys -------------------------------------------------------------------------------------
+
+
+class PasskeyMember:
+    """A member with a passkey (added through the account pages) and a new browser, over the test
+    client of `traced_app`, answered by a software authenticator."""
+
+    def __init__(self, app):
+        self.member = make_member()
+        self.authenticator = SoftAuthenticator(app.config["ISSUER_URL"])
+        owner = app.test_client()
+        login = owner.get("/login").get_data(as_text=True)
+        owner.post("/login", data={"csrf_token": csrf_token(login), "email": self.member.email, "password": PASSWORD})
+        account = owner.get("/account").get_data(as_text=True)
+        create = owner.post(
+            "/account/two-step/passkeys/new",
+            data={"csrf_token": csrf_token(account), "name": "Laptop", "current": PASSWORD},
+        ).get_data(as_text=True)
+        answer = self.authenticator.create(options_on(create))
+        added = owner.post(
+            "/account/two-step/passkeys",
+            data={"csrf_token": csrf_token(create), "name": "Laptop", "credential": answer},
+        )
+        assert added.status_code == 200
+        self.browser = app.test_client()
+
+
+def test_a_passkey_sign_in_takes_ten_round_trips(traced_app):
+    """The page that asks for a passkey keeps its challenge: BEGIN, the challenge, COMMIT (3). The
+    answer: BEGIN, the challenge used up (DELETE ... RETURNING), the passkey, its count stored if
+    it grew (a conditional UPDATE), the member, the session with its audit line, COMMIT (7). With
+    the challenge in the cookie and the count stored unconditionally these were 0 and 6."""
+    m = PasskeyMember(traced_app)
+    login = m.browser.get("/login").get_data(as_text=True)
+    with round_trips(traced_app) as page_trips:
+        page = m.browser.post("/login/passkey", data={"csrf_token": csrf_token(login)}).get_data(as_text=True)
+    answer = m.authenticator.get(options_on(page))
+    with round_trips(traced_app) as answer_trips:
+        done = m.browser.post("/login/passkey", data={"csrf_token": csrf_token(page), "credential": answer})
+    assert done.status_code == 302
+    assert page_trips == ["BEGIN", "INSERT", "COMMIT"], page_trips
+    assert len(answer_trips) == 7 and answer_trips[:2] == ["BEGIN", "DELETE"], answer_trips
+
+
+def test_the_second_step_with_a_passkey_takes_fourteen_round_trips_after_the_password(traced_app):
+    """After the password (1, unchanged), the second step's page reads the member, their passkeys,
+    whether they have an app and recovery codes, and keeps the challenge (BEGIN, INSERT, COMMIT):
+    7 where it was 5. The answer: the member, BEGIN, the challenge used up, the passkey, its count,
+    the session, COMMIT: 7 where it was 6."""
+    m = PasskeyMember(traced_app)
+    login = m.browser.get("/login").get_data(as_text=True)
+    password = m.browser.post(
+        "/login", data={"csrf_token": csrf_token(login), "email": m.member.email, "password": PASSWORD}
+    )
+    with round_trips(traced_app) as page_trips:
+        page = m.browser.get(password.headers["Location"]).get_data(as_text=True)
+    answer = m.authenticator.get(options_on(page))
+    with round_trips(traced_app) as answer_trips:
+        done = m.browser.post(
+            "/login/second-factor/passkey", data={"csrf_token": csrf_token(page), "credential": answer}
+        )
+    assert done.status_code == 302
+    assert len(page_trips) == 7 and "INSERT" in page_trips, page_trips
+    assert len(answer_trips) == 7 and "DELETE" in answer_trips, answer_trips

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import threading
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import psycopg
@@ -154,6 +157,56 @@ def test_swept_memory_storage_counts_and_expires_without_threads():
     storage.next_sweep = 0  # the sweep is due: the next count frees the expired counters
     storage.incr("token-client", 60)
     assert "gone" not in storage.storage and storage.get("token-client") == 51
+
+
+class _CountsAgainOnRelease:
+    """A key lock that, released for the first time, lets another thread count the same key before
+    the releasing call goes on: where MemoryStorage reads its answer."""
+
+    def __init__(self, storage: MemoryStorage, key: str):
+        self.storage, self.key, self.lock, self.once = storage, key, threading.RLock(), True
+
+    def __enter__(self):
+        self.lock.acquire()
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        if self.once:
+            self.once = False
+            other = threading.Thread(target=self.storage.incr, args=(self.key, 60))
+            other.start()
+            other.join(timeout=10)
+
+
+def test_memory_storage_still_reads_its_count_after_releasing_the_keys_lock():
+    """SweptMemoryStorage.incr counts under one lock of its own because MemoryStorage returns the
+    value it reads after the key's lock is released: another count in between, and both calls
+    answer the later value (two attempts in one place of a sign-in budget)."""
+    storage = MemoryStorage()
+    lock = _CountsAgainOnRelease(storage, "k")
+    storage.locks = defaultdict(lambda: lock)
+    assert storage.incr("k", 60) == 2  # this call made 1, another made 2 meanwhile
+
+
+def test_swept_memory_storage_answers_each_count_once_under_concurrency():
+    storage = storage_from_string("swept-memory://")
+    answers: list[int] = []
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+
+    def count():
+        for _ in range(500):
+            answers.append(storage.incr("budget", 60))
+
+    try:
+        threads = [threading.Thread(target=count) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert sorted(answers) == list(range(1, 4001))
 
 
 def test_the_rate_limits_count_in_the_swept_storage_without_redis(app, settings):
