@@ -30,8 +30,8 @@
   var sheet = null;
 
   var CSS = [
-    ":host{display:block!important}",
-    ":host([hidden]){display:none!important}",
+    ":host{display:block}",
+    ":host([hidden]){display:none}",
     ".root{all:initial;display:block;box-sizing:border-box;font:14px/1.45 system-ui,-apple-system,'Segoe UI',",
     "Roboto,Helvetica,Arial,sans-serif;color:var(--fg);text-align:start;",
     "--bg:#fff;--fg:#1d1d1f;--muted:#5c5c66;--line:#dcdce3;--soft:#f3f3f7;--link:#3346d3;--focus:#3346d3}",
@@ -111,10 +111,12 @@
     return fetch(API + "cards?ids=" + encodeURIComponent(ids.join(",")), {
       headers: { "x-api-key": key }, credentials: "omit", mode: "cors"
     }).then(function (response) {
-      if (!response.ok) {
-        throw new Error("HTTP " + response.status + (REASONS[response.status] ? ": " + REASONS[response.status] : ""));
-      }
-      return response.json().catch(function () { throw new Error("the answer was not JSON"); });
+      return response.text().then(function (text) { // read whole, even a refusal's: the request ends
+        if (!response.ok) {
+          throw new Error("HTTP " + response.status + (REASONS[response.status] ? ": " + REASONS[response.status] : ""));
+        }
+        try { return JSON.parse(text); } catch (e) { throw new Error("the answer was not JSON"); }
+      });
     }, function () {
       throw new Error("the service could not be reached");
     }).then(function (body) {
