@@ -80,19 +80,26 @@ def cards(profile_ids: list[str]) -> list[dict[str, Any]]:
 
 
 def _top_roles(profile_ids: list[str]) -> dict[str, list[str]]:
-    """Each profile's most credited specific roles; ties by name, compared here rather than by the
-    database's collation (which orders "Co-Producer" and "Composer" differently on each store)."""
-    rows = db.session.execute(
-        select(Credit.profile_id, CreditRole.name, func.count())
+    """Each profile's most credited specific roles. Counted by role id (from the credits' covering
+    index and the links' primary key), named after; ties by name, compared here rather than by
+    the database's collation (which orders "Co-Producer" and "Composer" differently on each store)."""
+    held = (
+        select(Credit.profile_id, credit_role_links.c.role_id, func.count().label("credits"))
         .join(credit_role_links, credit_role_links.c.credit_id == Credit.id)
-        .join(CreditRole, CreditRole.id == credit_role_links.c.role_id)
         .where(Credit.profile_id.in_(profile_ids))
-        .group_by(Credit.profile_id, CreditRole.name)
+        .group_by(Credit.profile_id, credit_role_links.c.role_id)
+        .subquery()
     )
-    held: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    rows = db.session.execute(
+        select(held.c.profile_id, CreditRole.name, held.c.credits).join(CreditRole, CreditRole.id == held.c.role_id)
+    )
+    counted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for profile_id, role, count in rows:
-        held[profile_id].append((-count, role))
-    return {profile_id: [role for _, role in sorted(roles)[:TOP_ROLES]] for profile_id, roles in held.items()}
+        counted[profile_id][role] += count  # a family and its namesake role ("Producer") are one name
+    return {
+        profile_id: sorted(roles, key=lambda role: (-roles[role], role))[:TOP_ROLES]
+        for profile_id, roles in counted.items()
+    }
 
 
 def _recent_credits(profile_ids: list[str]) -> dict[str, list[dict[str, Any]]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import threading
 import time
@@ -26,7 +27,7 @@ from app.apikeys import revoke_key
 from app.extensions import db
 from app.models import ApiUsage, Profile
 from tests.api_support import make_catalog, uid
-from tests.conftest import free_port, start_server
+from tests.conftest import ROOT, free_port, start_server
 from tests.e2e.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, PageProblems, Shots
 from tests.factories import PASSWORD, make_member
 from tests.key_support import make_key
@@ -72,6 +73,12 @@ STYLE_PROPERTIES = [
     "height",
     "visibility",
 ]
+
+
+def to_docs(locator, name: str) -> None:
+    """UPDATE_DOCS_SCREENSHOTS=1 refreshes the pictures in docs/widgets.md from these tests."""
+    if os.environ.get("UPDATE_DOCS_SCREENSHOTS"):
+        locator.screenshot(path=str(ROOT / "docs" / "img" / name))
 
 
 # -- the host site --------------------------------------------------------------------------------
@@ -322,6 +329,7 @@ def test_the_card_shows_the_profile_inside_a_shadow_root_and_is_metered(
     card.locator("img.avatar").wait_for()
     page.wait_for_function("() => document.getElementById('card').shadowRoot.querySelector('img.avatar').complete")
     shots.take("card")
+    to_docs(card, "widget-card.png")
     text = card_text(page)
     for expected in (
         "Ada Mine",
@@ -494,6 +502,7 @@ def test_the_roster_grid_is_one_request_and_one_count(live_server, site, catalog
     assert meter(key) == 1
     assert page.console_log.widget_warnings == [f"{WARNING_PREFIX} no profile with the id(s) asked for"]
     shots_for(page, request).take("roster-grid")
+    to_docs(page.locator("#roster"), "widget-roster.png")
     phone = open_page(width=320, height=800)
     phone.goto(site.url("widgets", "/roster"))
     wait_for_card(phone, "#roster")
