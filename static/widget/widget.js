@@ -23,7 +23,7 @@
   var API = new URL(".", script.src).href; // .../embed/v1/
   var MAX_IDS = 24; // per request (the server's limit)
   var ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-  var FIELD_TEXT = ["city", "country", "avatarUrl"];
+  var OPTIONAL_TEXT = ["city", "country", "avatarUrl"];
   var warned = false;
   var seen = new WeakSet();
   var queue = [];
@@ -89,7 +89,7 @@
 
   function validCard(c) {
     return !!c && ID.test(c.id) && isText(c.name) && isWebUrl(c.url) && isCount(c.creditCount) &&
-      FIELD_TEXT.every(function (f) { return c[f] === null || isText(c[f]); }) &&
+      OPTIONAL_TEXT.every(function (f) { return c[f] === null || isText(c[f]); }) &&
       (c.avatarUrl === null || isWebUrl(c.avatarUrl)) && textList(c.topRoles) &&
       Array.isArray(c.recentCredits) && c.recentCredits.every(function (r) {
         return !!r && isText(r.title) && (r.album === null || isText(r.album)) &&
