@@ -2,8 +2,8 @@
 
 A card is a profile's name, place and avatar, its number of credits, its most credited roles, its
 newest credits and its best chart positions, with the address of its page on the platform. A batch
-of up to `MAX_CARDS` profiles costs six queries whatever its size (profiles, credit counts, role
-counts, newest credits, their roles, chart rows); the newest credits of each profile are picked
+of up to `MAX_CARDS` profiles costs at most six queries whatever its size (profiles, credit counts,
+role counts, newest credits, their roles, chart rows); the newest credits of each profile are picked
 from the (profile, release date, id) index with a LIMIT each, so a prolific profile costs no more
 rows than a new one there. The role counts do read every credit of the batch's profiles: the top
 roles are a profile's whole career, not its last few releases."""
