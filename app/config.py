@@ -140,6 +140,11 @@ DEFAULTS: dict[str, Setting] = {
         300,
         "Requests per minute to the `/v1` data API per sign-in (a grant: its access token and those refreshed from it).",
     ),
+    "PROFILE_PAGE_URL": Setting(
+        "",
+        "The platform's public page of a profile, `{id}` standing for its id (`https://credits.example.com/p/{id}`): "
+        "where the widget's cards link. Empty: they link to ISSUER_URL.",
+    ),
 }
 
 
@@ -218,6 +223,13 @@ def check_settings(settings: dict[str, Any]) -> None:
         raise ConfigError("MAIL_FROM must be an email address, such as 'Credits ID <no-reply@id.example.com>'")
     if int(settings["API_RATE_LIMIT_PER_MINUTE"]) <= 0:
         raise ConfigError("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
+    profile_page = urlsplit(settings["PROFILE_PAGE_URL"]) if settings["PROFILE_PAGE_URL"] else None
+    if profile_page is not None and (
+        profile_page.scheme not in {"http", "https"}
+        or not profile_page.hostname
+        or "{id}" not in settings["PROFILE_PAGE_URL"]
+    ):
+        raise ConfigError("PROFILE_PAGE_URL must be an absolute http(s) URL with {id} where the profile id goes")
     for name in [n for n in DEFAULTS if n.endswith("_LIFETIME")]:
         if int(settings[name]) <= 0:  # 0 would make every session, code or token expire at birth
             raise ConfigError(f"{name} must be a positive number of seconds")

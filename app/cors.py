@@ -43,6 +43,8 @@ EXPOSED = ", ".join(
         "X-RateLimit-Limit-Minute",
         "X-RateLimit-Remaining-Minute",
         "x-service-version",
+        "Deprecation",
+        "Sunset",
     ]
 )
 # What a bearer-token answer (userinfo, /v1) carries for a page of any origin (not a preflight).

@@ -7,9 +7,12 @@ widget API `/embed/v1` serves publishable keys. One envelope, paging and headers
   gateway.py   the key door: key lookup, entitlement, per-plan limits, metering, gateway errors
   catalog.py   the catalog reads only keys reach (tracks, albums, search, roles, collaborators)
   widget.py    the widget API routes (`/embed/v1`)
+  cards.py     the profile cards the widget shows (a batch in a fixed number of queries)
+  widget_script.py  the hosted widget script (`/embed/v1/widget.js`), its caching and encoding
   paging.py    limit/offset rules
   envelope.py  success, page and error shapes
-  limits.py    per-sign-in (and per-address) budget, RateLimit-* headers, request id, version header
+  limits.py    per-sign-in (and per-address) budget, RateLimit-* headers, request id
+  versioning.py  `x-service-version` on every response, `@deprecated` (Deprecation, Sunset)
   reads.py     the catalog queries (a bounded number per page) and JSON shapes
   views.py     the /v1 routes, each naming its doors (token, key or both)
   openapi.py   the OpenAPI 3.1 document (openapi.yaml)
@@ -25,6 +28,8 @@ from app.api.limits import count_request, decorate_response
 from app.api.openapi import docs
 from app.api.views import bp
 from app.api.widget import bp as widget_bp
+from app.api.widget_script import bp as widget_script_bp
+from app.api.widget_script import is_script_request
 
 
 def init_api(app: Flask) -> None:
@@ -33,6 +38,7 @@ def init_api(app: Flask) -> None:
     for blueprint in (bp, widget_bp):
         csrf.exempt(blueprint)  # bearer tokens and API keys, no cookies: nothing for CSRF to protect
         app.register_blueprint(blueprint)
+    app.register_blueprint(widget_script_bp)
     app.register_blueprint(docs)
     app.register_error_handler(ApiError, render_api_error)
     app.register_error_handler(GatewayError, render_gateway_error)
@@ -40,7 +46,8 @@ def init_api(app: Flask) -> None:
     # App-wide hooks limited to /v1 paths, so unknown /v1 paths are counted and decorated too.
     @app.before_request
     def _count_api_request() -> None:
-        if is_api_request() and request.method != "OPTIONS":  # a browser's CORS preflight is free
+        # A browser's CORS preflight is free, and so is the widget's script (a static file).
+        if is_api_request() and request.method != "OPTIONS" and not is_script_request():
             count_request()
 
     @app.after_request

@@ -1,4 +1,4 @@
-"""The `/v1` request budget, the request id and the version header - on every `/v1` response.
+"""The `/v1` request budget, the request id and the version headers - on every API response.
 
 The budget is per sign-in per minute (`API_RATE_LIMIT_PER_MINUTE`): per grant, the member's
 sign-in to an app, shared by its access token and every token refreshed from it. It is counted by
@@ -21,10 +21,10 @@ from limits import RateLimitItemPerMinute
 from app import logs
 from app.api.auth import live_token
 from app.api.envelope import ApiError
+from app.api.versioning import SERVICE_VERSION as SERVICE_VERSION  # re-exported: its home is app/api/versioning.py
+from app.api.versioning import add_version_headers
 from app.auth.throttle import spend
 
-# The date of the /v1 contract this service implements (spec: `x-service-version`, a date).
-SERVICE_VERSION = "2026-11-23"
 LIMIT_SCOPE = "api-v1"
 GATEWAY_REQUEST_ID = "X-Gateway-Request-Id"  # the spec's name; X-Request-Id is set on every response
 
@@ -93,14 +93,16 @@ def count_request() -> None:
 
 
 def decorate_response(response: Response) -> Response:
-    """Headers every `/v1` response carries, success or failure."""
+    """Headers every `/v1` and `/embed/v1` response carries, success or failure."""
     window: Window | None = g.get("api_window")
     if window is not None:
         response.headers.update(window.headers())
     # The request's id (app/logs.py: the caller's when sane, else fresh; its access line carries
     # it too) under the platform's header name as well as ours.
     response.headers[GATEWAY_REQUEST_ID] = g.get("request_id") or logs.request_id_for(None)
-    response.headers["x-service-version"] = SERVICE_VERSION
-    # Data is served live and must not be stored by the consumer (spec, data-use terms 2).
-    response.headers["Cache-Control"] = "no-store"
+    add_version_headers(response)  # x-service-version; Deprecation and Sunset on a deprecated route
+    # Data is served live and must not be stored by the consumer (spec, data-use terms 2). Only a
+    # response that says its own caching keeps it: the widget's script (app/api/widget_script.py).
+    if "Cache-Control" not in response.headers:
+        response.headers["Cache-Control"] = "no-store"
     return response

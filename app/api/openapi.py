@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from flask import Blueprint, Response, request
 
-from app.api.limits import SERVICE_VERSION
+from app.api.versioning import SERVICE_VERSION
 from app.oauth.metadata import not_modified
 
 DOCUMENT = Path(__file__).with_name("openapi.yaml")

@@ -8,6 +8,7 @@ from datetime import date, timedelta
 
 from flask import abort, flash, redirect, render_template, request, url_for
 
+from app.api.widget_script import snippet as widget_snippet
 from app.apikeys import ApiKeyError, KeyNotFound, find_key, revoke_key, rotate_key, visible_keys
 from app.apikeys import create_key as create_api_key
 from app.console import once
@@ -46,7 +47,8 @@ def _list_page(form: ApiKeyForm, error: str | None = None, status: int = 200):
 
 
 def _value_page(key: ApiKey, value: str, created: bool):
-    return render_template("console/api_key_value.html", key=key, value=value, created=created)
+    snippet = widget_snippet(value) if key.is_publishable else None
+    return render_template("console/api_key_value.html", key=key, value=value, created=created, snippet=snippet)
 
 
 def _field_of(message: str, form: ApiKeyForm):
@@ -121,6 +123,8 @@ def api_key_detail(key_id: str):
         rotate_form=RotateKeyForm(),
         action_form=ActionForm(),
         plan_fees=PLAN_FEES,
+        # The value was shown once: the snippet names the key by its visible start.
+        snippet=widget_snippet(f"{key.prefix}…") if key.is_publishable and not key.is_revoked else None,
     )
 
 

@@ -66,6 +66,16 @@ def test_rejected_issuers(issuer):
         check_settings(settings(ISSUER_URL=issuer))
 
 
+@pytest.mark.parametrize(
+    "url", ["credits.example.com/p/{id}", "javascript:alert('{id}')", "https://credits.example.com/"]
+)
+def test_the_profile_page_is_a_web_address_with_the_id(url):
+    with pytest.raises(ConfigError, match="PROFILE_PAGE_URL"):
+        check_settings(settings(PROFILE_PAGE_URL=url))
+    check_settings(settings(PROFILE_PAGE_URL="https://credits.example.com/p/{id}"))
+    check_settings(settings(PROFILE_PAGE_URL=""))  # the cards link to ISSUER_URL
+
+
 def test_create_app_fails_fast_outside_development(tmp_path):
     with pytest.raises(ConfigError):
         create_app(
