@@ -150,6 +150,7 @@ _ROTATE = SpendAndStore(
 )
 _AMEND_KEEPING_REFRESH = _tokens.update().where(_tokens.c.id == bindparam("pk")).values(scope=bindparam("scope"))
 _AMEND_DROPPING_REFRESH = _AMEND_KEEPING_REFRESH.values(refresh_token_hash=None, refresh_expires_at=None)
+_DISCARD = _tokens.delete().where(_tokens.c.id == bindparam("pk"))
 
 # A token with its app's public id and its member, in one query: what a bearer (userinfo, /v1),
 # revocation and introspection need, as plain values rather than three ORM objects.
@@ -318,6 +319,11 @@ def rotate_refresh_token(
     return RotatedRefresh(
         row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, member_from(row), spent.successor_id
     )
+
+
+def discard_unissued(pk: int) -> None:
+    """Delete a pair that spending stored but the request then refused: it was never handed out."""
+    execute(_DISCARD, {"pk": pk})
 
 
 def amend_successor(pk: int, scope: str, keeps_refresh: bool) -> None:
