@@ -16,11 +16,12 @@ Whichever comes second waits for the first to commit. A revocation that waited t
 a later statement, whose snapshot holds every pair stored by the rotations it waited for; a
 rotation that waited finds the member suspended, the app disabled, or (PostgreSQL re-reads a row
 that changed while it waited) its code deleted or its token revoked, and stores nothing. Both take
-the member and app before any code or token row, so they cannot deadlock; the share lock does not
-conflict with the key-share locks of foreign keys. SQLite needs none of it: one writer at a time.
+the member and app before any code or token row, so they cannot deadlock; and `end_grants`' lock
+waits only for those share locks, not for the key-share locks that foreign keys take (a sign-in's,
+a consent's). SQLite needs none of it: one writer at a time.
 
 Whatever was revoked, a suspended member's or a disabled app's token is refused by every check
-on its own: SpendAndStore's condition, and `StoredToken.holder_barred` for bearers and introspection."""
+on its own: SpendAndStore's condition, and `StoredToken.is_barred` for bearers and introspection."""
 
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ _COPIED = ("client_id", "user_id", "grant_id", "auth_time", "amr")
 _DRAWN = ("access_token_hash", "refresh_token_hash", "issued_at", "access_expires_at", "refresh_expires_at")
 
 
+_ACTIVE = literal(ClientStatus.ACTIVE.value)
+
+
 def in_good_standing(table: Table) -> list[ColumnElement[bool]]:
     """A row of `table` (a code, a token) whose member is not suspended and whose app is active:
     only such a row may buy a pair (SQLite's condition; PostgreSQL's is SpendAndStore's lock)."""
@@ -59,9 +63,6 @@ def in_good_standing(table: Table) -> list[ColumnElement[bool]]:
         exists().where(_users.c.id == table.c.user_id, _users.c.suspended_at.is_(None)),
         exists().where(_clients.c.id == table.c.client_id, _clients.c.status == _ACTIVE),
     ]
-
-
-_ACTIVE = literal(ClientStatus.ACTIVE.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +78,9 @@ class SpendAndStore:
     its member is not suspended and its app is active.
 
     On PostgreSQL this is one statement (data-modifying CTEs): one round trip where the UPDATE and
-    the INSERT took two, and still in the request's transaction, so a refusal after it (PKCE, a
-    scope wider than the grant's) rolls both back. Its first step, `held`, finds the credential's
+    the INSERT took two, and still in the request's transaction, so a refusal after it (a scope
+    wider than the grant's) rolls both back; a code that fails its checks is burnt instead
+    (codes.burn_code). Its first step, `held`, finds the credential's
     member and app and share-locks both rows (FOR SHARE, with the member's columns the answer
     needs); the UPDATE names that member, so it runs after the lock and spends nothing when `held`
     found nobody in good standing. That lock is what `end_grants` waits for (the module's docstring).
@@ -386,7 +388,8 @@ def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> i
     if on_postgresql():
         holder, pk = (_users, user_id) if user_id is not None else (_clients, client_id)
         held = select(holder.c.id).where(holder.c.id == pk).with_for_update(key_share=True).cte("held")
-        codes = codes.where(exists(select(held.c.id)))  # evaluated first, before any code is deleted
+        # A one-time filter: PostgreSQL takes the lock before it looks at any code, codes or none.
+        codes = codes.where(exists(select(held.c.id)))
     execute(codes)
     execute(  # expired rather than consumed: the page then says "start again", not "answered"
         _interactions.update()
