@@ -60,7 +60,7 @@ class KeyNotFound(LookupError):
 
 
 def can_own_keys(user: User | None) -> bool:
-    return user is not None and user.role in (Role.DEVELOPER, Role.ADMIN)
+    return user is not None and user.holds_api_keys
 
 
 def normalize_domains(values: list[str]) -> list[str]:
@@ -183,8 +183,10 @@ def find_key(key_id: str, user: User | None = None) -> ApiKey:
 
 def live_key(value: str | None) -> ApiKey | None:
     """The live key a request presents: current value, or the previous one inside its grace.
-    Revoked keys, keys whose owner is no longer a developer or admin, and values of the wrong
-    shape are None (one indexed lookup at most, the owner joined)."""
+    Revoked keys, paused keys (their owner suspended, or no longer a developer or admin:
+    ApiKey.is_paused), and values of the wrong shape are None: one indexed lookup at most, the
+    owner joined, so the owner's standing costs no query of its own. The gateway refuses before
+    it meters."""
     if not value or not KEY_SHAPE.fullmatch(value):
         return None
     digest = sha256_hex(value)
@@ -193,7 +195,7 @@ def live_key(value: str | None) -> ApiKey | None:
         .options(joinedload(ApiKey.owner))
         .where(or_(ApiKey.secret_hash == digest, ApiKey.previous_secret_hash == digest))
     )
-    if key is None or key.is_revoked or not can_own_keys(key.owner):
+    if key is None or key.is_revoked or key.is_paused:
         return None
     if key.secret_hash != digest and (key.previous_expires_at is None or key.previous_expires_at <= utcnow()):
         return None

@@ -55,7 +55,7 @@ ACTIONS: dict[str, str] = {
     "apikey.revoked": "API key revoked",
     "user.role_changed": "Role changed",
     "user.tier_changed": "Membership changed",
-    "user.suspended": "Member suspended (sessions ended, tokens revoked)",
+    "user.suspended": "Member suspended (sessions ended, tokens revoked, API keys paused)",
     "user.unsuspended": "Suspension lifted",
     "session.signed_out": "Signed out one session",
     "2fa.enrolled": "Second factor added",

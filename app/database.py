@@ -331,8 +331,8 @@ def request_connection() -> Connection:
 
 def commit() -> None:
     """Commit the request's unit of work, the ORM session's or a CoreUnitOfWork: what owns the
-    request calls this once (the token endpoint once more, for a revocation that must stand although
-    the request is refused)."""
+    request calls this once (the token endpoint once more, for a revocation or a burnt code that
+    must stand although the request is refused)."""
     unit: CoreUnitOfWork | None = g.get(_CORE)
     if unit is None:
         db.session.commit()

@@ -36,6 +36,7 @@ class Ended(TypedDict, total=False):
     sessions_ended: int
     tokens_revoked: int
     email_change_cancelled: str  # the address a pending change would have set
+    api_keys_paused: int  # a suspension: the member's unrevoked API keys, refused until it is lifted
 
 
 def create_member(
@@ -197,9 +198,10 @@ def linkable_profile_id(profile_id: str | None) -> str | None:
 def suspend_member(user: User, actor: User | None = None, reason: str | None = None) -> Ended:
     """Suspend a member: sign-in is refused, every session ends, and what every app holds ends
     (end_grants: tokens revoked, codes not yet redeemed deleted, pending sign-in requests closed);
-    mailed links are deleted. Consents are kept for when the suspension is lifted. Audited here,
-    for every caller; the caller commits."""
-    from app.models import OneTimeLink
+    mailed links are deleted. Their API keys pause: refused while the suspension lasts
+    (ApiKey.is_paused), not revoked. Consents are kept for when the suspension is lifted. Audited
+    here, for every caller; the caller commits."""
+    from app.models import ApiKey, OneTimeLink
     from app.oauth.store.tokens import end_grants
 
     if actor is not None and actor.id == user.id:
@@ -208,14 +210,17 @@ def suspend_member(user: User, actor: User | None = None, reason: str | None = N
         return {}
     user.suspended_at = utcnow()
     ended: Ended = {"sessions_ended": end_all_logins(user), "tokens_revoked": end_grants(user_id=user.id)}
+    ended["api_keys_paused"] = db.session.execute(
+        select(db.func.count(ApiKey.id)).where(ApiKey.owner_id == user.id, ApiKey.revoked_at.is_(None))
+    ).scalar_one()
     db.session.execute(db.delete(OneTimeLink).where(OneTimeLink.user_id == user.id, OneTimeLink.used_at.is_(None)))
     record("user.suspended", actor=actor, subject=user, reason=(reason or "")[:200] or None, **ended)
     return ended
 
 
 def unsuspend_member(user: User, actor: User | None = None) -> bool:
-    """Lift a suspension: the member may sign in again (apps must ask for new tokens). True when it
-    changed; audited here; the caller commits."""
+    """Lift a suspension: the member may sign in again (apps must ask for new tokens) and their API
+    keys that were not revoked work again. True when it changed; audited here; the caller commits."""
     if not user.is_suspended:
         return False
     user.suspended_at = None

@@ -263,7 +263,7 @@ def suspend_user(user_id: str):
         abort(400)
     if request.form.get("lift"):
         unsuspend_member(user, actor=console_user())
-        done = f"{user.email} may sign in again."
+        done = f"{user.email} may sign in again; their API keys that were not revoked work again."
     else:
         try:
             ended = suspend_member(user, actor=console_user(), reason=request.form.get("reason"))
@@ -272,7 +272,7 @@ def suspend_user(user_id: str):
             return redirect(url_for("console.users", q=user.email), 303)
         done = (
             f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
-            f"{ended.get('tokens_revoked', 0)} tokens revoked."
+            f"{ended.get('tokens_revoked', 0)} tokens revoked, {ended.get('api_keys_paused', 0)} API keys paused."
         )
     db.session.commit()
     flash(done)

@@ -65,8 +65,18 @@ class ApiKey(db.Model):
         return self.kind == KeyKind.PUBLISHABLE
 
     @property
+    def is_paused(self) -> bool:
+        """Stopped for now by its owner's standing: suspended, or no longer a developer or admin.
+        It works again when that ends (a suspension lifted, the role given back); to stop a key
+        for good, revoke it."""
+        return self.owner.is_suspended or not self.owner.holds_api_keys
+
+    @property
     def status(self) -> str:
-        return "revoked" if self.is_revoked else "active"
+        """`revoked` (for good), `paused` (is_paused) or `active`: what the console and the CLI say."""
+        if self.is_revoked:
+            return "revoked"
+        return "paused" if self.is_paused else "active"
 
 
 class ApiUsage(db.Model):

@@ -57,6 +57,11 @@ class Token(db.Model, TokenMixin):
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
 
+    def is_barred(self) -> bool:
+        """Whether the token grants nothing whatever its own state: its member is suspended or its
+        app no longer active (a suspension or a disable revokes it too; this holds without that)."""
+        return self.user.is_suspended or not self.client.is_active
+
     def get_user(self):
         return self.user
 

@@ -61,6 +61,11 @@ class User(db.Model):
     def is_admin(self) -> bool:
         return self.role == Role.ADMIN
 
+    @property
+    def holds_api_keys(self) -> bool:
+        """Whether the role may hold API keys (developers and admins); their keys pause otherwise."""
+        return self.role in (Role.DEVELOPER, Role.ADMIN)
+
     @staticmethod
     def normalize_email(email: str) -> str:
         return email.strip().lower()

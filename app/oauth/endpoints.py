@@ -54,8 +54,13 @@ class PresentedToken:
         return expires is None or utcnow() >= expires
 
     def is_revoked(self) -> bool:
-        # A rotated-out refresh token is no longer usable: for introspection it is inactive.
-        return self.row.revoked_at is not None or (self.kind == REFRESH_TOKEN and self.row.refresh_used_at is not None)
+        # A rotated-out refresh token is no longer usable, nor a suspended member's or a disabled
+        # app's token: for introspection each is inactive.
+        return (
+            self.row.revoked_at is not None
+            or (self.kind == REFRESH_TOKEN and self.row.refresh_used_at is not None)
+            or self.row.is_barred()
+        )
 
 
 def find_presented_token(value: str, hint: str | None) -> PresentedToken | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from authlib.oauth2.rfc6749 import InvalidGrantError, OAuth2Request, grants
+from authlib.oauth2.rfc6749 import InvalidGrantError, OAuth2Error, OAuth2Request, grants
 from flask import current_app
 
 from app import metrics
@@ -123,13 +123,16 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
         if getattr(request, "new_code", None) is None:
             codes.issue_code(code, code_columns(request, request.user.id))
 
+    redeemed: codes.RedeemedCode | None = None  # the code this request spent, once it has
+
     def query_authorization_code(self, code: str, client: App) -> codes.RedeemedCode | None:
         """The code, spent as it is found, the pair it buys stored by the same step (a later refusal
-        in this request, PKCE or redirect_uri, rolls both back). When nothing comes back, a used
-        code presented again is reuse."""
+        in this request, PKCE or redirect_uri, burns the code: validate_token_request). When
+        nothing comes back, a used code presented again is reuse."""
         pair = self.draw_pair(with_refresh=client.check_grant_type("refresh_token"))
         redeemed = codes.redeem_code(code, client.id, pair.columns())
         if redeemed is not None:
+            self.redeemed = redeemed
             return redeemed
         spent = codes.spent_code(code, client.id)
         if spent is not None:
@@ -140,6 +143,21 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
             tokens.revoke_grant(spent.grant_id)
             commit()
         return None
+
+    def validate_token_request(self) -> None:
+        """Authlib's checks. A code that the authenticated client presented and then failed a
+        check on (its redirect_uri, or PKCE: a wrong, missing or malformed verifier) is burnt: a
+        failed redemption counts as the code's one use, so a stolen code gets one try. The pair
+        its redemption stored is deleted (never handed out) and the code stays spent, committed at
+        once although the request is refused. A request that fails client authentication never
+        reaches the code."""
+        try:
+            super().validate_token_request()
+        except OAuth2Error:
+            if self.redeemed is not None:
+                codes.burn_code(self.redeemed)
+                commit()
+            raise
 
     def create_token_response(self) -> TokenResponse:
         code: codes.RedeemedCode = self.request.authorization_code

@@ -62,9 +62,10 @@ def seal(old: tokens.RotatedRefresh, successor_id: int, presented_refresh_token:
 
 def replay(old: tokens.StoredToken, presented_refresh_token: str) -> dict[str, Any] | None:
     """The response the rotation of `old` produced, if the retry is within the window and the
-    family is intact; None otherwise (the caller then treats it as reuse)."""
+    family is intact and its member and app in good standing; None otherwise (the caller then
+    treats it as reuse)."""
     seconds = window_seconds()
-    if seconds <= 0 or old.refresh_used_at is None or old.revoked_at is not None:
+    if seconds <= 0 or old.refresh_used_at is None or old.revoked_at is not None or old.is_barred():
         return None
     if utcnow() - old.refresh_used_at > timedelta(seconds=seconds):
         return None

@@ -18,9 +18,10 @@ the ORM session's bookkeeping cost about a tenth of a refresh's CPU on SQLite). 
 meets an exception (most likely the database), the request's transaction is rolled back as that
 unit of work closes, and Flask's route runs the request again. This is what RetryingFlask does for
 a dead connection (and the front logs it in the same words), and nothing of the first attempt
-stands. One write commits mid-request: the
-revocation of a grant whose code or refresh token was replayed. It ends in an OAuth error the
-front answers, not an exception, so it never runs twice.
+stands. Two writes commit mid-request: the
+revocation of a grant whose code or refresh token was replayed, and a code burnt by a failed check
+(its pair deleted, the code kept spent). Each ends in an OAuth error the front answers, not an
+exception, so it never runs twice.
 """
 
 from __future__ import annotations

@@ -72,9 +72,10 @@ def bearer_value(authorization: str | None) -> str | None:
 
 def live_bearer(value: str | None) -> stored.StoredToken | None:
     """The one bearer-token rule, for userinfo and the /v1 data API alike: the access token `value`
-    names, unless it is unknown, revoked or expired, or its app is no longer active."""
+    names, unless it is unknown, revoked or expired, or its member is suspended or its app no
+    longer active (StoredToken.is_barred)."""
     token = stored.find_bearer(value) if value else None
-    if token is None or token.is_revoked() or token.is_expired() or not token.client.is_active:
+    if token is None or token.is_revoked() or token.is_expired() or token.is_barred():
         return None
     return token
 

@@ -1,6 +1,7 @@
 """The console's API-key pages over HTTP against the live server: create (the value shown once,
 stored hashed), the list with usage and amount, a key's usage per day, rotate and revoke with
-CSRF, who may see which key, and the key working (and stopping) at the door."""
+CSRF, who may see which key, and the key working (and stopping) at the door - paused while its
+owner is suspended."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import requests
 
 from app.extensions import db
 from app.metering import meter_request, utc_day
-from app.models import ApiKey, AuditEvent
+from app.models import ApiKey, ApiUsage, AuditEvent
 from app.models.base import sha256_hex
 from tests.api_support import make_catalog
 from tests.factories import db_state, make_member
-from tests.integration.console_support import alerts, post_form, signed_in
+from tests.flows import csrf_token
+from tests.integration.console_support import alerts, flashes, post_form, signed_in
+from tests.key_support import make_key
 
 
 def value_on_page(html: str) -> str | None:
@@ -148,3 +151,58 @@ def test_members_keys_are_their_own(live_server):
     assert browser.post(f"/console/api-keys/{key.id}/revoke", data={}).status_code == 400
     fresh()
     assert db.session.get(ApiKey, key.id).revoked_at is None
+
+
+def test_a_suspension_pauses_the_owners_keys_unmetered_and_lifting_it_resumes_them(live_server):
+    """Issue 49, item 4: a suspended developer's keys are refused at the door at once (the owner's
+    standing rides in the key's one lookup), the refusals are not metered, and lifting the
+    suspension brings back the keys that were not revoked meanwhile - not a revoked one."""
+    catalog = make_catalog(credits=2)
+    dev = make_member(role="developer")
+    secret_key, secret = make_key(owner=dev)
+    widget_key, publishable = make_key("publishable", owner=dev, domains=["widgets.example"])
+    doomed_key, doomed = make_key(owner=dev, name="Revoked while suspended")
+    admin = signed_in(live_server.url, make_member(role="admin").email, "/console/users")
+    widget_path = f"/embed/v1/profile/{catalog.other}/charts"
+
+    def catalog_call(value: str) -> requests.Response:
+        return requests.get(live_server.url + "/v1/roles", headers={"x-api-key": value}, timeout=30)
+
+    def widget_call() -> requests.Response:
+        headers = {"x-api-key": publishable, "Origin": "https://widgets.example"}
+        return requests.get(live_server.url + widget_path, headers=headers, timeout=30)
+
+    def metered() -> dict[str, int]:
+        fresh()
+        rows = db.session.execute(db.select(ApiUsage.key_id, ApiUsage.count)).all()
+        return {key_id: count for key_id, count in rows}
+
+    assert catalog_call(secret).status_code == 200 and widget_call().status_code == 200
+    assert metered() == {secret_key.id: 1, widget_key.id: 1}
+
+    page = admin.get(f"/console/users?q={dev.email}")
+    assert admin.post(f"/console/users/{dev.id}/suspend", data={"csrf_token": csrf_token(page.text)}).status_code == 303
+    assert "3 API keys paused" in " ".join(flashes(admin.get(f"/console/users?q={dev.email}").text))
+
+    for refused in (catalog_call(secret), catalog_call(doomed), widget_call()):
+        assert refused.status_code == 401, refused.text
+        assert refused.json()["message"] == "Unauthorized"
+    assert metered() == {secret_key.id: 1, widget_key.id: 1}  # refused: not metered
+    listing = admin.get("/console/api-keys").text
+    assert listing.count("status-paused") == 3
+    revoked = post_form(admin, f"/console/api-keys/{doomed_key.id}", f"/console/api-keys/{doomed_key.id}/revoke")
+    assert revoked.status_code == 302
+
+    page = admin.get(f"/console/users?q={dev.email}")
+    lifted = admin.post(f"/console/users/{dev.id}/suspend", data={"csrf_token": csrf_token(page.text), "lift": "1"})
+    assert lifted.status_code == 303
+
+    assert catalog_call(secret).status_code == 200 and widget_call().status_code == 200
+    assert catalog_call(doomed).status_code == 401  # revoked is for good
+    assert metered() == {secret_key.id: 2, widget_key.id: 2}
+    listing = admin.get("/console/api-keys").text
+    assert listing.count("status-active") == 2 and listing.count("status-revoked") == 1
+    assert "status-paused" not in listing
+    fresh()
+    event = db.session.scalar(db.select(AuditEvent).where(AuditEvent.action == "user.suspended"))
+    assert event.detail["api_keys_paused"] == 3

@@ -91,6 +91,18 @@ def test_a_code_exchange_takes_three_round_trips_once_its_app_is_kept(traced_app
     assert len(trips) == 3 and trips[0] == "BEGIN" and trips[1] in ("WITH", "prepared") and trips[-1] == "COMMIT", trips
 
 
+def test_a_code_refused_after_it_was_spent_is_burnt_in_four_round_trips(traced_app):
+    """BEGIN, the statement that spends the code and stores the pair, the pair deleted (the wrong
+    verifier: never handed out), COMMIT (the code stays spent), where a rollback ended it before."""
+    m = Member(traced_app)
+    code, verifier = m.sign_in()  # the app kept since the sign-in read it
+    with round_trips(traced_app) as trips:
+        response = m.exchange(code, verifier[::-1])
+    assert response.status_code == 400 and response.get_json()["error"] == "invalid_grant"
+    assert len(trips) == 4 and trips[0] == "BEGIN" and trips[2] == "DELETE" and trips[-1] == "COMMIT", trips
+    assert m.exchange(code, verifier).get_json()["error"] == "invalid_grant"
+
+
 def test_a_code_exchange_whose_app_is_not_kept_takes_four(traced_app):
     m = Member(traced_app)
     code, verifier = m.sign_in()

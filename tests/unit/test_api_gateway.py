@@ -9,8 +9,8 @@ import re
 import pytest
 
 from app.extensions import db, limiter
-from app.models import ApiUsage
-from tests.api_support import bearer, make_catalog, member_with_token, uid
+from app.models import ApiUsage, User
+from tests.api_support import bearer, count_queries, make_catalog, member_with_token, uid
 from tests.key_support import index_catalog, key_header, make_key
 
 GATEWAY_HEADERS = (
@@ -130,6 +130,26 @@ def test_a_revoked_key_is_401_unauthorized_at_once_and_is_not_metered(client, ca
     assert_gateway_error(client.get("/v1/roles", headers=key_header(value)), 401, "Unauthorized")
     db.session.expire_all()
     assert meter(key) == 1
+
+
+def test_a_suspended_owners_key_is_refused_by_its_one_lookup_and_not_metered(client, catalog):
+    """The owner's standing rides in the key's lookup (its owner joined): a paused key costs the
+    door the one statement a live key's lookup costs, and no meter write."""
+    from app.members import suspend_member, unsuspend_member
+
+    key, value = make_key()
+    with count_queries() as live:
+        assert client.get("/v1/roles", headers=key_header(value)).status_code == 200
+    suspend_member(db.session.get(User, key.owner_id))
+    db.session.commit()
+    with count_queries() as paused:
+        assert_gateway_error(client.get("/v1/roles", headers=key_header(value)), 401, "Unauthorized")
+    assert len(paused) == 1 and paused[0] == live[0] and "JOIN users" in paused[0]
+    unsuspend_member(db.session.get(User, key.owner_id))
+    db.session.commit()
+    assert client.get("/v1/roles", headers=key_header(value)).status_code == 200
+    db.session.expire_all()
+    assert meter(key) == 2
 
 
 def test_a_publishable_key_on_the_paid_api_is_403(client, catalog):

@@ -16,6 +16,7 @@ PROTOCOL_COMMITS = {
     ("app/oauth/authorize.py", "_hand_off"): "the parked request, before the browser goes to read it",
     ("app/oauth/grants.py", "create_token_response"): "the token response: code or refresh spent, pair stored",
     ("app/oauth/grants.py", "query_authorization_code"): "a reused code's family revoked, though refused",
+    ("app/oauth/grants.py", "validate_token_request"): "a code that failed a check stays spent, though refused",
     ("app/oauth/grants.py", "authenticate_refresh_token"): "a reused refresh token's family revoked, though refused",
     ("app/oauth/endpoints.py", "revoke_token"): "the revocation endpoint's change",
     ("app/oauth/endpoints.py", "end_session"): "the session ended before the redirect",

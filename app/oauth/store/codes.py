@@ -13,7 +13,7 @@ from app.database import execute, run_first
 from app.models import AuthorizationCode
 from app.models.base import sha256_hex
 from app.oauth.store.members import Member, member_from
-from app.oauth.store.tokens import SpendAndStore
+from app.oauth.store.tokens import SpendAndStore, discard_unissued
 
 _codes = AuthorizationCode.__table__
 _INSERT = _codes.insert()
@@ -21,7 +21,7 @@ _INSERT = _codes.insert()
 # The lookup and the single-use mark are one UPDATE ... RETURNING, so exactly one concurrent caller
 # gets the row (on PostgreSQL the others wait for its commit, then find it spent), and the pair it
 # buys is stored by the same step (SpendAndStore). A failed check later in the request (PKCE,
-# redirect_uri) rolls the mark and the pair back with the rest of the transaction.
+# redirect_uri) keeps the mark and deletes the pair (burn_code).
 _REDEEM = SpendAndStore(
     _codes.update()
     .where(
@@ -119,6 +119,12 @@ def redeem_code(value: str, client_pk: int, successor: dict[str, Any]) -> Redeem
         member_from(row),
         spent.successor_id,
     )
+
+
+def burn_code(code: RedeemedCode) -> None:
+    """A redemption refused after the code was spent (PKCE, redirect_uri): the code stays spent,
+    and the pair its redemption stored, never handed out, is deleted. The caller commits."""
+    discard_unissued(code.successor_id)
 
 
 def spent_code(value: str, client_pk: int) -> SpentCode | None:

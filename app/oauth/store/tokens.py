@@ -1,5 +1,27 @@
 """Access and refresh tokens: issued as hashes, read by their bearer, rotated in one statement,
-revoked by family, by member or by app."""
+revoked by family, by member or by app.
+
+Revocation wins every race with a rotation in flight. At READ COMMITTED an UPDATE that revokes a
+member's or an app's tokens cannot see the successor pair that a concurrent, not yet committed
+rotation has inserted: it would wait for the spent row, revoke it, and leave the successor alive.
+So the two serialize on the rows of the member and the app, which both must touch:
+
+- the statement that stores a pair (SpendAndStore: a code redeemed, a refresh token rotated) first
+  takes a share lock on its member's row and its app's row, and only while the member is not
+  suspended and the app active; only then does it spend (lock) the code or token row;
+- `end_grants` first takes an exclusive lock (FOR NO KEY UPDATE) on the member's row, or on the
+  app's when it ends an app's grants, and only then deletes codes and revokes tokens.
+
+Whichever comes second waits for the first to commit. A revocation that waited then revokes with
+a later statement, whose snapshot holds every pair stored by the rotations it waited for; a
+rotation that waited finds the member suspended, the app disabled, or (PostgreSQL re-reads a row
+that changed while it waited) its code deleted or its token revoked, and stores nothing. Both take
+the member and app before any code or token row, so they cannot deadlock; and `end_grants`' lock
+waits only for those share locks, not for the key-share locks that foreign keys take (a sign-in's,
+a consent's). SQLite needs none of it: one writer at a time.
+
+Whatever was revoked, a suspended member's or a disabled app's token is refused by every check
+on its own: SpendAndStore's condition, and `StoredToken.is_barred` for bearers and introspection."""
 
 from __future__ import annotations
 
@@ -9,13 +31,13 @@ from datetime import datetime
 from typing import Any
 
 from authlib.oauth2.rfc6749 import TokenMixin
-from sqlalchemy import Column, ColumnElement, Table, Update, bindparam, func, or_, select, true
+from sqlalchemy import Column, ColumnElement, Table, Update, bindparam, exists, func, literal, or_, select, true
 
 from app import metrics
 from app.database import execute, on_postgresql, read_row, run_first
 from app.models import AuthorizationCode, Client, ClientStatus, Interaction, RefreshReplay, Token, User
 from app.models.base import sha256_hex, utcnow
-from app.oauth.store.members import Member, member_columns, member_from, member_joined
+from app.oauth.store.members import MEMBER_COLUMNS, Member, member_columns, member_from, member_joined
 from app.scopes import join, scope_list
 
 _tokens, _codes, _clients, _users = Token.__table__, AuthorizationCode.__table__, Client.__table__, User.__table__
@@ -31,6 +53,18 @@ _COPIED = ("client_id", "user_id", "grant_id", "auth_time", "amr")
 _DRAWN = ("access_token_hash", "refresh_token_hash", "issued_at", "access_expires_at", "refresh_expires_at")
 
 
+_ACTIVE = literal(ClientStatus.ACTIVE.value)
+
+
+def in_good_standing(table: Table) -> list[ColumnElement[bool]]:
+    """A row of `table` (a code, a token) whose member is not suspended and whose app is active:
+    only such a row may buy a pair (SQLite's condition; PostgreSQL's is SpendAndStore's lock)."""
+    return [
+        exists().where(_users.c.id == table.c.user_id, _users.c.suspended_at.is_(None)),
+        exists().where(_clients.c.id == table.c.client_id, _clients.c.status == _ACTIVE),
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class Spent:
     """What spending returned: the spent row, with its member as `member_*`, and the new pair's id."""
@@ -40,18 +74,36 @@ class Spent:
 
 
 class SpendAndStore:
-    """Spend one credential (an UPDATE that marks it used) and store its successor pair.
+    """Spend one credential (an UPDATE that marks it used) and store its successor pair, only while
+    its member is not suspended and its app is active.
 
-    On PostgreSQL this is one statement (data-modifying CTEs), which also joins the member: one
-    round trip where the UPDATE and the INSERT took two, and still in the request's transaction, so
-    a refusal after it (PKCE, a scope wider than the grant's) rolls both back. SQLite has no UPDATE inside
-    WITH, so there it is the UPDATE, with the member beside the row, then the INSERT. Built once,
-    at import, like every statement of the hot paths."""
+    On PostgreSQL this is one statement (data-modifying CTEs): one round trip where the UPDATE and
+    the INSERT took two, and still in the request's transaction, so a refusal after it (a scope
+    wider than the grant's) rolls both back; a code that fails its checks is burnt instead
+    (codes.burn_code). Its first step, `held`, finds the credential's
+    member and app and share-locks both rows (FOR SHARE, with the member's columns the answer
+    needs); the UPDATE names that member, so it runs after the lock and spends nothing when `held`
+    found nobody in good standing. That lock is what `end_grants` waits for (the module's docstring).
+    SQLite has no UPDATE inside WITH, so there it is the UPDATE, with the member beside the row and
+    the standing in its WHERE, then the INSERT. Built once, at import, like every statement of the
+    hot paths."""
 
     def __init__(self, spend: Update, returning: tuple[ColumnElement[Any], ...]) -> None:
         self._names = [c.name for c in returning if isinstance(c, Column)]
-        self._with_member = spend.returning(*returning, *member_columns(spend.table))  # type: ignore[arg-type]
-        spent = spend.returning(*returning).cte("spent")
+        table, found = spend.table, spend.whereclause
+        assert isinstance(table, Table) and found is not None  # a code's or a token's, by its hash
+        self._with_member = spend.where(*in_good_standing(table)).returning(*returning, *member_columns(table))
+        held = (
+            select(table.c.user_id, *member_joined())
+            .join_from(table, _users, _users.c.id == table.c.user_id)
+            .join(_clients, _clients.c.id == table.c.client_id)
+            .where(found, _users.c.suspended_at.is_(None), _clients.c.status == _ACTIVE)
+            .with_for_update(read=True, of=[_users, _clients])
+            .cte("held")
+        )
+        spent = (
+            spend.where(table.c.user_id == select(held.c.user_id).scalar_subquery()).returning(*returning).cte("spent")
+        )
         # (Parameters named like a column would join the UPDATE's SET clause: hence `new_`.)
         drawn = [bindparam(f"new_{name}", type_=_tokens.c[name].type) for name in _DRAWN]
         scope = func.coalesce(bindparam("new_scope", type_=_tokens.c.scope.type), spent.c.scope)
@@ -62,10 +114,14 @@ class SpendAndStore:
             .cte("successor")
         )
         self._in_one = (
-            select(*(spent.c[name] for name in self._names), successor.c.id.label("successor_id"), *member_joined())
+            select(
+                *(spent.c[name] for name in self._names),
+                successor.c.id.label("successor_id"),
+                *(held.c[f"member_{name}"] for name in MEMBER_COLUMNS),
+            )
             .select_from(spent)
             .join(successor, true())
-            .join(_users, _users.c.id == spent.c.user_id)
+            .join(held, true())
         )
 
     def __call__(self, params: dict[str, Any], successor: dict[str, Any], scope: str | None = None) -> Spent | None:
@@ -96,6 +152,7 @@ _ROTATE = SpendAndStore(
 )
 _AMEND_KEEPING_REFRESH = _tokens.update().where(_tokens.c.id == bindparam("pk")).values(scope=bindparam("scope"))
 _AMEND_DROPPING_REFRESH = _AMEND_KEEPING_REFRESH.values(refresh_token_hash=None, refresh_expires_at=None)
+_DISCARD = _tokens.delete().where(_tokens.c.id == bindparam("pk"))
 
 # A token with its app's public id and its member, in one query: what a bearer (userinfo, /v1),
 # revocation and introspection need, as plain values rather than three ORM objects.
@@ -113,6 +170,7 @@ _STORED_COLUMNS = (
     _clients.c.client_id.label("app_client_id"),
     _clients.c.status.label("app_status"),
     *member_joined(),
+    _users.c.suspended_at.label("member_suspended_at"),
 )
 _WITH_APP_AND_MEMBER = (
     select(*_STORED_COLUMNS)
@@ -156,10 +214,16 @@ class StoredToken(TokenMixin):
     revoked_at: datetime | None
     client: TokenApp
     user: Member
+    member_suspended: bool
 
     @property
     def client_id(self) -> int:
         return self.client.id
+
+    def is_barred(self) -> bool:
+        """Whether the token grants nothing whatever its own state: its member is suspended or its
+        app no longer active (a suspension or a disable revokes it too; this holds without that)."""
+        return self.member_suspended or not self.client.is_active
 
     check_client = Token.check_client
     get_scope = Token.get_scope
@@ -185,6 +249,7 @@ def _stored(row: Any) -> StoredToken | None:
         row.revoked_at,
         TokenApp(row.client_id, row.app_client_id, row.app_status),
         member_from(row),
+        row.member_suspended_at is not None,
     )
 
 
@@ -258,6 +323,11 @@ def rotate_refresh_token(
     )
 
 
+def discard_unissued(pk: int) -> None:
+    """Delete a pair that spending stored but the request then refused: it was never handed out."""
+    execute(_DISCARD, {"pk": pk})
+
+
 def amend_successor(pk: int, scope: str, keeps_refresh: bool) -> None:
     """Give a new pair the scope its answer carries, and drop its refresh token when the answer
     has none (the scope cut to the member's membership, or without `offline_access`): where the
@@ -294,10 +364,14 @@ def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> i
     """End what a member gave an app: every app's when `client_id` is None, every member's when
     `user_id` is None. Outstanding authorization codes are deleted (a code issued before a
     disconnect must not redeem after it), the member's pending sign-in requests to the app are
-    closed, and live access and refresh tokens are revoked. The codes go first: on PostgreSQL a
-    redemption already under way holds its code's row, so the DELETE waits for it, and the token
-    UPDATE after it then sees (and revokes) the tokens that redemption issued. The caller
-    commits, so the consent, the codes and the tokens change together. Returns the tokens revoked."""
+    closed, and live access and refresh tokens are revoked, with nothing in flight left behind.
+
+    On PostgreSQL the first statement locks the member's row (the app's, when no member is named)
+    as it deletes the codes: it waits for every redemption and rotation of theirs under way, which
+    share-lock that row until they commit (SpendAndStore), and from then until this transaction
+    commits none can start. The token UPDATE, a later statement, then sees (and revokes) every pair
+    those stored. The caller commits, so the consent, the codes and the tokens change together,
+    and the lock holds until then. Returns the tokens revoked."""
     if user_id is None and client_id is None:
         raise ValueError("end_grants needs a member, an app, or both")
     now = utcnow()
@@ -310,7 +384,13 @@ def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> i
             which.append(table.c.client_id == client_id)
         return which
 
-    execute(_codes.delete().where(*scoped(_codes), _codes.c.used_at.is_(None)))
+    codes = _codes.delete().where(*scoped(_codes), _codes.c.used_at.is_(None))
+    if on_postgresql():
+        holder, pk = (_users, user_id) if user_id is not None else (_clients, client_id)
+        held = select(holder.c.id).where(holder.c.id == pk).with_for_update(key_share=True).cte("held")
+        # A one-time filter: PostgreSQL takes the lock before it looks at any code, codes or none.
+        codes = codes.where(exists(select(held.c.id)))
+    execute(codes)
     execute(  # expired rather than consumed: the page then says "start again", not "answered"
         _interactions.update()
         .where(*scoped(_interactions), _interactions.c.consumed_at.is_(None), _interactions.c.expires_at > now)
