@@ -30,6 +30,7 @@ from flask import request as flask_request
 from flask.sessions import SecureCookieSessionInterface
 from flask_limiter import Limiter
 from flask_wtf import FlaskForm
+from flask_wtf.form import _Auto
 from itsdangerous import URLSafeTimedSerializer
 from joserfc.errors import JoseError
 from limits.storage import MemoryStorage
@@ -225,6 +226,24 @@ def new_csrf_secret(keep_present: bool = False) -> None:
         return
     session[field] = secrets.token_hex(20)
     g.pop(field, None)
+
+
+_flask_wtf_form_data = FlaskForm.Meta.wrap_formdata
+
+
+def _form_bodies_only(meta: Any, form: FlaskForm, formdata: Any) -> Any:
+    if formdata is _Auto and flask_request.is_json:
+        return None
+    return _flask_wtf_form_data(meta, form, formdata)
+
+
+def pages_read_form_bodies_only() -> None:
+    """Flask-WTF also reads a JSON body as a page's form data (`ImmutableMultiDict(get_json())`):
+    any JSON but an object breaks it (a 500), and an object hands validators numbers, lists and
+    nulls where they expect text. Our pages take what browsers send them, forms: a JSON body is
+    read as no form data at all, which each page refuses as it refuses an empty form. Flask-WTF
+    offers no setting for this; its Meta is shared by every form, so one assignment covers all."""
+    FlaskForm.Meta.wrap_formdata = _form_bodies_only
 
 
 class CheckedForm(FlaskForm):
