@@ -334,3 +334,42 @@ def test_malformed_input_is_a_clear_refusal_that_changes_nothing(world, rule, me
             if problem:
                 failures.append(f"{who}, {label}: {problem}")
     assert not failures, f"{method} {rule}:\n" + "\n".join(failures)
+
+
+# -- the cases the issue names, one by one ----------------------------------------------------------
+
+
+def search(world: World, body: str | bytes):
+    return world.app.test_client().post(
+        "/v1/search", data=body, content_type="application/json", headers={"x-api-key": world.key_value}
+    )
+
+
+@pytest.mark.parametrize("body", ['{"keyword": "\\ud800"}', b'{"keyword": "\xed\xa0\x80"}'], ids=["escaped", "raw"])
+def test_a_lone_surrogate_in_a_search_keyword_is_refused_and_not_metered(world, body):
+    response = search(world, body)
+    assert response.status_code == 400
+    assert response.get_json() == {"result": "error", "code": 400, "message": "Invalid parameters supplied"}
+    assert metered(world) == 0
+
+
+def test_only_answered_calls_are_metered(world):
+    """Data is a call, and so is a lookup that matched nothing (404); refused input is not."""
+    headers = {"x-api-key": world.key_value}
+    web = world.app.test_client()
+    assert search(world, '{"keyword": "a", "keyword": "b"}').status_code == 400
+    assert web.get(f"/v1/profile/{world.good['profile_id']}/credits?limit=51", headers=headers).status_code == 400
+    assert metered(world) == 0
+    assert search(world, '{"keyword": "caf\\u00e9"}').status_code == 200
+    assert web.get("/v1/album/upc/000", headers=headers).status_code == 404
+    assert metered(world) == 2
+
+
+def test_a_session_number_past_64_bits_is_not_found_and_ends_nothing(world):
+    web = world.app.test_client()
+    cookie, csrf_value = world.signed_in()
+    web.set_cookie("credits_id_session", cookie)
+    response = web.post(f"/account/sessions/{2**64}/sign-out", data={"csrf_token": csrf_value})
+    assert response.status_code == 404 and "text/html" in response.headers["Content-Type"]
+    db.session.expire_all()
+    assert db.session.scalar(select(func.count()).where(LoginSession.ended_at.is_not(None))) == 0
