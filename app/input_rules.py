@@ -14,6 +14,8 @@ it: one rule per kind of input, each in one place, so that no malformed value re
   in app/adapters.py.
 - **NUL bytes** in the path, the query or a form: `refuse_nul_bytes` in app/security.py, before
   every view (PostgreSQL cannot store NUL in text).
+- **Command-line arguments** (`flask users ...`): `storable_text`, checked by every command group
+  (app/commands/output.py): a byte the terminal's encoding cannot decode arrives as a lone surrogate.
 
 Percent-encodings that are not UTF-8 need no rule of ours: werkzeug decodes them to U+FFFD, so
 they arrive as ordinary (if unmatched) text."""
@@ -81,13 +83,19 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return members
 
 
-def _check_text(value: str) -> None:
+def storable_text(value: str) -> bool:
+    """Text both stores hold: Unicode without a lone surrogate (the UTF-8 codec refuses one, in C)
+    and without NUL."""
     try:
-        value.encode("utf-8")  # refuses lone surrogates, in C
+        value.encode("utf-8")
     except UnicodeEncodeError:
-        raise UnreadableJson("a string holds a lone surrogate") from None
-    if "\x00" in value:
-        raise UnreadableJson("a string holds a NUL")
+        return False
+    return "\x00" not in value
+
+
+def _check_text(value: str) -> None:
+    if not storable_text(value):
+        raise UnreadableJson("a string holds a lone surrogate or a NUL")
 
 
 def _check_values(value: Any, depth: int = 0) -> None:

@@ -93,3 +93,25 @@ def test_nesting_up_to_the_limit_is_read(read):
 def test_the_reader_takes_no_options(read):
     with pytest.raises(TypeError):
         read("{}", object_hook=dict)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["users", "create", "--email", "cli@example.com", "--name", "X\udcffY"],  # `$'X\xffY'` on a UTF-8 terminal
+        ["users", "set-tier", "a\udcff@example.com", "pro"],
+        ["clients", "create", "--name", "A\x00pp", "--redirect-uri", "https://app.example/cb"],
+        ["api-keys", "create", "--owner", "a@example.com", "--name", "\ud800"],
+    ],
+    ids=["undecodable name", "undecodable email", "NUL in a name", "lone surrogate"],
+)
+def test_commands_refuse_arguments_that_are_not_text(app, args):
+    from sqlalchemy import func, select
+
+    from app.extensions import db
+    from app.models import Client, User
+
+    result = app.test_cli_runner().invoke(args=args)
+    assert result.exit_code == 2 and "not valid text" in result.output, (result.output, result.exception)
+    assert db.session.scalar(select(func.count(User.id))) == 0
+    assert db.session.scalar(select(func.count(Client.id))) == 0
