@@ -1,4 +1,5 @@
-"""What every command shares: `--json`, `--grace`, printing a result and refusing with a message.
+"""What every command shares: its group (which refuses arguments that are not text), `--json`,
+`--grace`, printing a result and refusing with a message.
 
 The one module the command modules import from each other, so each answers the same way."""
 
