@@ -114,7 +114,7 @@ def _check_values(value: Any, depth: int = 0) -> None:
 class IJsonProvider(DefaultJSONProvider):
     """Flask's JSON provider, reading I-JSON: `loads` raises ValueError for anything else, which
     `request.get_json` turns into its failure (None when silent, else a 400). Flask reads every
-    request body through it (and the session cookie, our own signed I-JSON)."""
+    request body through it; the session cookie is read without it (SessionJSON, app/adapters.py)."""
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
         if kwargs:

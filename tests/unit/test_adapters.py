@@ -388,3 +388,26 @@ def _auto():
     from flask_wtf.form import _Auto
 
     return _Auto
+
+
+def test_flask_reads_the_session_cookie_with_app_json_and_session_json_does_not():
+    """SessionJSON exists because Flask's session serializer parses with `app.json`, which reads
+    request bodies as I-JSON here: the cookie, ours and signed, needs none of its checks."""
+    from flask.json.provider import DefaultJSONProvider
+    from flask.json.tag import TaggedJSONSerializer
+
+    from app.adapters import SessionCookies, SessionJSON
+
+    class Refusing(DefaultJSONProvider):
+        def loads(self, s, **kwargs):
+            raise AssertionError("read with app.json")
+
+    app = Flask(__name__)
+    app.json = Refusing(app)
+    value = {"sid": "abc", "t": (1, b"x"), "_permanent": True}
+    with app.app_context():
+        raw = SessionJSON().dumps(value)
+        with pytest.raises(AssertionError):
+            TaggedJSONSerializer().loads(raw)
+        assert SessionJSON().loads(raw) == value
+    assert isinstance(SessionCookies.serializer, SessionJSON)
