@@ -26,6 +26,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.session_interface = SessionCookies()
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
 
+    from app.input_rules import init_input_rules
+
+    init_input_rules(app)
+
     from app.logs import init_logging
 
     init_logging(app)

@@ -6,7 +6,6 @@ and sends any mail about the change only after that commit."""
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import TypedDict
 
@@ -17,11 +16,11 @@ from app.auth import links
 from app.auth.passwords import passwords
 from app.auth.sessions import end_all_logins
 from app.consent.service import revoke_consent, withdraw_beyond_tier
+from app.email_address import InvalidEmail, stored_form
 from app.extensions import db
 from app.models import LinkPurpose, Profile, Role, Tier, User
 from app.models.base import new_secret, utcnow
 
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD_LENGTH = 10
 MAX_PASSWORD_LENGTH = 1024  # as the login form accepts
 
@@ -53,9 +52,7 @@ def create_member(
     invitation) the member cannot sign in until they set one through the invitation link: a
     random one is hashed, so a sign-in attempt costs the same as for anyone else. Flushed (the
     caller needs its id for the audit row and the mailed link); the caller commits."""
-    email = User.normalize_email(email or "")
-    if not EMAIL.match(email) or len(email) > 254:
-        raise MemberError(f"not a valid email address: {email!r}")
+    email = member_email(email)
     if not (name or "").strip():
         raise MemberError("name is required")
     if tier not in {t.value for t in Tier}:
@@ -79,6 +76,15 @@ def create_member(
     db.session.add(user)
     db.session.flush()
     return user
+
+
+def member_email(typed: str | None) -> str:
+    """The address a member may have, as stored and mailed (app/email_address.py), or MemberError
+    saying why not: the one check for every place an address enters."""
+    try:
+        return stored_form(typed)
+    except InvalidEmail as error:
+        raise MemberError(f"Not a valid email address: {error}") from None
 
 
 # Built once (the login page asks on every sign-in): building a statement and its cache key cost

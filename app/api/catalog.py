@@ -46,10 +46,10 @@ def find_profile(profile_id: str) -> Profile | None:
 
 
 def _identifier(id_value: str) -> str | None:
-    """An identifier worth looking up: not empty, not longer than any stored one, no NUL (which
-    PostgreSQL refuses in text)."""
+    """An identifier worth looking up: not empty, not longer than any stored one (a NUL never
+    gets here: app/security.py refuses it in any path)."""
     value = (id_value or "").strip()
-    return value if value and len(value) <= 64 and "\x00" not in value else None
+    return value if value and len(value) <= 64 else None
 
 
 def find_track(id_key: str, id_value: str) -> Track | None:

@@ -8,8 +8,10 @@ In order, each refusal in the gateway's own shape `{message, request_id}` (no en
   key not entitled to the route            -> 403 `You cannot consume this service`
     (a publishable key on `/v1`; a publishable key on the widget API from a page whose
     Origin/Referer is not one of its domains; any key on a sign-in-only route such as `/v1/me`)
-Then the request counts once on the `api_requests` meter (app/metering.py, committed here: the
-count stands whatever the API answers) and the view runs with the key.
+Then the view runs with the key, and the request counts once on the `api_requests` meter
+(app/metering.py, committed here) when the API has answered it: with data, or with a 404 for an
+identifier that matched nothing. A request the API refuses as malformed (400) is no call, nor is
+one that failed on our side: nobody pays for bad input or for our errors (`answer_and_meter`).
 
 Routes say which doors they have with `door(...)`: a bearer access token (sign-in, own data only)
 and/or an API key (catalog). A request with `x-api-key` always takes the key door; a bearer token
@@ -131,7 +133,7 @@ def _spend_budget(key: ApiKey) -> None:
 
 
 def pass_gateway(surface: str) -> KeyCaller:
-    """Authenticate, entitle, limit and meter the key the request carries - or a GatewayError."""
+    """Authenticate, entitle and limit the key the request carries - or a GatewayError."""
     if not key_value():
         raise GatewayError(401, NO_KEY)
     key = presented_key()
@@ -140,9 +142,26 @@ def pass_gateway(surface: str) -> KeyCaller:
     _spend_budget(key)  # before the entitlement check, so a refusal carries the key's window too
     if not _entitled(key, surface):
         raise GatewayError(403, CANNOT_CONSUME)
-    meter_request(key)
-    db.session.commit()  # the gateway's unit of work: the meter counts even if the API then refuses
     return KeyCaller(key)
+
+
+def answer_and_meter(view: Callable, caller: KeyCaller, *args, **kwargs) -> Response:
+    """The view's answer, counted once on the meter if it is a call: data, or a 404 (a lookup that
+    matched nothing still cost a lookup). A 400 (the input was refused), any other refusal and a
+    failure on our side are not counted. The gateway's unit of work: the meter is committed here."""
+    try:
+        response = view(caller, *args, **kwargs)
+    except ApiError as refusal:
+        if refusal.status == 404:
+            _count_call(caller)
+        raise
+    _count_call(caller)
+    return response
+
+
+def _count_call(caller: KeyCaller) -> None:
+    meter_request(caller.key)
+    db.session.commit()
 
 
 def refuse_key() -> None:
@@ -167,11 +186,11 @@ def door(bearer_scope: str | None = None, key: str | None = API) -> Callable:
             if API_KEY_HEADER in request.headers:
                 if key is None:
                     refuse_key()  # a sign-in-only route: checked as a key, then not entitled
-                return view(pass_gateway(key), *args, **kwargs)
+                return answer_and_meter(view, pass_gateway(key), *args, **kwargs)
             if bearer_scope is not None:
                 return view(authenticate(bearer_scope), *args, **kwargs)
             if key == WIDGET or bearer_value() is None:
-                return view(pass_gateway(key), *args, **kwargs)  # no key: 401 No API key found
+                raise GatewayError(401, NO_KEY)  # neither an API key nor an access token
             # A valid bearer token on a catalog-wide route: the sign-in never reaches the catalog.
             authenticate("credits:read")
             raise ApiError(403, CATALOG_NEEDS_KEY, challenge("insufficient_scope", CATALOG_NEEDS_KEY))

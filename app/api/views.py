@@ -127,11 +127,11 @@ def album_credits(caller: KeyCaller, id_key: str, id_value: str) -> Response:
 @bp.post("/search")
 @door()
 def search(caller: KeyCaller) -> Response:
-    body = request.get_json(silent=True)
+    body = request.get_json(silent=True)  # None for a body that is not I-JSON (app/input_rules.py)
     if not isinstance(body, dict):
         raise ApiError(400, INVALID_PARAMETERS)
     keyword, types = body.get("keyword"), body.get("type", list(catalog.SEARCH_TYPES))
-    if not isinstance(keyword, str) or not keyword.strip() or len(keyword) > catalog.MAX_KEYWORD or "\x00" in keyword:
+    if not isinstance(keyword, str) or not keyword.strip() or len(keyword) > catalog.MAX_KEYWORD:
         raise ApiError(400, INVALID_PARAMETERS)
     if not isinstance(types, list) or not all(isinstance(t, str) and t in catalog.SEARCH_TYPES for t in types):
         raise ApiError(400, INVALID_PARAMETERS)

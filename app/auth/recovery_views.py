@@ -8,7 +8,7 @@ from functools import partial
 from flask import Blueprint, Response, current_app, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, HiddenField, PasswordField
-from wtforms.validators import DataRequired, EqualTo, Length
+from wtforms.validators import DataRequired, EqualTo, Length, ValidationError
 
 from app.auth import links, throttle
 from app.auth.devices import remember_device
@@ -16,6 +16,7 @@ from app.auth.notices import security_notice
 from app.auth.recovery import complete_reset, request_reset, reset_link
 from app.auth.views import throttled
 from app.background import run_after_response
+from app.email_address import InvalidEmail, stored_form
 from app.extensions import db
 from app.mail import send_later
 from app.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, MemberError
@@ -27,7 +28,14 @@ TOO_MANY_REQUESTS = "Too many requests for links from your network. Try again la
 
 
 class ForgotForm(FlaskForm):
-    email = EmailField("Email", validators=[DataRequired(), Length(max=254)])
+    email = EmailField("Email", validators=[DataRequired(message="Enter your email address."), Length(max=254)])
+
+    def validate_email(self, field: EmailField) -> None:
+        """The address rule of every form that takes one (a syntax check: says nothing of members)."""
+        try:
+            stored_form(field.data)
+        except InvalidEmail as error:
+            raise ValidationError(str(error)) from None
 
 
 class NewPasswordForm(FlaskForm):
@@ -73,7 +81,8 @@ def forgot() -> Response | str:
         form.email.data = request.args.get("email", "")[:254]
         return render_template("auth/forgot.html", form=form)
     if not form.validate_on_submit():
-        return make_response(render_template("auth/forgot.html", form=form, error="Enter your email address."), 400)
+        error = form.email.errors[0] if form.email.errors else "Enter your email address."
+        return make_response(render_template("auth/forgot.html", form=form, error=error), 400)
     wait = mail_ip_wait()
     if wait:
         return throttled(render_template("auth/forgot.html", form=form, error=TOO_MANY_REQUESTS), wait)

@@ -26,7 +26,7 @@ from app.auth.passwords import passwords
 from app.auth.recovery import mail_budget_left
 from app.extensions import db
 from app.mail import Mail
-from app.members import EMAIL, MemberError, check_password_rules
+from app.members import MemberError, check_password_rules, member_email
 from app.models import LinkPurpose, OneTimeLink, User
 from app.models.base import utcnow
 
@@ -58,9 +58,7 @@ def request_email_change(user: User, new_email: str) -> list[Mail]:
     """A link to the new address (the address changes when it is followed), and a notice to the
     current one: the mails to send after the commit, the link's first. Raises MemberError for an
     address that is not valid, is the current one, or belongs to another member."""
-    new_email = User.normalize_email(new_email or "")
-    if not EMAIL.match(new_email) or len(new_email) > 254:
-        raise MemberError("That is not a valid email address.")
+    new_email = member_email(new_email)
     if new_email == user.email:
         raise MemberError("That is already your address.")
     if db.session.scalar(db.select(User.id).where(User.email == new_email)):

@@ -208,11 +208,11 @@ def switch_account() -> Response:
     request (the interaction is bound to the browser, not to the member, so it survives)."""
     if not ActionForm().validate_on_submit():
         return redirect(url_for("auth.login"), 303)
-    end_login()
-    db.session.commit()
     uid = request.form.get("interaction") or None
     if uid:
-        find_interaction(uid)  # still open and this browser's: else the error page, as everywhere
+        find_interaction(uid)  # still open and this browser's: else the error page, and still signed in
+    end_login()
+    db.session.commit()
     return redirect(url_for("auth.login", interaction=uid, next=safe_next(request.form.get("next"))), 303)
 
 

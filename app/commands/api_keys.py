@@ -7,16 +7,17 @@ from __future__ import annotations
 from datetime import date
 
 import click
-from flask.cli import AppGroup
 
 from app.apikeys import MAX_GRACE, ApiKeyError, KeyNotFound, create_key, find_key, key_json, revoke_key, rotate_key
-from app.commands.output import emit, fail, grace_option, json_option
+from app.commands.output import CommandGroup, emit, fail, grace_option, json_option
 from app.extensions import db
 from app.members import MemberError, find_member
 from app.metering import usage_for
 from app.models import ApiKey, KeyKind, KeyPlan
 
-api_keys = AppGroup("api-keys", help="API keys for the catalog API and the widget API (secret msk_, publishable mpk_).")
+api_keys = CommandGroup(
+    "api-keys", help="API keys for the catalog API and the widget API (secret msk_, publishable mpk_)."
+)
 
 
 def _key(key_id: str) -> ApiKey:

@@ -5,10 +5,9 @@ each command commits once, after the service and its audit row."""
 from __future__ import annotations
 
 import click
-from flask.cli import AppGroup
 
 from app.capabilities import DEFAULT_SECRET_AUTH_METHOD, SECRET_AUTH_METHODS
-from app.commands.output import emit, fail, fields, grace_option, json_option
+from app.commands.output import CommandGroup, emit, fail, fields, grace_option, json_option
 from app.console.apps import (
     AppNotFound,
     delete_app,
@@ -22,7 +21,7 @@ from app.extensions import db
 from app.oauth.store.registry import RegisteredApp, listed_apps, registered_app
 from app.registration import MAX_SECRET_GRACE, NewClient, RegistrationError
 
-clients = AppGroup("clients", help="Registered applications (OAuth clients).")
+clients = CommandGroup("clients", help="Registered applications (OAuth clients).")
 
 
 def _app(client_id: str, include_deleted: bool = False) -> RegisteredApp:

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import click
-from flask.cli import AppGroup
 
 from app.catalog_seed import CatalogExists
-from app.commands.output import emit, fail, json_option
+from app.commands.output import CommandGroup, emit, fail, json_option
 from app.demo import seed_accounts
 from app.extensions import db
 
-demo = AppGroup("demo", help="Demo data for a local run.")
+demo = CommandGroup("demo", help="Demo data for a local run.")
 
 
 @demo.command("seed")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import click
-from flask.cli import AppGroup
 
-from app.commands.output import emit, fail, json_option
+from app.commands.output import CommandGroup, emit, fail, json_option
 from app.fees import CURRENCY, FeeError, Month, month_report
 
-fees = AppGroup("fees", help="The registration fee ledger (99 per app per month).")
+fees = CommandGroup("fees", help="The registration fee ledger (99 per app per month).")
 
 
 @fees.command("report")

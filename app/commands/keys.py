@@ -5,13 +5,12 @@ store publishes the new key set only after that commit."""
 from __future__ import annotations
 
 import click
-from flask.cli import AppGroup
 
-from app.commands.output import emit, fail, json_option
+from app.commands.output import CommandGroup, emit, fail, json_option
 from app.extensions import db
 from app.jwks import KeyStoreError, keystore
 
-keys = AppGroup("keys", help="ID-token signing keys.")
+keys = CommandGroup("keys", help="ID-token signing keys.")
 
 
 @keys.command("generate")

@@ -1,4 +1,5 @@
-"""What every command shares: `--json`, `--grace`, printing a result and refusing with a message.
+"""What every command shares: its group (which refuses arguments that are not text), `--json`,
+`--grace`, printing a result and refusing with a message.
 
 The one module the command modules import from each other, so each answers the same way."""
 
@@ -10,6 +11,23 @@ from datetime import timedelta
 from typing import Any, NoReturn
 
 import click
+from flask.cli import AppGroup
+
+from app.input_rules import storable_text
+
+
+class CommandGroup(AppGroup):
+    """A group of `flask` commands whose arguments must be text the stores hold: Python hands a
+    byte that the terminal's encoding cannot decode over as a lone surrogate (surrogateescape),
+    which no database takes, and a NUL neither. Refused before any command runs, with a usage
+    error (exit code 2), never a traceback."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for arg in args:
+            if not storable_text(arg):
+                raise click.UsageError(f"not valid text: {arg!r} (is the terminal's encoding UTF-8?)", ctx)
+        return super().parse_args(ctx, args)
+
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 

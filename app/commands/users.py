@@ -8,11 +8,10 @@ import sys
 
 import click
 from flask import current_app
-from flask.cli import AppGroup
 
 from app.audit import record
 from app.auth.verification import invite, send_verification
-from app.commands.output import emit, fail, fields, json_option
+from app.commands.output import CommandGroup, emit, fail, fields, json_option
 from app.extensions import db
 from app.mail import Mail, deliver
 from app.members import (
@@ -28,7 +27,7 @@ from app.members import (
 from app.models import Role, Tier, User
 from app.models.base import new_secret
 
-users = AppGroup("users", help="Members of the platform.")
+users = CommandGroup("users", help="Members of the platform.")
 
 
 def _member(email: str) -> User:

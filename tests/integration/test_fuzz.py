@@ -36,9 +36,11 @@ from sqlalchemy.engine import Engine
 from app.extensions import db, limiter
 from app.models import Interaction, LoginSession
 from app.models.base import sha256_hex, utcnow
+from tests.api_support import make_catalog
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import pkce_pair
 from tests.issued import mint_id_token, separate_app
+from tests.key_support import make_developer, make_key
 
 DEFAULT_EXAMPLES = 1500
 FULL_EXAMPLES = 10_200
@@ -59,6 +61,7 @@ class Target:
     methods: tuple[str, ...]
     params: tuple[str, ...]
     form_csrf: bool = False  # a same-site form: CSRF token and session cookie matter
+    api_key: bool = False  # the data API's key door: an `x-api-key` header, and the meter
 
 
 OAUTH_AUTHORIZE = (
@@ -110,7 +113,17 @@ TARGETS: tuple[Target, ...] = (
     Target("account-password", "/account/password", ("POST", "GET"), ("current", "new", "confirm"), form_csrf=True),
     Target("discovery", "/.well-known/openid-configuration", ("GET",), ()),
     Target("jwks", "/api/auth/jwks", ("GET",), ()),
+    Target("v1-search", "/v1/search", ("POST",), ("keyword", "type"), api_key=True),
+    Target("v1-autocomplete", "/v1/search/autocomplete", ("GET",), ("q",), api_key=True),
+    Target("v1-credits", "/v1/profile/{segment}/credits", ("GET",), ("limit", "offset", "cursor"), api_key=True),
+    Target("v1-track", "/v1/track/{segment}/{segment}/albums", ("GET",), ("limit", "offset"), api_key=True),
+    Target(
+        "v1-profiles-search", "/v1/profiles/search", ("GET",), ("names", "track_ids", "spotify_track_ids"), api_key=True
+    ),
+    Target("embed-credits", "/embed/v1/profile/{segment}/credits", ("GET",), ("limit", "offset"), api_key=True),
+    Target("account-session", "/account/sessions/{number}/sign-out", ("POST",), (), form_csrf=True),
 )
+API_PREFIXES = ("/v1/", "/embed/v1/")
 
 NASTY = [
     "",
@@ -137,8 +150,13 @@ NASTY = [
     "-1",
     "0",
     "99999999999999999999",
+    "9223372036854775808",
+    "\ud800",
+    "a\udfffb",
     "openid " * 50,
 ]
+# Path numbers: some a route can hold, some past 64 bits or in other scripts' digits.
+NUMBERS = st.sampled_from(["1", "0", "9223372036854775807", "9223372036854775808", "9" * 30, "-1", "١٢", "1e3"])
 
 
 # -- the world the fuzzer plays in ----------------------------------------------------------
@@ -158,6 +176,7 @@ class World:
     bases: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     interactions: list[str] = field(default_factory=list)  # interactions[i] belongs to sessions[i]
     valid_basic: str = ""
+    api_keys: list[str] = field(default_factory=list)
     session_indexes: st.SearchStrategy[int] = st.just(0)
 
 
@@ -195,6 +214,10 @@ def build_world(settings) -> World:
     member = make_member(tier="pro")
     web, web_secret = make_client(redirect_uris=[WEB_URI, WEB_URI + "2"], post_logout_redirect_uris=[LOGOUT_URI])
     native, _ = make_client(public=True, redirect_uris=[NATIVE_URI])
+    catalog = make_catalog(credits=3)
+    # Keys on a fast plan, several: the fuzzer is about input, and a spent budget would answer 429 early.
+    developer = make_developer()
+    api_keys = [make_key(plan="scale", owner=developer)[1] for _ in range(8)]
     verifier, challenge = pkce_pair()
     hint = mint_id_token(
         {"iss": settings["ISSUER_URL"], "sub": member.sub, "aud": web.client_id, "iat": 1, "exp": 2, "auth_time": 1}
@@ -274,6 +297,14 @@ def build_world(settings) -> World:
         "current": ["wrong-password-123", ""],
         "new": ["a brand new passphrase", "short", ""],
         "confirm": ["a brand new passphrase", "another passphrase"],
+        "segment": [catalog.mine, catalog.other, "id", "isrc", "spotify", catalog.mine.upper()],
+        "keyword": ["a", "Ada", "love"],
+        "type": ["track", "profile"],
+        "q": ["a", "Ad"],
+        "limit": ["1", "50", "51", "0"],
+        "offset": ["0", "2", "1000"],
+        "names": ["Ada", "a,b"],
+        "track_ids": [catalog.newest_first[0][0]],
     }
     registered = {web.client_id: {WEB_URI, WEB_URI + "2", LOGOUT_URI}, native.client_id: {NATIVE_URI}}
     access, refresh = seed_token(member, web)
@@ -295,6 +326,8 @@ def build_world(settings) -> World:
         "endsession-confirm": [("client_id", web.client_id), ("post_logout_redirect_uri", LOGOUT_URI)],
         "login": [("email", member.email), ("password", "wrong-password-123"), ("interaction", OWN_INTERACTION)],
         "consent": [("interaction", OWN_INTERACTION), ("decision", "allow"), ("scope", "profile")],
+        "v1-search": [("keyword", "love"), ("type", "track")],
+        "v1-credits": [("limit", "2"), ("offset", "1")],
         "account-password": [
             ("current", "wrong-password-123"),
             ("new", "a brand new passphrase"),
@@ -309,6 +342,7 @@ def build_world(settings) -> World:
         bases=bases,
         interactions=interactions,
         valid_basic="Basic " + base64.b64encode(f"{web.client_id}:{web_secret}".encode()).decode(),
+        api_keys=api_keys,
         session_indexes=st.integers(min_value=0, max_value=len(sessions) - 1),
     )
 
@@ -334,7 +368,7 @@ MUTATION_KINDS = st.sampled_from(["replace", "replace", "drop", "repeat", "add"]
 
 
 def value_strategies(world: World) -> dict[str, st.SearchStrategy[str]]:
-    names = {name for target in TARGETS for name in target.params} | {"unexpected", "interaction", "token"}
+    names = {name for target in TARGETS for name in target.params} | {"unexpected", "interaction", "token", "segment"}
     strategies = {}
     for name in sorted(names):
         known = world.values.get(name, [])
@@ -386,8 +420,14 @@ def fuzz_request(draw, world: World, values: dict, plans: dict) -> dict:
                 pairs.append((extra, draw(values[extra])))
     else:
         pairs = [(name, draw(values[name])) for name in draw(names)]  # names may repeat: duplicated parameters
-    path = target.path.format(interaction=quote(draw(values["interaction"]), safe="")[:300])
+    path = target.path.format(
+        interaction=quote(draw(values["interaction"]), safe="", errors="surrogatepass")[:300],
+        segment=quote(draw(values["segment"]), safe="", errors="surrogatepass")[:300],
+        number=quote(draw(NUMBERS), safe=""),
+    )
     headers: dict[str, str] = {}
+    if target.api_key:
+        headers["x-api-key"] = draw(st.sampled_from([*world.api_keys, "msk_unknown", ""]))
     auth = draw(AUTH_KINDS)
     if auth == "valid" and target.name in ("token", "revoke", "introspect"):
         headers["Authorization"] = world.valid_basic
@@ -395,7 +435,7 @@ def fuzz_request(draw, world: World, values: dict, plans: dict) -> dict:
         headers["Authorization"] = "Bearer " + world.values["access_token"][0]
     elif auth == "basic":
         user, password = draw(values["client_id"]), draw(values["client_secret"])
-        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode(errors=SURROGATES)).decode()
     elif auth == "basic-bad":
         headers["Authorization"] = "Basic " + draw(BAD_BASIC)
     elif auth == "basic-utf8":
@@ -426,6 +466,9 @@ def fuzz_request(draw, world: World, values: dict, plans: dict) -> dict:
 # -- sending and checking -----------------------------------------------------------------------
 
 
+SURROGATES = "surrogatepass"  # a lone surrogate reaches the wire as its (invalid UTF-8) bytes
+
+
 def send(world: World, case: dict):
     client = world.app.test_client()
     cookie_value, csrf_value = world.sessions[case["session"]]
@@ -445,17 +488,19 @@ def send(world: World, case: dict):
     kwargs: dict = {"method": case["method"], "headers": case["headers"], "environ_base": {"REMOTE_ADDR": case["ip"]}}
     encoding = case["encoding"]
     if encoding == "query" or case["method"] in ("GET", "HEAD"):
-        kwargs["query_string"] = urlencode(pairs)
+        kwargs["query_string"] = urlencode(pairs, errors=SURROGATES)
     elif encoding == "form":
-        kwargs["data"] = urlencode(pairs)
+        kwargs["data"] = urlencode(pairs, errors=SURROGATES)
         kwargs["content_type"] = "application/x-www-form-urlencoded"
     elif encoding == "json":
         kwargs["json"] = dict(pairs)
     elif encoding == "raw":
-        kwargs["data"] = case["raw"] + b"&" + urlencode(pairs).encode() + b"&\xff\xfe=%ff%zz"
+        kwargs["data"] = case["raw"] + b"&" + urlencode(pairs, errors=SURROGATES).encode() + b"&\xff\xfe=%ff%zz"
         kwargs["content_type"] = "application/x-www-form-urlencoded"
     else:  # percent: broken escapes and invalid UTF-8 in the query string
-        kwargs["query_string"] = urlencode(pairs) + "&client_id=%ff%fe&redirect_uri=%zz&scope=%c3%28&%"
+        kwargs["query_string"] = (
+            urlencode(pairs, errors=SURROGATES) + "&client_id=%ff%fe&redirect_uri=%zz&scope=%c3%28&%"
+        )
     return client.open(path, **kwargs)
 
 
@@ -476,7 +521,10 @@ def redirect_problem(world: World, case: dict, location: str) -> str | None:
     return None
 
 
-def is_rejected(response) -> bool:
+def is_rejected(response, path: str) -> bool:
+    if path.startswith(API_PREFIXES) and response.status_code == 404:
+        # A lookup that matched nothing is an answered call, metered like data (docs/catalog-api.md).
+        return (response.get_json(silent=True) or {}).get("result") != "error"
     if response.status_code >= 400:
         return True
     location = response.headers.get("Location", "")
@@ -500,7 +548,7 @@ def check(world: World, case: dict) -> None:
     if 300 <= response.status_code < 400:
         problem = redirect_problem(world, case, response.headers.get("Location", ""))
         assert problem is None, f"{target}: {problem} for {case!r}"
-    if is_rejected(response):
+    if is_rejected(response, case["path"]):
         assert not world.writes, f"{target}: rejected ({response.status_code}) but wrote {world.writes} for {case!r}"
 
 

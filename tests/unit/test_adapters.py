@@ -411,3 +411,56 @@ def test_the_csrf_secret_made_ahead_is_the_one_flask_wtf_signs_and_checks():
             validate_csrf(before)
         new_csrf_secret(keep_present=True)
         assert session["csrf_token"] == secret and generate_csrf() == after
+
+
+def test_flask_wtf_still_reads_a_json_body_as_form_data():
+    """pages_read_form_bodies_only exists because Flask-WTF turns a JSON body into a form's data,
+    which breaks on a JSON list (and hands validators non-text values)."""
+    from flask_wtf import FlaskForm
+    from flask_wtf.form import _Auto
+
+    from app.adapters import _flask_wtf_form_data
+
+    app = Flask(__name__)
+    with app.test_request_context("/", method="POST", json={"email": 5}):
+        assert _flask_wtf_form_data(FlaskForm.Meta(), None, _Auto)["email"] == 5
+    with app.test_request_context("/", method="POST", json=["email"]), pytest.raises(ValueError):
+        _flask_wtf_form_data(FlaskForm.Meta(), None, _Auto)
+
+
+def test_pages_read_no_form_data_from_a_json_body(app):
+    from flask_wtf import FlaskForm
+
+    with app.test_request_context("/", method="POST", json={"email": 5}):
+        assert FlaskForm.Meta().wrap_formdata(None, _auto()) is None
+    with app.test_request_context("/", method="POST", data={"email": "a@b.example"}):
+        assert FlaskForm.Meta().wrap_formdata(None, _auto())["email"] == "a@b.example"
+
+
+def _auto():
+    from flask_wtf.form import _Auto
+
+    return _Auto
+
+
+def test_flask_reads_the_session_cookie_with_app_json_and_session_json_does_not():
+    """SessionJSON exists because Flask's session serializer parses with `app.json`, which reads
+    request bodies as I-JSON here: the cookie, ours and signed, needs none of its checks."""
+    from flask.json.provider import DefaultJSONProvider
+    from flask.json.tag import TaggedJSONSerializer
+
+    from app.adapters import SessionCookies, SessionJSON
+
+    class Refusing(DefaultJSONProvider):
+        def loads(self, s, **kwargs):
+            raise AssertionError("read with app.json")
+
+    app = Flask(__name__)
+    app.json = Refusing(app)
+    value = {"sid": "abc", "t": (1, b"x"), "_permanent": True}
+    with app.app_context():
+        raw = SessionJSON().dumps(value)
+        with pytest.raises(AssertionError):
+            TaggedJSONSerializer().loads(raw)
+        assert SessionJSON().loads(raw) == value
+    assert isinstance(SessionCookies.serializer, SessionJSON)

@@ -5,7 +5,7 @@ the cookie offered it again. Now the session keeps a random handle and this tabl
 the handle and of the challenge, the ceremony and its member; the answer deletes the row
 (DELETE ... RETURNING). Rows nobody answered are purged by `flask purge-expired`.
 
-Revision ID: 0013_sec_passkeys_challenges
+Revision ID: 0013_webauthn_challenges
 Revises: 0012_app_change_notices
 Create Date: 2026-11-27
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0013_sec_passkeys_challenges'
+revision = '0013_webauthn_challenges'
 down_revision = '0012_app_change_notices'
 branch_labels = None
 depends_on = None
