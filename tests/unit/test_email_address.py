@@ -153,9 +153,7 @@ def test_flask_users_create_stores_an_idna_domain_as_its_a_label(app, mailbox):
 
 
 def test_the_migration_brings_stored_idna_domains_to_their_a_labels():
-    spec = importlib.util.spec_from_file_location(
-        "email_a_labels", ROOT / "migrations/versions/0014_email_a_labels.py"
-    )
+    spec = importlib.util.spec_from_file_location("email_a_labels", ROOT / "migrations/versions/0014_email_a_labels.py")
     migration = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(migration)
     rows = {
