@@ -28,7 +28,7 @@ request spends much of its time waiting for it.
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
 any number of them, on any number of machines, serve one issuer; a worker that dies is replaced.
-Logs are JSON on stderr; the access line per request is written by the app itself (app/logs.py:
+Logs are JSON on stderr; the access line per request is written by the app itself (app/core/logs.py:
 it knows the endpoint, the client and the request id), so granian's own access log stays off.
 granian rewrites nothing from X-Forwarded-* headers: proxies are trusted only through the app's
 ProxyFix (TRUSTED_PROXY_HOPS).
@@ -53,11 +53,11 @@ from granian.log import LogLevels
 
 ROOT = Path(__file__).resolve().parent
 
-# granian's own loggers write JSON to stderr like the app's (app/logs.py); the app adds its own
+# granian's own loggers write JSON to stderr like the app's (app/core/logs.py); the app adds its own
 # handler to the root logger in each worker, so these do not propagate (no line is written twice).
 JSON_LOGGING: dict[str, Any] = {
     "formatters": {
-        "json": {"()": "app.logs.json_formatter"},  # the app's own JSON format, one definition
+        "json": {"()": "app.core.logs.json_formatter"},  # the app's own JSON format, one definition
     },
     "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
     "loggers": {
@@ -142,7 +142,7 @@ def serve_metrics(address: tuple[str, int]) -> None:
     Imported here, after PROMETHEUS_MULTIPROC_DIR is set: prometheus_client reads it at import."""
     from prometheus_client import start_http_server
 
-    from app.metrics import registry
+    from app.core.metrics import registry
 
     host, port = address
     start_http_server(port, addr=host, registry=registry())
@@ -151,7 +151,7 @@ def serve_metrics(address: tuple[str, int]) -> None:
 def check_config() -> None:
     """Refuse to start, in one line, before any worker is forked: each worker would otherwise
     fail on its own with a traceback, and granian would keep respawning them."""
-    from app.config import ConfigError, check_settings, load_settings, refusal
+    from app.core.config import ConfigError, check_settings, load_settings, refusal
 
     try:
         check_settings(load_settings())

@@ -4,7 +4,7 @@ import gc
 import logging
 
 from app import create_app
-from app.config import ConfigError, refusal
+from app.core.config import ConfigError, refusal
 
 try:
     app = create_app()

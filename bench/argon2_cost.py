@@ -1,5 +1,5 @@
 """What a password check costs: argon2id verification with the configured parameters
-(ARGON2_TIME_COST / ARGON2_MEMORY_COST / ARGON2_PARALLELISM, defaults in app/config.py), beside the
+(ARGON2_TIME_COST / ARGON2_MEMORY_COST / ARGON2_PARALLELISM, defaults in app/core/config.py), beside the
 OWASP Password Storage Cheat Sheet's equivalent argon2id settings and argon2-cffi's defaults.
 
     python -m bench.argon2_cost [--n 30]
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from app.config import load_settings  # noqa: E402
+from app.core.config import load_settings  # noqa: E402
 
 # (label, time_cost, memory KiB, parallelism)
 CANDIDATES = [

@@ -7,7 +7,7 @@ the credentials the load generator needs. The filler is sized by `--scale` (1 = 
 1,000 members, 10,000 stored tokens, ...; 10 = ten times that), so "does the cost grow with the
 rows?" is one flag away.
 
-The demo catalog (app/catalog_seed.py) is built beside it, 120,000 credits by default
+The demo catalog (app/services/catalog_seed.py) is built beside it, 120,000 credits by default
 (`--catalog-credits`), and the benchmark member is linked to its most credited profile, so the
 `/v1` reads page through thousands of the member's own credits in a catalog of realistic size.
 """
@@ -87,7 +87,7 @@ def ensure_postgres_database(url: str) -> None:
 
 def add_filler(scale: int, password_hash: str, client_pk: int) -> dict:
     """Bulk-insert filler rows (core INSERTs: seconds even at scale 10)."""
-    from app.extensions import db
+    from app.core.extensions import db
     from app.models import AuthorizationCode, Client, Consent, LoginSession, Token, User
     from app.models.base import new_uuid, sha256_hex, utcnow
 
@@ -219,12 +219,12 @@ def prepare(
     if database_url.startswith("postgresql"):
         ensure_postgres_database(database_url)
     from app import create_app
-    from app.catalog_seed import build_catalog, profiles_by_credit_count
-    from app.extensions import db
-    from app.jwks import keystore
-    from app.members import create_member
+    from app.core.extensions import db
     from app.models import Credit
-    from app.registration import NewClient, register_client
+    from app.protocol.jwks import keystore
+    from app.services.catalog_seed import build_catalog, profiles_by_credit_count
+    from app.services.members import create_member
+    from app.services.registration import NewClient, register_client
 
     app = create_app(server_settings(database_url, keys_dir, **(argon2 or {})))
     with app.app_context():

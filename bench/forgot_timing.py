@@ -10,7 +10,7 @@ rebuilt), driven by Flask's test client. Requests for the bench member's address
 nobody has (as long as the member's) alternate, each kind first in every other pair, with every
 mail limit raised so each member request does the whole of its work; mails go to a temporary
 outbox. The wall time of each request is taken around the test client's call, until the answer is there; then,
-untimed, its response is closed (as a server does once it has sent it: app/background.py starts its
+untimed, its response is closed (as a server does once it has sent it: app/web/background.py starts its
 work there) and whatever work it left in the background is waited for. The medians (and the
 10th and 90th percentiles) of the two kinds are printed side by side.
 """
@@ -33,7 +33,10 @@ if str(ROOT) not in sys.path:
 
 from bench.dataset import BENCH_EMAIL  # noqa: E402
 
-BACKGROUND = ("reset-link", "mail")  # the threads a request may leave working (app/background.py, app/mail.py)
+BACKGROUND = (
+    "reset-link",
+    "mail",
+)  # the threads a request may leave working (app/web/background.py, app/services/mail.py)
 UNLIMITED = {"MAIL_ACCOUNT_LIMIT": "1000000 per hour", "MAIL_IP_LIMIT": "1000000 per hour"}
 
 

@@ -115,11 +115,11 @@ def database_rows(app, access_token: str, client_id: str, number: int, repeat: i
     from sqlalchemy import bindparam, select
     from sqlalchemy.orm import Session
 
-    from app.extensions import db
+    from app.core.extensions import db
     from app.models import Client, Token
     from app.models.base import sha256_hex
-    from app.oauth.store.clients import _BY_CLIENT_ID
-    from app.oauth.store.tokens import _BY_ACCESS_HASH
+    from app.store.clients import _BY_CLIENT_ID
+    from app.store.tokens import _BY_ACCESS_HASH
 
     # The ORM statements the protocol store replaced, measured beside the store's Core ones.
     orm_token = select(Token).where(Token.access_token_hash == bindparam("hash"))
@@ -244,7 +244,7 @@ def quiet_logs() -> None:
     its stream."""
     import os
 
-    from app.logs import app_handler
+    from app.core.logs import app_handler
 
     handler = app_handler()
     if handler is not None:

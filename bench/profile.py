@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> None:
     app, data = build(a.scale, a.database_url)
     ops = OPS if a.op == "all" else tuple(a.op.split(","))
     with app.app_context():
-        from app.extensions import db
+        from app.core.extensions import db
 
         engine = db.engine
     queries = [0]

@@ -656,7 +656,7 @@ class Bench:
                 )
                 targets["ours"] = self.provider(data, CHEAP_ARGON2, "ours")
                 if "roundtrip" in self.tests and not self.a.no_real_hash:
-                    # the configured (production) argon2id cost, from app/config.py or the environment
+                    # the configured (production) argon2id cost, from app/core/config.py or the environment
                     data = self.dataset(f"sqlite:///{self.tmp / 'bench-real.sqlite3'}", {}, "keys-real")
                     targets["ours-real-hash"] = self.provider(data, {}, "ours-real-hash")
                 if "postgresql" in self.a.database.split(","):

@@ -11,7 +11,7 @@ from datetime import date, timedelta
 
 from sqlalchemy import event
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Album, ChartRow, Credit, CreditRole, Profile, Token, Track, TrackArtist, credit_role_links
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from tests.factories import make_client, make_member

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app import create_app  # noqa: E402
-from app.extensions import db  # noqa: E402
-from app.jwks import keystore  # noqa: E402
+from app.core.extensions import db  # noqa: E402
+from app.protocol.jwks import keystore  # noqa: E402
 
 KEEP_TABLES = {"alembic_version", "signing_keys"}
 

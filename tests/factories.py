@@ -6,10 +6,10 @@ import secrets
 
 from sqlalchemy import text
 
-from app.extensions import db
-from app.members import create_member
+from app.core.extensions import db
 from app.models import Client, User
-from app.registration import NewClient, register_client
+from app.services.members import create_member
+from app.services.registration import NewClient, register_client
 
 REDIRECT_URI = "http://127.0.0.1:7199/cb"
 PASSWORD = "correct horse battery staple"

@@ -11,8 +11,8 @@ import requests
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from app.jwks import keystore
 from app.models import Client, User
+from app.protocol.jwks import keystore
 from tests.factories import make_client, make_member
 from tests.flows import Browser, RelyingParty, sign_in
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from app.apikeys import create_key
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Album, Role, Track, TrackIsrc
+from app.services.apikeys import create_key
 from tests.factories import make_member
 
 

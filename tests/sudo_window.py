@@ -1,4 +1,4 @@
-"""Moving a browser's sudo-mode confirmation (app/account/sudo.py) into the past without waiting for
+"""Moving a browser's sudo-mode confirmation (app/web/account/sudo.py) into the past without waiting for
 the clock: the window lives in the session cookie, signed with the tests' SECRET_KEY, so a test
 can open the cookie, age the confirmation and sign it again, as the server would have."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from flask import current_app
 
-from app.account.sudo import WINDOW
+from app.web.account.sudo import WINDOW
 
 SESSION_COOKIE = "credits_id_session"
 

@@ -17,7 +17,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Date, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models.base import UTCDateTime, new_uuid, utcnow
 from app.models.user import User
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import JSON, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 
@@ -27,7 +27,7 @@ class AuditEvent(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
-    action: Mapped[str] = mapped_column(String(40))  # e.g. signin.failed, app.deleted (see app.audit)
+    action: Mapped[str] = mapped_column(String(40))  # e.g. signin.failed, app.deleted (see app.services.audit)
     actor_id: Mapped[str | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
     actor_email: Mapped[str | None] = mapped_column(String(254), nullable=True)
     subject_id: Mapped[str | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)

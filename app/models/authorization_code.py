@@ -8,8 +8,8 @@ from authlib.oidc.core import AuthorizationCodeMixin
 from sqlalchemy import ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.assurance import acr_for
-from app.extensions import db
+from app.core.assurance import acr_for
+from app.core.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 

@@ -13,10 +13,10 @@ from authlib.oauth2.rfc6749 import ClientMixin
 from sqlalchemy import JSON, Boolean, ForeignKey, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.capabilities import DEFAULT_SECRET_AUTH_METHOD, GRANT_TYPES, RESPONSE_TYPES
-from app.extensions import db
+from app.core.capabilities import DEFAULT_SECRET_AUTH_METHOD, GRANT_TYPES, RESPONSE_TYPES
+from app.core.extensions import db
+from app.core.scopes import scope_list
 from app.models.base import UTCDateTime, sha256_hex, utcnow
-from app.scopes import scope_list
 
 
 def _loopback_ip_host(host: str | None) -> str | None:

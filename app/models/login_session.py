@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 

@@ -13,7 +13,7 @@ from enum import StrEnum
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 

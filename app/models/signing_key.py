@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import JSON, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.capabilities import SIGNING_ALG
-from app.extensions import db
+from app.core.capabilities import SIGNING_ALG
+from app.core.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 
 class KeyRules:
     """A key's state from its timestamps, for the ORM model (the CLI's and the console's changes) and
-    the key store's read-only copy (`app.jwks.KeyInfo`) alike: one place per rule."""
+    the key store's read-only copy (`app.protocol.jwks.KeyInfo`) alike: one place per rule."""
 
     if TYPE_CHECKING:  # the columns the rules read (declared by each class that carries them)
         kid: str

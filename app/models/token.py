@@ -8,7 +8,7 @@ from authlib.oauth2.rfc6749 import TokenMixin
 from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 

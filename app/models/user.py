@@ -8,8 +8,8 @@ from enum import StrEnum
 from sqlalchemy import Boolean, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.email_address import lookup_form
-from app.extensions import db
+from app.core.email_address import lookup_form
+from app.core.extensions import db
 from app.models.base import UTCDateTime, new_uuid, utcnow
 
 
@@ -69,7 +69,7 @@ class User(db.Model):
 
     @staticmethod
     def normalize_email(email: str) -> str:
-        """The form addresses are stored and compared in (app/email_address.py)."""
+        """The form addresses are stored and compared in (app/core/email_address.py)."""
         return lookup_form(email)
 
     def __repr__(self) -> str:

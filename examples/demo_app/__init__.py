@@ -21,7 +21,7 @@ from flask import Flask, redirect, render_template, request, session, url_for
 
 from examples.demo_app.api import fetch_member_data, names, roles
 
-# The name this app is registered under at the provider (app/demo.py, DEMO_APP_NAME): the login,
+# The name this app is registered under at the provider (app/services/demo.py, DEMO_APP_NAME): the login,
 # consent and account pages show that one, so the demo shows the same.
 APP_NAME = "Liner Notes"
 SCOPE = "openid profile email credits:read analytics:read offline_access"

@@ -2,7 +2,7 @@
 
 A statement-level trigger on `clients` sends NOTIFY `credits_id_apps` (delivered when its
 transaction commits, and not at all if it rolls back). Every process keeps the apps it has read
-while it LISTENs on that channel and drops them at the first notice (app/oauth/store/app_cache.py),
+while it LISTENs on that channel and drops them at the first notice (app/store/app_cache.py),
 whoever changed the row: the console, the command line or an operator's own SQL. SQLite has no
 notices; there apps are read on every request, and nothing is created.
 

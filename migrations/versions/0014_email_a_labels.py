@@ -1,6 +1,6 @@
 """email a-labels: an internationalized domain in a stored address is kept in its ASCII form
 
-Addresses are stored, compared and mailed in one form (app/email_address.py): lower-cased, with an
+Addresses are stored, compared and mailed in one form (app/core/email_address.py): lower-cased, with an
 internationalized domain as its A-label (`ana@bücher.example` is `ana@xn--bcher-kva.example`).
 Until now such a domain was stored as typed, so a member's row and the form a sign-in now looks
 up would differ: the members' addresses and the pending changes of address (`one_time_links`)

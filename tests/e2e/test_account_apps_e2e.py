@@ -4,7 +4,7 @@ asks first - and changes nothing when the member keeps the app."""
 
 from __future__ import annotations
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Client, Consent, Token
 from tests.api_support import make_catalog
 from tests.e2e.test_account_console_e2e import connect, no_page_problems

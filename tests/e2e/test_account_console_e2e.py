@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import requests
 
-from app.extensions import db
-from app.fees import CURRENCY, MONTHLY_FEE
+from app.core.extensions import db
+from app.core.scopes import SCOPES
 from app.models import Client, Consent, Token
-from app.scopes import SCOPES
+from app.services.fees import CURRENCY, MONTHLY_FEE
 from tests.e2e.helpers import authorize_url, verify_id_token
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import USERINFO, RelyingParty

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import OneTimeLink, Passkey
 from tests.e2e.conftest import ARTIFACTS, TIMEOUT_MS, PageProblems, Shots
 from tests.factories import PASSWORD, make_member

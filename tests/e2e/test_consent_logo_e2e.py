@@ -4,7 +4,7 @@ Allow and Deny are above the fold on a 390×844 phone."""
 
 from __future__ import annotations
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Client
 from tests.e2e.helpers import authorize_url
 from tests.e2e.test_account_console_e2e import sign_in_on_login_page

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Client
 from tests.conftest import ROOT
 from tests.e2e.test_account_console_e2e import no_page_problems, sign_in_on_login_page
@@ -211,7 +211,7 @@ def test_register_shows_the_fee_and_every_problem_on_its_field(live_server, call
 def test_rotate_and_retire_keys_ask_for_confirmation(live_server, page, shots):
     from playwright.sync_api import expect
 
-    from app.jwks import keystore
+    from app.protocol.jwks import keystore
 
     admin = make_member(role="admin")
     old = keystore.snapshot().signing_kid

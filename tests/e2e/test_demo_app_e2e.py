@@ -10,7 +10,7 @@ import pytest
 import requests
 from werkzeug.serving import make_server
 
-from app.demo import DEMO_APP_NAME
+from app.services.demo import DEMO_APP_NAME
 from examples.demo_app import APP_NAME
 from examples.demo_app import create_app as create_demo_app
 from tests.api_support import make_catalog
@@ -129,7 +129,7 @@ def test_demo_deny_and_a_forged_callback(live_server, demo, page, shots):
 
 
 def test_one_name_for_the_demo_app_everywhere(live_server, demo, page, shots):
-    """The app the demo seeds (app/demo.py) and the demo relying party go by one name: the login,
+    """The app the demo seeds (app/services/demo.py) and the demo relying party go by one name: the login,
     consent and account pages show the name the demo shows."""
     assert APP_NAME == DEMO_APP_NAME == "Liner Notes"
     member = make_member()

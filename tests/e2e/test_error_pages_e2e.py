@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from app.console.apps import disable_app
-from app.extensions import db
+from app.core.extensions import db
+from app.services.apps import disable_app
 from tests.e2e.test_account_console_e2e import no_page_problems, sign_in_on_login_page
 from tests.factories import make_client, make_member
 from tests.flows import AUTHORIZE, RelyingParty

@@ -8,7 +8,7 @@ import os
 import shutil
 from urllib.parse import urlencode
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Consent
 from tests.e2e.conftest import ROOT
 from tests.e2e.helpers import (

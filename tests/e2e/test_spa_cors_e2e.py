@@ -1,6 +1,6 @@
 """A single-page app in a real browser: a public client on its own origin signs the member in,
 redeems the code with PKCE by fetch(), and calls userinfo with the token. Chromium enforces CORS,
-so this shows what app/cors.py promises: the app's own origin reads the token answer, another
+so this shows what app/web/cors.py promises: the app's own origin reads the token answer, another
 site's page does not, and bearer endpoints answer any origin."""
 
 from __future__ import annotations

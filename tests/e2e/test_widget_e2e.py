@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from app.apikeys import revoke_key
-from app.extensions import db
+from app.core.extensions import db
 from app.models import ApiUsage, Profile
+from app.services.apikeys import revoke_key
 from tests.api_support import make_catalog, uid
 from tests.conftest import ROOT, free_port, start_server
 from tests.e2e.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, PageProblems, Shots

@@ -8,7 +8,7 @@ from html import unescape
 
 import requests
 
-from app.extensions import db
+from app.core.extensions import db
 from tests.factories import PASSWORD
 from tests.flows import TOKEN, USERINFO, Browser, csrf_token
 from tests.sudo_window import SESSION_COOKIE, aged

@@ -2,7 +2,7 @@
 
 import re
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, Consent, LoginSession, Token
 from tests.api_support import make_catalog
 from tests.factories import db_state, make_client, make_member

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import requests
 
-from app.auth.passwords import passwords
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, Consent, LoginSession, User
+from app.services.passwords import passwords
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import Browser, RelyingParty, csrf_token, sign_in
 from tests.integration.console_support import alerts, flashes, fresh, signed_in

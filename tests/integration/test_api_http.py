@@ -13,10 +13,10 @@ import requests
 from openapi_core import OpenAPI
 from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAPIResponse
 
-from app.api.openapi import openapi_document
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Token
 from app.models.base import sha256_hex
+from app.web.api.openapi import openapi_document
 from tests.api_support import make_catalog, mint_token
 from tests.conftest import free_port, redis_test_url, start_server, unavailable
 from tests.factories import make_client, make_member

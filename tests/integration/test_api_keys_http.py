@@ -13,9 +13,9 @@ import requests
 from openapi_core import OpenAPI
 from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAPIResponse
 
-from app.api.openapi import openapi_document
-from app.extensions import db
+from app.core.extensions import db
 from app.models import ApiUsage
+from app.web.api.openapi import openapi_document
 from tests.api_support import make_catalog, member_with_token, uid
 from tests.conftest import free_port, redis_test_url, start_server, unavailable
 from tests.factories import db_state

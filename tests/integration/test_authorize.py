@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuthorizationCode, Consent, Interaction, LoginSession
 from tests.factories import PASSWORD, REDIRECT_URI, db_state, make_client
 from tests.flows import AUTHORIZE, Browser, RelyingParty, csrf_token, hidden, query, sign_in

@@ -29,7 +29,7 @@ from rich.cells import cell_len
 from sqlalchemy import func
 from sqlalchemy import select as sql_select
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import ApiUsage, Credit, Profile, credit_role_links
 from tests.api_support import make_catalog, uid
 from tests.conftest import free_port, redis_test_url, start_server, unavailable

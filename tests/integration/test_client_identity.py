@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from app.extensions import limiter
+from app.core.extensions import limiter
 from tests.factories import REDIRECT_URI, db_state, make_client
 from tests.flows import TOKEN, RelyingParty, sign_in
 from tests.issued import separate_app

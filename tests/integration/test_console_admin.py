@@ -5,10 +5,10 @@ from datetime import timedelta
 
 import requests
 
-from app.extensions import db
-from app.jwks import keystore
+from app.core.extensions import db
 from app.models import AuditEvent, SigningKey, User
 from app.models.base import utcnow
+from app.protocol.jwks import keystore
 from tests.factories import db_state, make_client, make_member
 from tests.flows import JWKS, Browser, RelyingParty, csrf_token, sign_in
 from tests.integration.console_support import alerts, flashes, fresh, post_form, signed_in

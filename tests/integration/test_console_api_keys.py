@@ -11,10 +11,10 @@ from html import unescape
 
 import requests
 
-from app.extensions import db
-from app.metering import meter_request, utc_day
+from app.core.extensions import db
 from app.models import ApiKey, ApiUsage, AuditEvent
 from app.models.base import sha256_hex
+from app.services.metering import meter_request, utc_day
 from tests.api_support import make_catalog
 from tests.factories import db_state, make_member
 from tests.flows import csrf_token

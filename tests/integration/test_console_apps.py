@@ -6,7 +6,7 @@ import re
 import pytest
 import requests
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, Client, Consent, Token
 from app.models.base import sha256_hex
 from tests.factories import db_state, make_client, make_member
@@ -560,7 +560,7 @@ def test_a_forged_submission_id_is_ignored(live_server):
 
 
 def test_apps_list_names_owners_searches_and_pages(live_server):
-    from app.console.apps import APPS_PAGE_SIZE
+    from app.services.apps import APPS_PAGE_SIZE
 
     admin = make_member(role="admin")
     ada = make_member(role="developer", email="ada.dev@example.com")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from html import unescape
 
-from app.apikeys import revoke_key
-from app.extensions import db
+from app.core.extensions import db
 from app.models import ApiKey
+from app.services.apikeys import revoke_key
 from tests.factories import make_member
 from tests.integration.console_support import signed_in
 from tests.integration.test_console_api_keys import create, value_on_page

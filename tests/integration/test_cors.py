@@ -1,4 +1,4 @@
-"""Browser apps on their own origin: which answers their pages may read (app/cors.py).
+"""Browser apps on their own origin: which answers their pages may read (app/web/cors.py).
 
 A browser app is a public client: it redeems its code with PKCE and its client_id in the form
 body, then calls userinfo and /v1 with the access token. Pages of other sites get no CORS
@@ -7,7 +7,7 @@ headers from the token endpoint, and no page gets them from the provider's own p
 import pytest
 import requests
 
-from app.cors import web_origin
+from app.web.cors import web_origin
 from tests.factories import REDIRECT_URI, make_client
 from tests.flows import TOKEN, USERINFO, RelyingParty, sign_in
 

@@ -9,7 +9,7 @@ from html import unescape
 
 import pytest
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import OneTimeLink, User
 from tests.factories import PASSWORD, make_member
 from tests.flows import Browser, csrf_token

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, OneTimeLink, User
 from app.models.base import sha256_hex
 from tests.factories import PASSWORD, make_client, make_member

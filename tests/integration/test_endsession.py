@@ -7,9 +7,9 @@ import time
 import requests
 from joserfc.jwk import RSAKey
 
-from app.extensions import db
-from app.jwks import keystore
+from app.core.extensions import db
 from app.models import LoginSession
+from app.protocol.jwks import keystore
 from tests.factories import db_state, make_member
 from tests.flows import csrf_token, hidden, query
 from tests.issued import issue, jwt_claims, mint_id_token

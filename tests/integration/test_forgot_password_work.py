@@ -1,6 +1,6 @@
 """ "Forgot password?" answers a member's address and a stranger's with the same work: the request
 itself reads and writes nothing in the database for either, and the member's lookup, link, audit
-line and mail happen after the answer (app/background.py), so not even the timing tells which
+line and mail happen after the answer (app/web/background.py), so not even the timing tells which
 addresses are members. In-process (Flask's test client), counting the statements each request's
 own thread sends; `python -m bench.forgot_timing` measures the times."""
 
@@ -13,7 +13,7 @@ import time
 import pytest
 from sqlalchemy import event
 
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import AuditEvent, LinkPurpose, OneTimeLink
 from tests.factories import make_member
 from tests.flows import csrf_token
@@ -98,8 +98,8 @@ def test_a_failing_background_step_is_logged_and_the_answer_stands(web, mailbox,
     def broken(_email):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr("app.auth.recovery_views.request_reset", broken)
-    with caplog.at_level("ERROR", logger="app.background"):
+    monkeypatch.setattr("app.web.auth.recovery_views.request_reset", broken)
+    with caplog.at_level("ERROR", logger="app.web.background"):
         status, _ = ask(web.test_client(), member.email)
         wait_for(lambda: any("reset-link failed" in r.getMessage() for r in caplog.records))
     assert status == 200

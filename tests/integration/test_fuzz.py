@@ -33,7 +33,7 @@ from itsdangerous import URLSafeTimedSerializer
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import Interaction, LoginSession
 from app.models.base import sha256_hex, utcnow
 from tests.api_support import make_catalog

@@ -4,9 +4,9 @@ includes. Each test is a way a grant used to outlive the member's decision."""
 
 from __future__ import annotations
 
-from app.extensions import db
-from app.members import set_tier
+from app.core.extensions import db
 from app.models import AuditEvent, AuthorizationCode, Consent, Interaction, Token, User
+from app.services.members import set_tier
 from tests.factories import make_client, make_member
 from tests.flows import Browser, RelyingParty, sign_in
 from tests.integration.console_support import fresh, post_form

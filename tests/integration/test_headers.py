@@ -1,4 +1,4 @@
-"""Security headers (app/security.py): CSP without inline script, unframeable pages, nosniff,
+"""Security headers (app/core/security.py): CSP without inline script, unframeable pages, nosniff,
 no referrer, HSTS on an https issuer, and no caching of anything that carries a secret."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.extensions import limiter
+from app.core.extensions import limiter
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import csrf_token, pkce_pair
 from tests.issued import separate_app

@@ -9,7 +9,7 @@ import time
 import jwt as pyjwt
 import requests
 
-from app.jwks import keystore
+from app.protocol.jwks import keystore
 from tests.factories import db_state
 from tests.flows import AUTHORIZE, JWKS, query, sign_in
 from tests.issued import OFFLINE, jwt_claims

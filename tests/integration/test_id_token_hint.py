@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import LoginSession
 from tests.factories import db_state, make_member
 from tests.flows import AUTHORIZE, query

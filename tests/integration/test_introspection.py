@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import requests
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Token, User
 from app.models.base import utcnow
-from app.oauth.store.tokens import find_access_token
+from app.store.tokens import find_access_token
 from tests.factories import db_state, make_client, make_member
 from tests.issued import issue, post_as
 

@@ -11,10 +11,10 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from app.extensions import db
-from app.jwks import keystore
+from app.core.extensions import db
 from app.models import SigningKey
 from app.models.base import utcnow
+from app.protocol.jwks import keystore
 from tests.flows import JWKS
 from tests.issued import issue, jwt_header
 

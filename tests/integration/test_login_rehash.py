@@ -1,4 +1,4 @@
-"""Passwords are rehashed at login when the argon2 parameters change (app/auth/passwords.py): an
+"""Passwords are rehashed at login when the argon2 parameters change (app/services/passwords.py): an
 operator who raises ARGON2_* gets every member onto the new cost as they sign in, without a reset.
 Over HTTP through the real login page of the live server."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from argon2 import PasswordHasher, Type, extract_parameters
 from sqlalchemy import text
 
-from app.extensions import db
+from app.core.extensions import db
 from tests.factories import PASSWORD, make_member
 from tests.integration.console_support import signed_in
 

@@ -6,8 +6,8 @@ The sweep walks the app's URL map: every route and method (the /v1 data API and 
 API key and with an access token, the console and account pages as a signed-in admin with a valid
 CSRF token, the sign-in pages and the OAuth endpoints as a browser or an app would call them), with
 each malformed kind put in each path variable, in every query and form parameter the service reads,
-and in JSON bodies. The rules under test are in app/input_rules.py (path integers, JSON bodies)
-and app/security.py (NUL bytes); the property-based side is in test_fuzz.py."""
+and in JSON bodies. The rules under test are in app/core/input_rules.py (path integers, JSON bodies)
+and app/core/security.py (NUL bytes); the property-based side is in test_fuzz.py."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from sqlalchemy import event, func, select
 from sqlalchemy.engine import Engine
 from wtforms.fields.core import UnboundField
 
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import ApiUsage, LoginSession, Role, SigningKey
 from app.models.base import sha256_hex, utcnow
 from tests.api_support import make_catalog, mint_token

@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from app.extensions import db
-from app.jwks import keystore
+from app.core.extensions import db
+from app.protocol.jwks import keystore
 from tests.factories import make_client, make_member
 from tests.flows import Browser, RelyingParty, sign_in
 from tests.integration.console_support import post_form, signed_in

@@ -14,10 +14,9 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-from app import audit
-from app.auth import throttle
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import LoginSession, TotpFactor, User
+from app.services import audit, throttle
 from tests.factories import PASSWORD, db_state, make_member
 from tests.flows import csrf_token
 from tests.issued import separate_app
@@ -43,8 +42,8 @@ def fresh_counters(web):
 def sent(monkeypatch) -> list:
     """The mails the account pages hand over for sending (after their commit)."""
     mails: list = []
-    monkeypatch.setattr("app.account.two_step_views.send_later", mails.append)
-    monkeypatch.setattr("app.account.views.send_later", mails.append)
+    monkeypatch.setattr("app.web.account.two_step_views.send_later", mails.append)
+    monkeypatch.setattr("app.web.account.views.send_later", mails.append)
     return mails
 
 
@@ -79,13 +78,13 @@ def test_turning_on_the_authenticator_app_is_all_or_nothing(web, sent, monkeypat
     before = db_state()
 
     # The factor is confirmed and recovery codes are made, then the audit line fails.
-    monkeypatch.setattr("app.auth.second_factor.record", failing_on("2fa.enrolled"))
+    monkeypatch.setattr("app.services.second_factor.record", failing_on("2fa.enrolled"))
     assert browser.post("/account/two-step/setup", data=form).status_code == 500
     assert db_state() == before  # not confirmed, no recovery codes, no audit line, the code not spent
     assert sent == []  # no "two-step verification was turned on" notice for what did not happen
 
     # The same code works once the step no longer fails: nothing of the first try was kept.
-    monkeypatch.setattr("app.auth.second_factor.record", audit.record)
+    monkeypatch.setattr("app.services.second_factor.record", audit.record)
     done = browser.post("/account/two-step/setup", data=form)
     assert done.status_code == 200
     assert len(re.findall(r"<li><code>([a-z0-9-]{19})</code></li>", done.get_data(as_text=True))) == 10

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import requests
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Consent
 from tests.factories import make_client, make_member
 from tests.flows import USERINFO, Browser, RelyingParty, query

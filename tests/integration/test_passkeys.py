@@ -12,7 +12,7 @@ import re
 from datetime import timedelta
 from html import unescape
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, LoginSession, Passkey, RecoveryCode, WebauthnChallenge
 from app.models.base import utcnow
 from tests.factories import PASSWORD, make_client, make_member

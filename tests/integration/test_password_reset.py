@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from app.auth.passwords import passwords
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, Consent, LoginSession, OneTimeLink, User
 from app.models.base import sha256_hex, utcnow
+from app.services.passwords import passwords
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import Browser, RelyingParty, csrf_token, sign_in
 from tests.integration.console_support import alerts, flashes, fresh, signed_in

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, LinkPurpose, OneTimeLink, User
 from app.models.base import sha256_hex
 from tests.factories import PASSWORD, make_member

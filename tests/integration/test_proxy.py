@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import LoginSession
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import csrf_token, query
@@ -132,7 +132,7 @@ def test_per_ip_throttling_follows_the_trusted_ip(settings, monkeypatch):
 
 
 def test_hops_setting_comes_from_the_environment(monkeypatch):
-    from app.config import load_settings
+    from app.core.config import load_settings
 
     monkeypatch.setenv("TRUSTED_PROXY_HOPS", "2")
     assert load_settings({"APP_ENV": "development"})["TRUSTED_PROXY_HOPS"] == 2

@@ -1,4 +1,4 @@
-"""Discovery and the key set are answered at the WSGI front (app/oauth/front.py, published.py) before
+"""Discovery and the key set are answered at the WSGI front (app/protocol/front.py, published.py) before
 Flask: the same bytes and headers as the Flask routes, conditional GET, HEAD, and the same access
 line and metrics; anything unusual, and a key set due for a refresh, still goes to Flask."""
 
@@ -8,11 +8,11 @@ import logging
 
 import pytest
 
-from app.capabilities import DISCOVERY_PATH, JWKS_PATH
-from app.jwks import keystore
-from app.metrics import REQUESTS
-from app.oauth import published
-from app.oauth.front import Front
+from app.core.capabilities import DISCOVERY_PATH, JWKS_PATH
+from app.core.metrics import REQUESTS
+from app.protocol import published
+from app.protocol.front import Front
+from app.protocol.jwks import keystore
 
 PATHS = {DISCOVERY_PATH: "oauth.discovery", JWKS_PATH: "oauth.jwks"}
 

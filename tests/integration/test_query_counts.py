@@ -20,10 +20,10 @@ import pytest
 from sqlalchemy import event, text
 
 from app import create_app
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuthorizationCode, Client, Token
 from app.models.base import sha256_hex
-from app.oauth.store.app_cache import EXTENSION as APP_CACHE
+from app.store.app_cache import EXTENSION as APP_CACHE
 from tests.factories import PASSWORD, REDIRECT_URI, make_client, make_member
 from tests.flows import csrf_token, hidden, pkce_pair, query
 
@@ -48,7 +48,7 @@ def forget_kept_apps(app) -> None:
 def statements(app):
     """Collect the SQL statements `app` runs inside the block (signing_keys reads left out),
     starting with no app kept: on PostgreSQL a process keeps the apps it has read between requests
-    (app/oauth/store/app_cache.py; tests/production/test_app_cache.py counts the kept case)."""
+    (app/store/app_cache.py; tests/production/test_app_cache.py counts the kept case)."""
     with app.app_context():
         engine = db.engine
     forget_kept_apps(app)

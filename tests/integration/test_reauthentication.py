@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 import pytest
 import time_machine
 
-from app.auth import throttle
-from app.auth.passwords import passwords
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import Passkey, User
+from app.services import throttle
+from app.services.passwords import passwords
 from tests.factories import PASSWORD, make_member
 from tests.flows import csrf_token
 from tests.issued import separate_app

@@ -9,12 +9,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func
 
-from app.config import ConfigError, check_settings, load_settings
-from app.extensions import db
+from app.core.config import ConfigError, check_settings, load_settings
+from app.core.extensions import db
 from app.models import RefreshReplay, Token
 from app.models.base import utcnow
-from app.oauth import refresh_grace
-from app.oauth.store.tokens import find_refresh_token
+from app.protocol import refresh_grace
+from app.store.tokens import find_refresh_token
 from tests.conftest import free_port, start_server
 from tests.issued import issue, post_as
 

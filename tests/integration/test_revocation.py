@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import requests
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Token
 from tests.factories import db_state, make_client, make_member
 from tests.flows import USERINFO
@@ -50,7 +50,7 @@ def test_revoking_a_refresh_token_revokes_the_whole_grant_family(live_server):
 
 
 def family_rows_for(access_token: str) -> Token:
-    from app.oauth.store.tokens import find_access_token
+    from app.store.tokens import find_access_token
 
     db.session.remove()
     return find_access_token(access_token)

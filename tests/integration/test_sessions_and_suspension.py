@@ -9,7 +9,7 @@ import json
 
 import requests
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, AuthorizationCode, Client, LoginSession, Token, User
 from app.models.base import sha256_hex, utcnow
 from tests.factories import PASSWORD, db_state, make_client, make_member

@@ -11,7 +11,7 @@ from html import unescape
 
 import pyotp
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, OneTimeLink, Passkey, RecoveryCode, TotpFactor
 from tests.factories import PASSWORD, make_member
 from tests.flows import Browser, csrf_token

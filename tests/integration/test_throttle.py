@@ -11,10 +11,10 @@ import redis
 import time_machine
 
 from app import create_app
-from app.auth import throttle
-from app.auth.devices import COOKIE as DEVICE_COOKIE
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import LoginSession
+from app.services import throttle
+from app.services.devices import COOKIE as DEVICE_COOKIE
 from tests.conftest import free_port, redis_test_url, unavailable
 from tests.factories import PASSWORD, db_state, make_client, make_member
 from tests.flows import csrf_token
@@ -307,7 +307,7 @@ def test_token_endpoint_serves_when_the_counter_store_is_down(client, web, monke
 
 
 def test_limits_are_validated_at_startup():
-    from app.config import ConfigError, check_settings, load_settings
+    from app.core.config import ConfigError, check_settings, load_settings
 
     with pytest.raises(ConfigError, match="LOGIN_IP_LIMIT"):
         check_settings(load_settings({"APP_ENV": "development", "LOGIN_IP_LIMIT": "lots"}))

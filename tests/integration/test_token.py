@@ -7,7 +7,7 @@ import jwt as pyjwt
 import pytest
 import requests
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuthorizationCode, Client, LoginSession, Token, User
 from app.models.base import sha256_hex, utcnow
 from tests.factories import db_state, make_client, make_member

@@ -1,4 +1,4 @@
-"""A relying party's token request is answered at the WSGI front (app/oauth/front.py,
+"""A relying party's token request is answered at the WSGI front (app/protocol/front.py,
 token_endpoint.py), before Flask: the same status, body and headers as the Flask route, the same
 access line, metrics and request id; anything unusual is still Flask's, body and budget intact."""
 
@@ -15,13 +15,13 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from app import create_app
-from app.extensions import db
-from app.logs import member_hash
-from app.metrics import REQUESTS
+from app.core.extensions import db
+from app.core.logs import member_hash
+from app.core.metrics import REQUESTS
 from app.models import Token
-from app.oauth import token_endpoint
-from app.oauth.front import Front
-from app.oauth.store import codes
+from app.protocol import token_endpoint
+from app.protocol.front import Front
+from app.store import codes
 from tests.factories import REDIRECT_URI
 from tests.integration.test_query_counts import TOKEN, Member
 

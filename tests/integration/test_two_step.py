@@ -12,7 +12,7 @@ from html import unescape
 
 import pyotp
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, RecoveryCode, TotpFactor
 from app.models.base import sha256_hex
 from tests.factories import PASSWORD, make_client, make_member

@@ -6,7 +6,7 @@ import jwt as pyjwt
 import pytest
 import requests
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Token
 from app.models.base import utcnow
 from tests.flows import USERINFO, sign_in

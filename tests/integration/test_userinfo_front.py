@@ -1,4 +1,4 @@
-"""Userinfo's common case is answered at the WSGI front (app/oauth/front.py, userinfo.py), before
+"""Userinfo's common case is answered at the WSGI front (app/protocol/front.py, userinfo.py), before
 Flask: the same status, body and headers as Authlib's endpoint in the Flask route, the same access
 line and metrics; every error and anything unusual is still Flask's to answer."""
 
@@ -12,13 +12,13 @@ from sqlalchemy import update
 from sqlalchemy.exc import OperationalError
 
 from app import create_app
-from app.extensions import db
-from app.logs import member_hash
-from app.metrics import REQUESTS
+from app.core.extensions import db
+from app.core.logs import member_hash
+from app.core.metrics import REQUESTS
 from app.models import Client, ClientStatus, Token
 from app.models.base import utcnow
-from app.oauth import tokens, userinfo
-from app.oauth.front import Front
+from app.protocol import tokens, userinfo
+from app.protocol.front import Front
 from tests.integration.test_query_counts import USERINFO, Member, shape, statements
 
 

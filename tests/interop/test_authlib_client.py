@@ -13,7 +13,7 @@ from joserfc import jwt
 from joserfc.errors import BadSignatureError, InvalidClaimError
 from joserfc.jwk import RSAKey
 
-from app.jwks import keystore
+from app.protocol.jwks import keystore
 from examples.clients.authlib_client import CreditsIdClient
 from tests.flows import RelyingParty
 from tests.interop.conftest import SCOPE, front_channel

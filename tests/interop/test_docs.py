@@ -9,7 +9,7 @@ import re
 import pytest
 import requests
 
-from app.config import DEFAULTS
+from app.core.config import DEFAULTS
 from tests.conftest import ROOT
 from tests.flows import TOKEN, USERINFO
 from tests.interop.conftest import SCOPE
@@ -29,7 +29,7 @@ def test_every_code_sample_in_integrating_md_is_a_file_the_interop_tests_run():
 
 
 def test_integrating_md_lists_every_scope_the_provider_supports(live_server):
-    from app.scopes import SCOPES
+    from app.core.scopes import SCOPES
 
     text = INTEGRATING.read_text()
     for name, scope in SCOPES.items():

@@ -1,4 +1,4 @@
-"""Apps kept between requests on PostgreSQL (app/oauth/store/app_cache.py): a copy is used only
+"""Apps kept between requests on PostgreSQL (app/store/app_cache.py): a copy is used only
 while the database vouches for it, so a change to an app counts from the next request on, in this
 process and in every other, however it was made."""
 
@@ -13,14 +13,14 @@ import pytest
 from sqlalchemy import update
 
 from app import create_app
-from app.config import ConfigError
-from app.extensions import db
+from app.core.config import ConfigError
+from app.core.extensions import db
 from app.models import Client
-from app.oauth.store import app_cache as cache_module
-from app.oauth.store.app_cache import CHANNEL, EXTENSION, AppCache
-from app.oauth.store.clients import app_by_client_id
-from app.oauth.store.registry import registered_app
-from app.registration import rotate_secret
+from app.services.registration import rotate_secret
+from app.store import app_cache as cache_module
+from app.store.app_cache import CHANNEL, EXTENSION, AppCache
+from app.store.clients import app_by_client_id
+from app.store.registry import registered_app
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty, sign_in
 from tests.integration.test_query_counts import Member

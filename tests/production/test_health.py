@@ -6,8 +6,8 @@ from __future__ import annotations
 import requests
 from sqlalchemy import text
 
-from app.extensions import db
-from app.jwks import keystore
+from app.core.extensions import db
+from app.protocol.jwks import keystore
 
 
 def test_healthz_answers_ok(live_server):

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from app import create_app
-from app.logs import member_hash
+from app.core.logs import member_hash
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import USERINFO, Browser, RelyingParty, sign_in
 

@@ -11,8 +11,8 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
 
-from app.config import PROJECT_ROOT
-from app.extensions import db
+from app.core.config import PROJECT_ROOT
+from app.core.extensions import db
 from tests.conftest import server_env
 
 

@@ -9,7 +9,7 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import LoginSession, Token
 from tests.factories import REDIRECT_URI, make_client, make_member
 from tests.flows import USERINFO, Browser, RelyingParty, query, sign_in

@@ -13,7 +13,7 @@ import requests
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuthorizationCode, Token
 from tests.factories import PASSWORD, REDIRECT_URI, make_client, make_member
 from tests.flows import AUTHORIZE, USERINFO, Browser, RelyingParty, csrf_token, hidden, sign_in

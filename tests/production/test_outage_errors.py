@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from app import create_app
-from app.extensions import db
+from app.core.extensions import db
 from tests.conftest import free_port
 from tests.flows import AUTHORIZE, TOKEN, USERINFO
 

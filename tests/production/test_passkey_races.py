@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import LoginSession, Passkey
 from tests.factories import make_member
 from tests.flows import Browser, csrf_token

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
-from app.extensions import db
-from app.housekeeping import purge_expired
+from app.core.extensions import db
 from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, OneTimeLink, Token, WebauthnChallenge
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
+from app.services.housekeeping import purge_expired
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty, sign_in
 

@@ -11,7 +11,7 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuthorizationCode, Consent, Token
 from tests.factories import make_client, make_member
 from tests.flows import USERINFO, Browser, RelyingParty, csrf_token, hidden, query, sign_in

@@ -6,7 +6,7 @@ live - not even the successor pair that a refresh in flight at that moment store
 end: userinfo answers 401 and the next refresh `invalid_grant`.
 
 At READ COMMITTED the revoking UPDATE cannot see a row that an uncommitted rotation inserts; the
-store makes the two serialize (app/oauth/store/tokens.py, SpendAndStore and end_grants). Each kind
+store makes the two serialize (app/store/tokens.py, SpendAndStore and end_grants). Each kind
 runs ROUNDS times with CHAINS chains: before that, about one round in three left a chain alive."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Token
 from tests.factories import make_client, make_member
 from tests.flows import Browser, RelyingParty, csrf_token, sign_in

@@ -5,8 +5,8 @@ included. On a database in another machine each costs a network latency, whateve
 Budgets (issue 20): a code exchange in at most 5 (the client, read before the transaction; BEGIN,
 the code found and spent by one UPDATE ... RETURNING, the tokens, COMMIT), userinfo in at most 2
 (one read, no transaction around it), and no pre-ping before either. Once the process keeps a copy
-of the app (app/oauth/store/app_cache.py), an exchange or a refresh does not read it: 4. A transaction begins at a
-request's first write (app/database.py), so a page that only reads sends its reads alone."""
+of the app (app/store/app_cache.py), an exchange or a refresh does not read it: 4. A transaction begins at a
+request's first write (app/store/database.py), so a page that only reads sends its reads alone."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import event, text
 
 from app import create_app
-from app.extensions import db
+from app.core.extensions import db
 from tests.factories import PASSWORD, make_member
 from tests.flows import csrf_token
 from tests.integration.test_passkeys import options_on

@@ -23,8 +23,8 @@ import requests
 from argon2 import PasswordHasher
 from sqlalchemy import func, select
 
-from app.config import DEFAULTS
-from app.extensions import db
+from app.core.config import DEFAULTS
+from app.core.extensions import db
 from app.models import AuditEvent, User
 from tests.conftest import redis_test_url, unavailable
 from tests.factories import PASSWORD, make_member

@@ -2,9 +2,9 @@
 
 import pytest
 
-from app.extensions import db
-from app.jwks import keystore
+from app.core.extensions import db
 from app.models import SigningKey
+from app.protocol.jwks import keystore
 
 
 @pytest.fixture

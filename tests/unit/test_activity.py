@@ -3,10 +3,10 @@ trail, one app's or the provider's; and the SVG they are drawn as."""
 
 from datetime import UTC, datetime, timedelta
 
-from app.activity import activity
-from app.charts import bar_chart
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent
+from app.services.activity import activity
+from app.web.charts import bar_chart
 from tests.factories import make_client, make_member
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)

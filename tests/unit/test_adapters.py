@@ -1,4 +1,4 @@
-"""What app/adapters.py relies on or corrects in its libraries, pinned: each test states a
+"""What app/protocol/adapters.py relies on or corrects in its libraries, pinned: each test states a
 behaviour of the installed Authlib or Flask-Limiter that one piece of the adapter exists for. When
 an upgrade changes it, the test fails and names the piece to revisit (keep it, or drop it when the
 library now does the right thing)."""
@@ -28,17 +28,15 @@ from limits.storage import MemoryStorage, storage_from_string
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
-from app.adapters import (
+from app.core.adapters import LazyDescriptionCursor, SweptMemoryStorage, skip_global_limit_check
+from app.core.config import flask_config, load_settings
+from app.protocol.adapters import (
     CheckedEndSessionEndpoint,
     InsufficientScopeChallenge,
-    LazyDescriptionCursor,
     OnlyCodeResponseType,
     S256CodeChallenge,
-    SweptMemoryStorage,
     is_wired,
-    skip_global_limit_check,
 )
-from app.config import flask_config, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,7 +78,7 @@ def test_authlib_insufficient_scope_still_has_no_bearer_challenge():
 
 
 def test_authlib_merges_query_and_body_with_the_query_first():
-    """app/oauth/client_auth.py refuses a request naming one client in the query and another in the
+    """app/protocol/client_auth.py refuses a request naming one client in the query and another in the
     body, because Authlib's payload reads the query first while the form methods read the body."""
     environ = EnvironBuilder(method="POST", path="/token?client_id=query", data={"client_id": "body"}).get_environ()
     request = FlaskOAuth2Request(Request(environ))
@@ -211,7 +209,7 @@ def test_swept_memory_storage_answers_each_count_once_under_concurrency():
 
 def test_the_rate_limits_count_in_the_swept_storage_without_redis(app, settings):
     """Without REDIS_URL (the tests' settings) the limits count in SweptMemoryStorage; with it, in Redis."""
-    from app.extensions import limiter
+    from app.core.extensions import limiter
 
     assert not app.config["REDIS_URL"] and isinstance(limiter.storage, SweptMemoryStorage)
     public = {k: v for k, v in settings.items() if not k.startswith("_")}
@@ -337,7 +335,7 @@ def cookie_app(interface, secret: str = "s" * 32, fallbacks: list[str] | None = 
 def test_session_cookies_are_flasks_own_byte_for_byte(monkeypatch):
     from flask.sessions import SecureCookieSessionInterface
 
-    from app.adapters import SessionCookies
+    from app.core.adapters import SessionCookies
 
     monkeypatch.setattr(time, "time", lambda: 1_790_000_000.0)  # itsdangerous's timestamp
     session = {"bid": "b" * 22, "sid": "s" * 43, "csrf_token": "c" * 40, "_permanent": True, "2fa": {"u": "x", "t": 1}}
@@ -350,7 +348,7 @@ def test_session_cookies_are_flasks_own_byte_for_byte(monkeypatch):
 def test_session_cookies_follow_a_new_secret_key():
     from itsdangerous import BadSignature
 
-    from app.adapters import SessionCookies
+    from app.core.adapters import SessionCookies
 
     app = cookie_app(SessionCookies(), secret="old" * 11)
     signed_with_old = app.session_interface.get_signing_serializer(app).dumps({"sid": "x"})
@@ -376,7 +374,7 @@ def test_flask_wtf_forms_still_sign_a_token_whenever_they_are_built(monkeypatch)
     import flask_wtf.csrf
     from flask_wtf import FlaskForm
 
-    from app.adapters import CheckedForm
+    from app.core.adapters import CheckedForm
 
     signed = []
     sign = flask_wtf.csrf.URLSafeTimedSerializer.dumps
@@ -397,7 +395,7 @@ def test_the_csrf_secret_made_ahead_is_the_one_flask_wtf_signs_and_checks():
     from flask_wtf.csrf import generate_csrf, validate_csrf
     from wtforms import ValidationError
 
-    from app.adapters import new_csrf_secret
+    from app.core.adapters import new_csrf_secret
 
     app = csrf_app()
     with app.test_request_context("/"):
@@ -419,7 +417,7 @@ def test_flask_wtf_still_reads_a_json_body_as_form_data():
     from flask_wtf import FlaskForm
     from flask_wtf.form import _Auto
 
-    from app.adapters import _flask_wtf_form_data
+    from app.core.adapters import _flask_wtf_form_data
 
     app = Flask(__name__)
     with app.test_request_context("/", method="POST", json={"email": 5}):
@@ -449,7 +447,7 @@ def test_flask_reads_the_session_cookie_with_app_json_and_session_json_does_not(
     from flask.json.provider import DefaultJSONProvider
     from flask.json.tag import TaggedJSONSerializer
 
-    from app.adapters import SessionCookies, SessionJSON
+    from app.core.adapters import SessionCookies, SessionJSON
 
     class Refusing(DefaultJSONProvider):
         def loads(self, s, **kwargs):

@@ -10,10 +10,10 @@ from collections import Counter, defaultdict
 import pytest
 from sqlalchemy import func, select, text
 
-from app.apikeys import live_key
-from app.catalog_seed import ROLE_TAXONOMY, build_catalog, clear_catalog
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Album, ChartRow, Credit, CreditRole, Profile, Track, User, credit_role_links
+from app.services.apikeys import live_key
+from app.services.catalog_seed import ROLE_TAXONOMY, build_catalog, clear_catalog
 
 CATALOG_TABLES = (
     "profiles",

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from app.extensions import db
-from app.members import set_tier
+from app.core.extensions import db
 from app.models import Client, Token
 from app.models.base import utcnow
+from app.services.members import set_tier
 from tests.api_support import ALL_SCOPES, bearer, make_catalog, member_with_token, mint_token, uid
 from tests.factories import db_state, make_client, make_member
 
@@ -377,7 +377,7 @@ def test_unknown_paths_are_404_in_the_envelope(client, pro, path):
 
 
 def test_a_crash_is_a_500_in_the_envelope_without_details(client, catalog, pro, monkeypatch):
-    from app.api import reads
+    from app.web.api import reads
 
     def boom(*a, **kw):
         raise RuntimeError("secret internals")

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import ApiUsage, User
 from tests.api_support import bearer, count_queries, make_catalog, member_with_token, uid
 from tests.key_support import index_catalog, key_header, make_key
@@ -121,7 +121,7 @@ def test_an_unknown_path_or_method_with_a_key_is_an_api_error_with_the_headers(c
 
 
 def test_a_revoked_key_is_401_unauthorized_at_once_and_is_not_metered(client, catalog):
-    from app.apikeys import revoke_key
+    from app.services.apikeys import revoke_key
 
     key, value = make_key()
     assert client.get("/v1/roles", headers=key_header(value)).status_code == 200
@@ -135,7 +135,7 @@ def test_a_revoked_key_is_401_unauthorized_at_once_and_is_not_metered(client, ca
 def test_a_suspended_owners_key_is_refused_by_its_one_lookup_and_not_metered(client, catalog):
     """The owner's standing rides in the key's lookup (its owner joined): a paused key costs the
     door the one statement a live key's lookup costs, and no meter write."""
-    from app.members import suspend_member, unsuspend_member
+    from app.services.members import suspend_member, unsuspend_member
 
     key, value = make_key()
     with count_queries() as live:
@@ -214,7 +214,7 @@ def test_the_start_plan_allows_5_a_second_then_429_with_retry_after(client, cata
 
 
 def test_pay_as_you_go_is_300_a_minute(client, catalog, monkeypatch):
-    from app.apikeys import PLAN_LIMITS
+    from app.services.apikeys import PLAN_LIMITS
 
     assert PLAN_LIMITS["payg"].window.amount == 300 and PLAN_LIMITS["payg"].window.get_expiry() == 60
     assert [PLAN_LIMITS[p].window.amount for p in ("start", "build", "scale")] == [5, 25, 100]
@@ -277,7 +277,7 @@ def test_made_up_keys_draw_on_the_address_budget_and_are_refused_in_the_gateway_
 def test_build_and_scale_plans_refuse_past_their_per_second_budget(client, catalog, plan, per_second, per_minute):
     import time
 
-    from app.apikeys import PLAN_LIMITS
+    from app.services.apikeys import PLAN_LIMITS
 
     key, value = make_key(plan=plan)
     for _attempt in range(3):

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import Token
 from app.models.base import sha256_hex
 from tests.api_support import bearer, make_catalog, member_with_token, mint_token

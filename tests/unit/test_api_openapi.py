@@ -13,9 +13,9 @@ from openapi_core.testing import MockRequest
 from openapi_core.validation.response.exceptions import InvalidData
 from openapi_spec_validator import validate
 
-from app.api import widget_script
-from app.api.openapi import DOCUMENT, openapi_document
-from app.extensions import db
+from app.core.extensions import db
+from app.web.api import widget_script
+from app.web.api.openapi import DOCUMENT, openapi_document
 from tests.api_support import bearer, make_catalog, member_with_token, uid
 
 
@@ -133,7 +133,7 @@ def test_real_responses_validate_against_the_document(app, client, spec, monkeyp
 
 def test_the_validator_catches_a_response_that_breaks_the_contract(app, client, spec, monkeypatch):
     """The check above can fail: a row with a field the document does not define is refused."""
-    from app.api import reads
+    from app.web.api import reads
 
     catalog = make_catalog(credits=3)
     _, _, token = member_with_token("pro", catalog.mine)
@@ -149,7 +149,7 @@ def test_the_validator_catches_a_response_that_breaks_the_contract(app, client, 
 
 def test_real_key_door_responses_validate_against_the_document(app, client, spec):
     """Every catalog and widget operation through an API key, and each gateway and API refusal."""
-    from app.extensions import limiter
+    from app.core.extensions import limiter
     from tests.key_support import index_catalog, key_header, make_key
 
     limiter.reset()

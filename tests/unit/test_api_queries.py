@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from app.catalog_seed import build_catalog, profiles_by_credit_count
-from app.extensions import db
+from app.core.extensions import db
+from app.services.catalog_seed import build_catalog, profiles_by_credit_count
 from tests.api_support import bearer, count_queries, make_catalog, member_with_token
 
 

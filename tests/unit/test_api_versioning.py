@@ -14,12 +14,12 @@ from limits import RateLimitItemPerMinute
 from sqlalchemy.exc import OperationalError
 
 from app import create_app
-from app.api import reads
-from app.api.envelope import NOT_FOUND, ApiError, ok
-from app.api.gateway import API, KeyCaller, door
-from app.api.versioning import SERVICE_VERSION, deprecated
-from app.apikeys import PLAN_LIMITS, PlanLimits, revoke_key
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
+from app.services.apikeys import PLAN_LIMITS, PlanLimits, revoke_key
+from app.web.api import reads
+from app.web.api.envelope import NOT_FOUND, ApiError, ok
+from app.web.api.gateway import API, KeyCaller, door
+from app.web.api.versioning import SERVICE_VERSION, deprecated
 from tests.api_support import bearer, make_catalog, member_with_token, uid
 from tests.key_support import key_header, make_key
 
@@ -151,7 +151,7 @@ def test_every_kind_of_widget_answer_carries_the_version(client, catalog, monkey
     )
     monkeypatch.setattr(reads, "chart_rows", crash)
     cases.append(("crash", client.get(f"/embed/v1/profile/{catalog.mine}/charts", headers=widget), 500))
-    from app.api import cards
+    from app.web.api import cards
 
     monkeypatch.setattr(cards, "cards", database_down)
     cases.append(("database down", client.get(f"/embed/v1/cards?ids={catalog.mine}", headers=widget), 503))

@@ -7,10 +7,18 @@ from datetime import timedelta
 
 import pytest
 
-from app.apikeys import ApiKeyError, create_key, live_key, normalize_domains, revoke_key, rotate_key, visible_keys
-from app.extensions import db
+from app.core.extensions import db
 from app.models import ApiKey, AuditEvent, Role
 from app.models.base import sha256_hex, utcnow
+from app.services.apikeys import (
+    ApiKeyError,
+    create_key,
+    live_key,
+    normalize_domains,
+    revoke_key,
+    rotate_key,
+    visible_keys,
+)
 from tests.factories import make_member
 from tests.key_support import make_key
 

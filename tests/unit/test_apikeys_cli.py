@@ -8,10 +8,10 @@ from datetime import date
 
 import pytest
 
-from app.apikeys import live_key
-from app.extensions import db
-from app.metering import meter_request, utc_day
+from app.core.extensions import db
 from app.models import ApiKey, AuditEvent, Role
+from app.services.apikeys import live_key
+from app.services.metering import meter_request, utc_day
 from tests.factories import make_member
 
 

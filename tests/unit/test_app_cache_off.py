@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.extensions import db
-from app.oauth.store.app_cache import EXTENSION, app_cache
+from app.core.extensions import db
+from app.store.app_cache import EXTENSION, app_cache
 
 
 def test_on_sqlite_every_request_reads_its_app(app):

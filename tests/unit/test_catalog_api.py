@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.extensions import limiter
+from app.core.extensions import limiter
 from tests.api_support import make_catalog, uid
 from tests.key_support import index_catalog, key_header, make_key
 
@@ -69,7 +69,7 @@ def test_collaborators_are_the_profiles_with_most_shared_tracks(client, catalog,
 
 
 def test_collaborators_count_shared_tracks(client, catalog, secret):
-    from app.extensions import db
+    from app.core.extensions import db
     from app.models import Credit
 
     # `other` credited on two of `mine`'s tracks.

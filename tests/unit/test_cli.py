@@ -1,6 +1,6 @@
 import json
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Client, User
 from app.models.base import sha256_hex
 

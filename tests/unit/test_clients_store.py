@@ -1,5 +1,5 @@
 """Issue 20, item 3: one store for the apps' rows. The `clients` table is read and written through
-app/oauth/store (SQLAlchemy Core, frozen records) by every path - the protocol, registration, the
+app/store (SQLAlchemy Core, frozen records) by every path - the protocol, registration, the
 console, the account page, the ledger, the audit filters, the demo and the CLI. The ORM model
 `Client` only defines the table (Alembic, relationships, test fixtures).
 
@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import ClientStatus
-from app.oauth.store.clients import app_by_client_id
-from app.oauth.store.registry import RegisteredApp, registered_app, set_status
-from app.registration import NewClient, register_client, rotate_secret
+from app.services.registration import NewClient, register_client, rotate_secret
+from app.store.clients import app_by_client_id
+from app.store.registry import RegisteredApp, registered_app, set_status
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the ORM class may be named: the models define it, the store reads its table.
-ALLOWED = ("app/models/", "app/oauth/store/")
+ALLOWED = ("app/models/", "app/store/")
 MODEL_MODULES = {"app.models", "app.models.client"}
 
 
@@ -50,7 +50,12 @@ def orm_client_uses(source: str) -> list[str]:
 
 def test_the_check_reads_the_modules_that_used_the_model():
     names = {path.relative_to(ROOT).as_posix() for path in modules()}
-    assert {"app/registration.py", "app/console/apps.py", "app/fees.py", "app/oauth/grants.py"} <= names
+    assert {
+        "app/services/registration.py",
+        "app/services/apps.py",
+        "app/services/fees.py",
+        "app/protocol/grants.py",
+    } <= names
     assert not any(name.startswith(ALLOWED) for name in names)
     source = (
         "from app.models import AuditEvent, Client as C, ClientStatus\nimport app.models.client\nx = models.Client\n"
@@ -66,8 +71,8 @@ def test_the_check_reads_the_modules_that_used_the_model():
 @pytest.mark.parametrize("path", modules(), ids=lambda path: path.relative_to(ROOT).as_posix())
 def test_no_module_outside_the_store_and_the_models_uses_the_orm_client(path):
     """Enums (`ClientStatus`, `ClientType`) and the rules (`ClientRules`) may be imported; the ORM
-    class may not: its rows are the store's (`app.oauth.store.clients` for the protocol,
-    `app.oauth.store.registry` for registering and managing apps)."""
+    class may not: its rows are the store's (`app.store.clients` for the protocol,
+    `app.store.registry` for registering and managing apps)."""
     assert orm_client_uses(path.read_text()) == [], f"{path.relative_to(ROOT)} uses the ORM model Client"
 
 
@@ -90,8 +95,8 @@ def test_the_audit_trail_names_its_apps_through_the_store():
     relationship is not loaded behind them."""
     from sqlalchemy.exc import InvalidRequestError
 
-    from app.audit import AuditFilter, audit_page
-    from app.console.apps import register_app
+    from app.services.apps import register_app
+    from app.services.audit import AuditFilter, audit_page
 
     app, _ = register_app(NewClient(name="Audited", redirect_uris=["https://audited.example/cb"]), actor=None)
     db.session.commit()

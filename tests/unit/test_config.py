@@ -1,7 +1,7 @@
 import pytest
 
 from app import create_app
-from app.config import DEV_SECRET_KEY, ConfigError, check_settings, load_settings
+from app.core.config import DEV_SECRET_KEY, ConfigError, check_settings, load_settings
 
 STRONG = "s" * 40
 

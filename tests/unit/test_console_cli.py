@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import pytest
 
-from app.auth.passwords import passwords
-from app.extensions import db
-from app.jwks import keystore
+from app.core.extensions import db
 from app.models import AuditEvent, Client, Consent, Token, User
 from app.models.base import new_uuid, sha256_hex, utcnow
+from app.protocol.jwks import keystore
+from app.services.passwords import passwords
 from tests.factories import PASSWORD, make_client, make_member
 
 
@@ -102,7 +102,7 @@ def test_disable_and_enable(cli):
 def test_the_operator_locks_an_app_its_developer_had_disabled(cli):
     """Disabled by its developer, the app can still be suspended for good by the operator: only
     an administrator (or the CLI) may enable it again after that."""
-    from app.console.apps import NotAllowed, disable_app, enable_app
+    from app.services.apps import NotAllowed, disable_app, enable_app
 
     dev = make_member(role="developer")
     client, _ = make_client(owner_id=dev.id)

@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 
-from app.console.apps import NotAllowed, edit_app, register_app, rotate_app_secret
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, Client
 from app.models.base import sha256_hex
-from app.registration import (
+from app.services.apps import NotAllowed, edit_app, register_app, rotate_app_secret
+from app.services.registration import (
     NewClient,
     RegistrationError,
     link_problem,
@@ -205,12 +205,12 @@ def test_a_rejected_edit_changes_nothing():
 
 def test_an_app_and_its_audit_row_are_one_unit_of_work(monkeypatch):
     """register_client only flushes; the console and the CLI commit the app with its audit row."""
-    from app.registration import NewClient as Spec
+    from app.services.registration import NewClient as Spec
 
     def fail(*args, **kwargs):
         raise RuntimeError("the audit trail is unreachable")
 
-    monkeypatch.setattr("app.console.apps.record", fail)
+    monkeypatch.setattr("app.services.apps.record", fail)
     with pytest.raises(RuntimeError):
         register_app(Spec(name="Half", redirect_uris=["https://half.example/cb"]), actor=None)
     db.session.rollback()

@@ -1,4 +1,4 @@
-"""The Core unit of work (app/database.py): a request that runs Core statements only (the token
+"""The Core unit of work (app/store/database.py): a request that runs Core statements only (the token
 endpoint at the front) runs them on one pooled connection and its transaction, without the ORM
 session. What it commits stands; what it leaves uncommitted, or an exception leaves, is rolled
 back; a write on any other connection meanwhile is refused, reads are not; `has_written` follows
@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import event, func, select
 
-from app.audit import EVENTS, event_row, write_event
-from app.database import commit, core_unit_of_work, has_written, read_row, run_first
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, User
 from app.models.base import new_uuid
+from app.services.audit import EVENTS, event_row, write_event
+from app.store.database import commit, core_unit_of_work, has_written, read_row, run_first
 
 
 def an_address() -> str:

@@ -1,4 +1,4 @@
-"""Statements run straight on a DBAPI cursor (app/database.py): read_row, the bearer token's read on
+"""Statements run straight on a DBAPI cursor (app/store/database.py): read_row, the bearer token's read on
 a pooled connection of its own, and run_first, the token endpoint's writes on the request's. They
 must give the row SQLAlchemy gives (the same names, values and types), be heard by the engine's
 listeners, stay in the request's transaction, refuse a statement SQLAlchemy would have to complete,
@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import bindparam, column, event, select, table, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from app.database import has_written, read_row, run_first
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Token, User
 from app.models.base import new_uuid, sha256_hex, utcnow
-from app.oauth.store.tokens import _BY_ACCESS_HASH, _INSERT, find_bearer
+from app.store.database import has_written, read_row, run_first
+from app.store.tokens import _BY_ACCESS_HASH, _INSERT, find_bearer
 from tests.factories import make_client, make_member
 
 
@@ -89,7 +89,7 @@ def test_a_dead_pooled_connection_is_dropped_and_the_read_runs_again(access_toke
     dead = pooled.dbapi_connection
     pooled.close()  # back to the pool: the next checkout gets it
     dead.close()
-    with caplog.at_level(logging.WARNING, logger="app.database"):
+    with caplog.at_level(logging.WARNING, logger="app.store.database"):
         token = find_bearer(access_token)
     assert token is not None and token.scope == "openid email"
     assert "stale database connection replaced; the read runs again" in caplog.text

@@ -1,4 +1,4 @@
-"""Email addresses (issue 49, item 12): one rule for every address that enters (app/email_address.py),
+"""Email addresses (issue 49, item 12): one rule for every address that enters (app/core/email_address.py),
 and one stored form - the mailbox mailed, letter for letter - through the service that creates
 members, the CLI and the migration that brought older rows to that form."""
 
@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert, select
 
-from app.email_address import InvalidEmail, lookup_form, stored_form
-from app.extensions import db
-from app.members import MemberError, create_member, member_by_email
+from app.core.email_address import InvalidEmail, lookup_form, stored_form
+from app.core.extensions import db
 from app.models import User
+from app.services.members import MemberError, create_member, member_by_email
 
 ROOT = Path(__file__).resolve().parents[2]
 

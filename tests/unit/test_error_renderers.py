@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.errors import for_caller
+from app.web.errors import for_caller
 
 
 @pytest.mark.parametrize("status", [404, 429, 500, 503])

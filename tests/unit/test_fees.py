@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 import time_machine
 
-from app.console.apps import delete_app, disable_app
-from app.extensions import db
-from app.fees import MONTHLY_FEE, POLICY, FeeError, Month, ledger, month_report
+from app.core.extensions import db
+from app.services.apps import delete_app, disable_app
+from app.services.fees import MONTHLY_FEE, POLICY, FeeError, Month, ledger, month_report
 from tests.factories import make_client, make_member
 
 

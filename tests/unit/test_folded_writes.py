@@ -11,13 +11,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from app.audit import event_row
-from app.consent.service import answer_request, consented_scope
-from app.extensions import db
+from app.core.extensions import db
 from app.models import AuditEvent, AuthorizationCode, Consent, Interaction, LoginSession
 from app.models.base import new_secret, sha256_hex, utcnow
-from app.oauth.store import interactions, sessions
-from app.oauth.store.clients import app_by_id
+from app.services.audit import event_row
+from app.services.consent import answer_request, consented_scope
+from app.store import interactions, sessions
+from app.store.clients import app_by_id
 from tests.factories import make_client, make_member
 from tests.unit.test_sessions_store import as_member
 

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from app.humanize import ago, duration, time_tag
+from app.web.humanize import ago, duration, time_tag
 
 NOW = datetime(2026, 11, 24, 21, 0, tzinfo=UTC)
 

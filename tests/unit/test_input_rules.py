@@ -1,11 +1,11 @@
-"""The input rules of app/input_rules.py, one at a time: path integers and JSON bodies."""
+"""The input rules of app/core/input_rules.py, one at a time: path integers and JSON bodies."""
 
 from __future__ import annotations
 
 import pytest
 from flask import Flask
 
-from app.input_rules import INT64_MAX, IJsonProvider, Int64Converter, UnreadableJson
+from app.core.input_rules import INT64_MAX, IJsonProvider, Int64Converter, UnreadableJson
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_the_reader_takes_no_options(read):
 def test_commands_refuse_arguments_that_are_not_text(app, args):
     from sqlalchemy import func, select
 
-    from app.extensions import db
+    from app.core.extensions import db
     from app.models import Client, User
 
     result = app.test_cli_runner().invoke(args=args)

@@ -9,10 +9,10 @@ from joserfc.errors import InvalidKeyIdError
 from joserfc.jwk import KeySet
 from sqlalchemy import event
 
-from app.extensions import db
-from app.jwks import KeyStoreError, keystore
+from app.core.extensions import db
 from app.models import AuditEvent, SigningKey
 from app.models.base import utcnow
+from app.protocol.jwks import KeyStoreError, keystore
 
 
 def test_private_key_file_is_0600_and_kid_is_the_thumbprint(fresh_keys, app):
@@ -155,7 +155,7 @@ def test_a_rotation_is_one_transaction(fresh_keys, monkeypatch):
     def fail(*args, **kwargs):
         raise RuntimeError("the audit trail is unreachable")
 
-    monkeypatch.setattr("app.jwks.record", fail)
+    monkeypatch.setattr("app.protocol.jwks.record", fail)
     with pytest.raises(RuntimeError):
         keystore.rotate(immediate=True)
     db.session.rollback()

@@ -1,4 +1,4 @@
-"""app/mail.py: development's outbox, and SMTP's refusal to send in clear to a remote server."""
+"""app/services/mail.py: development's outbox, and SMTP's refusal to send in clear to a remote server."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from email import message_from_bytes, policy
 
 import pytest
 
-from app import mail
-from app.mail import Mail, deliver
+from app.services import mail
+from app.services.mail import Mail, deliver
 from tests.issued import separate_app
 
 
 def test_without_smtp_mails_go_to_the_outbox_and_their_links_to_the_log(settings, tmp_path, caplog):
     web = separate_app(settings, SMTP_URL="", MAIL_OUTBOX_DIR=str(tmp_path / "outbox"))
-    with web.app_context(), caplog.at_level(logging.WARNING, logger="app.mail"):
+    with web.app_context(), caplog.at_level(logging.WARNING, logger="app.services.mail"):
         deliver(Mail("ana@example.test", "Reset your password", "Open https://id.test/password/reset?token=abc\n"))
     [path] = (tmp_path / "outbox").glob("*.eml")
     message = message_from_bytes(path.read_bytes(), policy=policy.default)

@@ -8,9 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from app.extensions import db
-from app.metering import banded_amount, last_used, meter_request, month_amount, month_bounds, usage_for
+from app.core.extensions import db
 from app.models import ApiUsage
+from app.services.metering import banded_amount, last_used, meter_request, month_amount, month_bounds, usage_for
 from tests.key_support import make_key
 
 

@@ -2,8 +2,9 @@
 route commits its unit of work itself.
 
 Read from the source, not run: a service module that starts committing (or declares a route), or
-a views helper that commits on a route's behalf, fails here before any behaviour changes. In these
-packages a views module is named `views.py` or `*_views.py`; every other module is a service."""
+a views helper that commits on a route's behalf, fails here before any behaviour changes. Every
+module of app/services is a service; in the member-facing packages of app/web a views module is
+named `views.py` or `*_views.py`."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("app/account", "app/auth", "app/consent")
+SERVICES_PACKAGE = "app/services"
+PAGES = ("app/web/account", "app/web/auth", "app/web/consent")
 ROUTE_DECORATORS = {"route", "get", "post", "put", "patch", "delete"}
 
 
-def modules() -> list[Path]:
-    return sorted(path for package in PACKAGES for path in (ROOT / package).glob("*.py"))
+def modules(*packages: str) -> list[Path]:
+    return sorted(path for package in packages for path in (ROOT / package).glob("*.py"))
 
 
 def is_views(path: Path) -> bool:
@@ -52,14 +54,14 @@ def functions(module: ast.Module) -> list[ast.FunctionDef]:
     return [node for node in ast.walk(module) if isinstance(node, ast.FunctionDef)]
 
 
-SERVICES = [path for path in modules() if not is_views(path)]
-VIEWS = [path for path in modules() if is_views(path)]
+SERVICES = modules(SERVICES_PACKAGE)
+VIEWS = [path for path in modules(*PAGES) if is_views(path)]
 
 
 def test_the_packages_have_both_kinds():
     names = {path.relative_to(ROOT).as_posix() for path in SERVICES}
-    assert {"app/auth/second_factor.py", "app/auth/passkeys.py", "app/consent/service.py"} <= names
-    assert {"app/account/two_step_views.py", "app/auth/two_step_login_views.py", "app/auth/views.py"} <= {
+    assert {"app/services/second_factor.py", "app/services/passkeys.py", "app/services/consent.py"} <= names
+    assert {"app/web/account/two_step_views.py", "app/web/auth/two_step_login_views.py", "app/web/auth/views.py"} <= {
         path.relative_to(ROOT).as_posix() for path in VIEWS
     }
 

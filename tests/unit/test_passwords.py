@@ -1,7 +1,7 @@
 from argon2 import PasswordHasher
 
-from app.auth.passwords import passwords
-from app.extensions import db
+from app.core.extensions import db
+from app.services.passwords import passwords
 from tests.factories import PASSWORD, make_member
 
 

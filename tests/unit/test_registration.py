@@ -1,7 +1,7 @@
 import pytest
 
 from app.models import Client
-from app.registration import NewClient, RegistrationError, redirect_uri_problem, register_client
+from app.services.registration import NewClient, RegistrationError, redirect_uri_problem, register_client
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_pkce_cannot_be_relaxed_for_public_clients():
 
 
 def test_client_ids_are_letters_and_digits_only():
-    from app.registration import new_client_id
+    from app.services.registration import new_client_id
 
     ids = {new_client_id() for _ in range(2000)}
     assert len(ids) == 2000
@@ -118,7 +118,7 @@ def test_loopback_redirect_uris_of_native_apps_match_any_port_and_nothing_else(r
 def test_a_logo_must_be_one_the_consent_page_can_load():
     """Issue 21, item 3: the consent page's CSP loads images over https only, so a plain-http logo
     (even on a loopback host, which other links may use) is refused at registration."""
-    from app.registration import registration_problems
+    from app.services.registration import registration_problems
 
     for logo in ("http://127.0.0.1:8080/logo.png", "http://localhost/logo.png", "http://[::1]/l.png"):
         spec = NewClient(name="App", redirect_uris=["https://app.example/cb"], logo_url=logo)

@@ -3,7 +3,7 @@ another site, however the `next` parameter is spelled."""
 
 import pytest
 
-from app.auth.views import safe_next
+from app.web.auth.views import safe_next
 
 
 @pytest.mark.parametrize("target", ["/account", "/console/fees?from=2026-01", "/", "/console/apps/abc#keys"])

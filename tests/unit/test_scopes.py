@@ -1,5 +1,5 @@
-from app.consent.service import decide_granted, missing_scopes
-from app.scopes import claims_for, grantable, known_scopes, scope_list, tier_allows
+from app.core.scopes import claims_for, grantable, known_scopes, scope_list, tier_allows
+from app.services.consent import decide_granted, missing_scopes
 
 
 def test_analytics_needs_pro_and_everything_else_is_open():

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pyotp
 import pytest
 
-from app.auth.second_factor import begin_totp, confirm_totp, has_second_factor, member_signing_in
-from app.extensions import db
+from app.core.extensions import db
 from app.models import Passkey
+from app.services.second_factor import begin_totp, confirm_totp, has_second_factor, member_signing_in
 from tests.factories import make_member
 
 

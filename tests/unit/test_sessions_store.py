@@ -10,11 +10,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from app.extensions import db
+from app.core.extensions import db
 from app.models import LoginSession, User
 from app.models.base import new_secret, sha256_hex, utcnow
-from app.oauth.store import interactions, sessions
-from app.oauth.store.members import Member
+from app.store import interactions, sessions
+from app.store.members import Member
 from tests.factories import make_client, make_member
 
 

@@ -16,11 +16,11 @@ from sqlalchemy import event, func, select, text, update
 from sqlalchemy.exc import DBAPIError
 
 import app as app_package
-from app.console.apps import register_app
-from app.extensions import db
-from app.jwks import keystore
+from app.core.extensions import db
 from app.models import AuditEvent, Client, SigningKey, User
-from app.registration import NewClient
+from app.protocol.jwks import keystore
+from app.services.apps import register_app
+from app.services.registration import NewClient
 from tests.factories import make_member
 from tests.production.servers import ON_POSTGRES
 
@@ -28,23 +28,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Called by pages and commands: they join the caller's transaction and never end it.
 SERVICES = (
-    "app/apikeys.py",
-    "app/catalog_seed.py",
-    "app/console/apps.py",
-    "app/demo.py",
-    "app/fees.py",
-    "app/housekeeping.py",
-    "app/jwks.py",
-    "app/members.py",
-    "app/metering.py",
-    "app/registration.py",
+    "app/services/apikeys.py",
+    "app/services/catalog_seed.py",
+    "app/services/apps.py",
+    "app/services/demo.py",
+    "app/services/fees.py",
+    "app/services/housekeeping.py",
+    "app/protocol/jwks.py",
+    "app/services/members.py",
+    "app/services/metering.py",
+    "app/services/registration.py",
 )
 # The callers that own a unit of work: each function commits at most once.
 CALLERS = (
-    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app/commands").glob("*.py")),
-    "app/console/admin.py",
-    "app/console/api_keys.py",
-    "app/console/views.py",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app/cli").glob("*.py")),
+    "app/web/console/admin.py",
+    "app/web/console/api_keys.py",
+    "app/web/console/views.py",
 )
 COMMAND_MODULES = ("api_keys", "clients", "demo", "fees", "housekeeping", "keys", "users")
 COMMANDS = {
@@ -138,39 +138,39 @@ def test_a_rotation_is_published_only_once_committed(fresh_keys):
 @pytest.fixture
 def fresh_import():
     """Import command modules afresh, then put the app's own modules back."""
-    saved = {name: module for name, module in sys.modules.items() if name.startswith("app.commands")}
+    saved = {name: module for name, module in sys.modules.items() if name.startswith("app.cli")}
     for name in saved:
         del sys.modules[name]
     yield
-    for name in [name for name in sys.modules if name.startswith("app.commands")]:
+    for name in [name for name in sys.modules if name.startswith("app.cli")]:
         del sys.modules[name]
     sys.modules.update(saved)
-    app_package.commands = saved["app.commands"]
+    app_package.cli = saved["app.cli"]
 
 
 @pytest.mark.parametrize("name", COMMAND_MODULES)
 def test_importing_a_command_module_loads_no_other(fresh_import, name):
     """A module that added commands to another module's group would have to import it."""
-    importlib.import_module(f"app.commands.{name}")
-    loaded = {module for module in sys.modules if module.startswith("app.commands.")}
-    assert loaded == {f"app.commands.{name}", "app.commands.output"}
+    importlib.import_module(f"app.cli.{name}")
+    loaded = {module for module in sys.modules if module.startswith("app.cli.")}
+    assert loaded == {f"app.cli.{name}", "app.cli.output"}
 
 
 def test_each_group_holds_only_the_commands_of_its_own_module(app):
     registered = {name: command for name, command in app.cli.commands.items() if name in COMMANDS}
     assert {name: set(getattr(c, "commands", {})) for name, c in registered.items()} == COMMANDS
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"app.commands.{name}")
+        module = importlib.import_module(f"app.cli.{name}")
         own = [value for value in vars(module).values() if isinstance(value, click.Command)]
         groups = [value for value in own if isinstance(value, click.Group)]
-        assert len(groups) == (0 if name == "housekeeping" else 1), f"app.commands.{name}: one group per noun"
+        assert len(groups) == (0 if name == "housekeeping" else 1), f"app.cli.{name}: one group per noun"
         for group in groups:
             assert registered[group.name] is group
             strays = {c.name: c.callback.__module__ for c in group.commands.values()}
             assert set(strays.values()) == {module.__name__}, f"{group.name} has commands from elsewhere: {strays}"
 
 
-# -- when a transaction begins and how it ends (app/database.py: begin_at_first_write) -----------
+# -- when a transaction begins and how it ends (app/store/database.py: begin_at_first_write) -----------
 
 
 def ended_by(app, work) -> list[str]:
@@ -283,7 +283,7 @@ def test_locking_reads_are_recognised():
 # The one module that locks rows: the store's serialization of revocation and rotation (its
 # docstring). Each of its locks is a step of a statement that writes, never a read on its own:
 # test_the_stores_locks_are_steps_of_statements_that_write.
-LOCKING_STORE = "app/oauth/store/tokens.py"
+LOCKING_STORE = "app/store/tokens.py"
 
 
 def test_no_read_takes_a_lock():
@@ -317,7 +317,7 @@ def test_the_stores_locks_are_steps_of_statements_that_write(app):
     the commit even when nothing before it had opened the transaction."""
     from sqlalchemy.dialects import postgresql
 
-    from app.oauth.store import codes, tokens
+    from app.store import codes, tokens
 
     for spend_and_store in (tokens._ROTATE, codes._REDEEM):
         sql = str(spend_and_store._in_one.compile(dialect=postgresql.dialect()))

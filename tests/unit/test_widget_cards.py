@@ -8,11 +8,11 @@ import pytest
 from openapi_core import OpenAPI
 from openapi_core.contrib.werkzeug import WerkzeugOpenAPIRequest, WerkzeugOpenAPIResponse
 
-from app.api import cards
-from app.api.openapi import openapi_document
-from app.apikeys import revoke_key
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import ApiUsage, Profile
+from app.services.apikeys import revoke_key
+from app.web.api import cards
+from app.web.api.openapi import openapi_document
 from tests.api_support import count_queries, make_catalog, uid
 from tests.key_support import key_header, make_key
 

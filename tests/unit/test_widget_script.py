@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from app.api.widget_script import SCRIPT, build, snippet
-from app.extensions import db, limiter
+from app.core.extensions import db, limiter
 from app.models import ApiUsage
+from app.web.api.widget_script import SCRIPT, build, snippet
 
 GZIP = {"Accept-Encoding": "gzip, deflate, br"}
 TARGET_GZIPPED = 8 * 1024

@@ -1,0 +1,32 @@
+"""`flask purge-expired`: delete what can no longer be used (app/services/housekeeping.py), in batches.
+The command owns the transactions: it commits after every batch, so requests served meanwhile
+never wait long on a lock and an interrupted purge keeps what it already deleted."""
+
+from __future__ import annotations
+
+import click
+from flask import current_app
+
+from app.cli.output import emit, json_option
+from app.core.extensions import db
+from app.services.housekeeping import count_expired, purge_expired
+
+
+@click.command("purge-expired")
+@click.option(
+    "--batch-size", type=click.IntRange(min=1), default=None, help="Rows per transaction (default: PURGE_BATCH_SIZE)."
+)
+@click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
+@json_option
+def purge_expired_command(batch_size, dry_run, as_json):
+    """Delete expired codes, tokens, sessions, pending sign-ins, mailed links and passkey
+    challenges, and audit events past their retention (AUDIT_RETENTION_DAYS), in batches (safe
+    while serving)."""
+    if dry_run:
+        data = {"dry_run": True, "expired": count_expired()}
+    else:
+        size = batch_size or int(current_app.config["PURGE_BATCH_SIZE"])
+        data = {"dry_run": False, "deleted": purge_expired(size, end_batch=db.session.commit), "batch_size": size}
+    counts = data["expired"] if dry_run else data["deleted"]
+    verb = "would delete" if dry_run else "deleted"
+    emit(data, as_json, lambda d: "\n".join(f"{verb} {n} {table}" for table, n in counts.items()))

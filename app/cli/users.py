@@ -1,0 +1,207 @@
+"""`flask users create|invite|set-role|set-tier|set-password|suspend|unsuspend|remove-second-factor`:
+members, from the command line. The same services and audit trail as the console's member pages
+(source `cli`); each command commits once, and mails only after its commit."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from flask import current_app
+
+from app.cli.output import CommandGroup, emit, fail, fields, json_option
+from app.core.extensions import db
+from app.models import Role, Tier, User
+from app.models.base import new_secret
+from app.services.audit import record
+from app.services.mail import Mail, deliver
+from app.services.members import (
+    MemberError,
+    change_password,
+    create_member,
+    find_member,
+    set_role,
+    set_tier,
+    suspend_member,
+    unsuspend_member,
+)
+from app.services.verification import invite, send_verification
+
+users = CommandGroup("users", help="Members of the platform.")
+
+
+def _member(email: str) -> User:
+    try:
+        return find_member(email)
+    except MemberError as exc:
+        fail(str(exc))
+
+
+def _every_field(d: dict) -> str:
+    return "\n".join(f"{k}: {v}" for k, v in d.items())
+
+
+def _deliver(mail: Mail | None, email: str) -> None:
+    """Send now, and tell the operator if the mail server refused (the member exists either way)."""
+    if mail is None:
+        return
+    try:
+        deliver(mail, current_app)
+    except Exception as exc:
+        fail(
+            f"the mail to {email} was not sent ({type(exc).__name__}: {exc}); "
+            f"send another with: flask users invite {email}"
+        )
+
+
+@users.command("create")
+@click.option("--email", required=True)
+@click.option("--name", required=True)
+@click.option("--tier", type=click.Choice([t.value for t in Tier]), default=Tier.BASIC.value, show_default=True)
+@click.option("--admin", is_flag=True, help="Give the member the admin role.")
+@click.option("--role", type=click.Choice([r.value for r in Role]), default=None, help="Role (overrides --admin).")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@click.option("--profile-id", default=None, help="Link the member to a catalog profile.")
+@json_option
+def users_create(email, name, tier, admin, role, password_stdin, profile_id, as_json):
+    """Create a member. Without --password-stdin the member gets an invitation mail with a link to
+    choose a password (INVITATION_LIFETIME); with it, a link that verifies the address. Either way
+    the address counts as verified only once the member opened the link."""
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else None
+    try:
+        user = create_member(
+            email,
+            name,
+            password,
+            tier=tier,
+            role=role or (Role.ADMIN if admin else Role.MEMBER),
+            profile_id=profile_id,
+        )
+    except MemberError as exc:
+        fail(str(exc))
+    record("user.created", subject=user, role=user.role, tier=user.tier)
+    mail = send_verification(user) if password_stdin else invite(user)
+    db.session.commit()
+    data = {
+        "id": user.id,
+        "sub": user.sub,
+        "email": user.email,
+        "tier": user.tier,
+        "role": user.role,
+        "profile_id": user.profile_id,
+        "email_verified": False,
+        ("verification_sent_to" if password_stdin else "invitation_sent_to"): user.email,
+    }
+    _deliver(mail, user.email)
+    emit(data, as_json, _every_field)
+
+
+@users.command("invite")
+@click.argument("email")
+@json_option
+def users_invite(email, as_json):
+    """Send a member a new invitation (a link to choose a password); older links stop working."""
+    user = _member(email)
+    mail = invite(user)
+    db.session.commit()
+    _deliver(mail, user.email)
+    emit({"id": user.id, "email": user.email, "invitation_sent_to": user.email}, as_json, _every_field)
+
+
+@users.command("set-role")
+@click.argument("email")
+@click.argument("role", type=click.Choice([r.value for r in Role]))
+@json_option
+def users_set_role(email, role, as_json):
+    """Give a member the role member, developer (owns apps in the console) or admin."""
+    user = _member(email)
+    before = user.role
+    try:
+        set_role(user, role)
+    except MemberError as exc:
+        fail(str(exc))
+    db.session.commit()
+    emit({"id": user.id, "email": user.email, "role": user.role, "previous_role": before}, as_json, fields)
+
+
+@users.command("suspend")
+@click.argument("email")
+@click.option("--reason", default=None, help="Why (kept in the audit trail).")
+@json_option
+def users_suspend(email, reason, as_json):
+    """Suspend a member: sign-in refused, every session ended, every app's tokens revoked."""
+    user = _member(email)
+    ended = suspend_member(user, reason=reason)
+    db.session.commit()
+    emit({"id": user.id, "email": user.email, "suspended": True, **ended}, as_json, fields)
+
+
+@users.command("unsuspend")
+@click.argument("email")
+@json_option
+def users_unsuspend(email, as_json):
+    """Lift a member's suspension: they may sign in again."""
+    user = _member(email)
+    changed = unsuspend_member(user)
+    db.session.commit()
+    emit({"id": user.id, "email": user.email, "suspended": False, "changed": changed}, as_json, fields)
+
+
+@users.command("remove-second-factor")
+@click.argument("email")
+@json_option
+def users_remove_second_factor(email, as_json):
+    """Support: turn a member's two-step verification off (lost phone, recovery codes and passkeys),
+    after checking who they are by other means. Sign-in then asks for the password only."""
+    from app.services.passkeys import passkeys_of
+    from app.services.passkeys import remove as remove_passkey
+    from app.services.second_factor import remove_totp
+
+    user = _member(email)
+    removed = remove_totp(user, actor=None)
+    passkeys_removed = sum(remove_passkey(user, p.id, actor=None) for p in passkeys_of(user))
+    db.session.commit()
+    if removed or passkeys_removed:
+        from app.services.notices import security_notice
+
+        try:
+            deliver(security_notice(user, "Support turned your two-step verification off"))
+        except Exception as exc:  # the change is made; the notice is a courtesy
+            click.echo(f"warning: the notice to {user.email} was not sent ({type(exc).__name__})", err=True)
+    emit(
+        {"id": user.id, "email": user.email, "removed": removed, "passkeys_removed": passkeys_removed}, as_json, fields
+    )
+
+
+@users.command("set-password")
+@click.argument("email")
+@click.option("--password-stdin", is_flag=True, help="Read the new password from standard input.")
+@click.option("--disconnect-apps", is_flag=True, help="Also revoke every app's consent and tokens (a compromise).")
+@json_option
+def users_set_password(email, password_stdin, disconnect_apps, as_json):
+    """Give a member a new password (support, after they lost theirs): every session of theirs
+    ends. Without --password-stdin a random password is generated and shown once."""
+    user = _member(email)
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else new_secret(12)
+    try:
+        ended = change_password(user, password, disconnect_apps=disconnect_apps)
+    except MemberError as exc:
+        fail(str(exc))
+    db.session.commit()
+    data = {"id": user.id, "email": user.email, **ended}
+    if not password_stdin:
+        data["password"] = password
+    emit(data, as_json, fields)
+
+
+@users.command("set-tier")
+@click.argument("email")
+@click.argument("tier", type=click.Choice([t.value for t in Tier]))
+@json_option
+def users_set_tier(email, tier, as_json):
+    """Change a member's membership (basic or pro); a downgrade applies to existing tokens at once."""
+    user = _member(email)
+    before = user.tier
+    set_tier(user, tier)
+    db.session.commit()
+    emit({"id": user.id, "email": user.email, "tier": user.tier, "previous_tier": before}, as_json, fields)

@@ -1,0 +1,1 @@
+"""What everything stands on: settings, extension singletons, the scope table, logs, metrics."""

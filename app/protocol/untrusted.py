@@ -1,0 +1,29 @@
+"""A sign-in request that cannot be answered by redirect (RFC 6749 4.1.2.1): the member gets an
+error page instead. Raised by the authorization endpoint and the sign-in pages, rendered by
+app/web/errors.py, so neither has to import the other."""
+
+from __future__ import annotations
+
+NOTHING_SHARED = "Nothing was shared with the application."
+
+
+class UntrustedRequest(Exception):
+    """The request cannot be answered by redirect: show the member an error page instead. Where
+    they are known, the page names the app and the redirect URI it was refused (shown as text,
+    never as a link), with a hint for the app's developer."""
+
+    def __init__(
+        self,
+        title: str,
+        message: str,
+        status: int = 400,
+        hint: str = NOTHING_SHARED,
+        app_name: str | None = None,
+        redirect_uri: str | None = None,
+        developer_hint: str | None = None,
+    ):
+        super().__init__(message)
+        self.title, self.message, self.status, self.hint = title, message, status, hint
+        self.app_name = app_name
+        self.redirect_uri = redirect_uri[:500] if redirect_uri is not None else None
+        self.developer_hint = developer_hint

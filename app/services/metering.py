@@ -1,0 +1,128 @@
+"""The `api_requests` meter and what a month of it costs.
+
+Every request an API key makes that passes the gateway (authenticated, entitled, within its
+limit) counts once: one upsert on the (key, UTC day) counter row - `INSERT ... ON CONFLICT DO
+UPDATE`, which SQLite and PostgreSQL both run atomically, so concurrent processes never lose a
+count. Sign-in traffic (OIDC tokens, userinfo, bearer reads of `/v1`) never reaches this module.
+
+Pricing (spec, "Metering and price constants"), in one pure function, `month_amount`:
+- pay-as-you-go (and the `start` tier, which is pay-as-you-go with a faster limit): marginal bands,
+  0.025 a call for the first 100,000, 0.020 up to 300,000, 0.015 beyond;
+- Build: 500 a month, 25,000 calls included; Scale: 3,000 a month, 150,000 calls included. Plans
+  price every call at 0.020 from the first; the plan money counts toward usage, so the month costs
+  the larger of the plan fee and the calls priced at 0.020 (beyond the included calls you pay the
+  excess)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import ROUND_HALF_UP, Decimal
+
+from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from app.core.extensions import db
+from app.models import ApiKey, ApiUsage, KeyPlan
+
+METER = "api_requests"
+BANDS: tuple[tuple[int | None, Decimal], ...] = (
+    (100_000, Decimal("0.025")),
+    (300_000, Decimal("0.020")),
+    (None, Decimal("0.015")),
+)
+PLAN_RATE = Decimal("0.020")
+PLAN_FEES: dict[str, tuple[Decimal, int]] = {  # monthly fee, calls included
+    KeyPlan.BUILD: (Decimal("500"), 25_000),
+    KeyPlan.SCALE: (Decimal("3000"), 150_000),
+}
+CENT = Decimal("0.01")  # amounts to the cent, half a cent rounded up
+
+
+def banded_amount(calls: int) -> Decimal:
+    """Pay-as-you-go: each call priced by the band it falls in (marginal, like tax brackets)."""
+    if calls < 0:
+        raise ValueError("calls cannot be negative")
+    total, floor = Decimal(0), 0
+    for ceiling, rate in BANDS:
+        upper = calls if ceiling is None else min(calls, ceiling)
+        if upper > floor:
+            total += (upper - floor) * rate
+        if ceiling is None or calls <= ceiling:
+            break
+        floor = ceiling
+    return total.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def month_amount(calls: int, plan: str) -> Decimal:
+    """What a month of `calls` costs on `plan` (dollars, to the cent)."""
+    if plan in PLAN_FEES:
+        if calls < 0:
+            raise ValueError("calls cannot be negative")
+        fee, _included = PLAN_FEES[plan]
+        return max(fee, calls * PLAN_RATE).quantize(CENT, rounding=ROUND_HALF_UP)
+    return banded_amount(calls)
+
+
+def utc_day(moment: datetime | None = None) -> date:
+    return (moment or datetime.now(UTC)).astimezone(UTC).date()
+
+
+def meter_request(key: ApiKey, day: date | None = None) -> None:
+    """Add one request to the key's counter for `day` (today, UTC): one statement. Flushes only;
+    the gateway commits."""
+    values = {"key_id": key.id, "day": day or utc_day(), "count": 1}
+    dialect = db.session.get_bind().dialect.name
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    stmt = insert(ApiUsage).values(**values)
+    stmt = stmt.on_conflict_do_update(index_elements=["key_id", "day"], set_={"count": ApiUsage.count + 1})
+    db.session.execute(stmt)
+
+
+@dataclass(frozen=True)
+class KeyUsage:
+    key: ApiKey
+    days: list[tuple[date, int]]  # the month's days with requests, oldest first
+    month_calls: int
+    amount: Decimal
+
+
+def month_bounds(day: date) -> tuple[date, date]:
+    first = day.replace(day=1)
+    following = date(first.year + (first.month == 12), first.month % 12 + 1, 1)
+    return first, following
+
+
+def usage_for(keys: list[ApiKey], month_of: date | None = None) -> list[KeyUsage]:
+    """Each key's requests per day in the month of `month_of` (default: this UTC month), its month
+    total and the month's amount on its plan: one query for all keys."""
+    first, following = month_bounds(month_of or utc_day())
+    per_day: dict[str, list[tuple[date, int]]] = defaultdict(list)
+    if keys:
+        rows = db.session.execute(
+            select(ApiUsage.key_id, ApiUsage.day, ApiUsage.count)
+            .where(ApiUsage.key_id.in_([k.id for k in keys]), ApiUsage.day >= first, ApiUsage.day < following)
+            .order_by(ApiUsage.key_id, ApiUsage.day)
+        )
+        for key_id, day, count in rows:
+            per_day[key_id].append((day, count))
+    result = []
+    for key in keys:
+        days = per_day.get(key.id, [])
+        calls = sum(count for _, count in days)
+        result.append(KeyUsage(key, days, calls, month_amount(calls, key.plan)))
+    return result
+
+
+def last_used(keys: list[ApiKey]) -> dict[str, date]:
+    """The last UTC day each key made a request (no extra write per request: read off the meter)."""
+    if not keys:
+        return {}
+    rows = db.session.execute(
+        select(ApiUsage.key_id, func.max(ApiUsage.day))
+        .where(ApiUsage.key_id.in_([k.id for k in keys]))
+        .group_by(ApiUsage.key_id)
+    )
+    return dict(rows.all())

@@ -1,0 +1,391 @@
+"""The catalog reads behind the key door: profiles by id, collaborators, tracks and albums by
+their identifiers, album credits, search, autocomplete, the role taxonomy and profile search.
+
+Every lookup is an indexed equality (ids, `track_isrcs`, spotify ids, UPC); every list is a
+bounded page with its count. Search and autocomplete match names and titles with a
+case-insensitive substring (prefix for autocomplete) over at most `SEARCH_LIMIT` rows a bucket.
+The JSON shapes are the spec's; where the spec says "not shown" the shape is ours and is
+documented in openapi.yaml."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from sqlalchemy import distinct, func, select
+from sqlalchemy.orm import aliased
+
+from app.core.extensions import db
+from app.models import Album, Credit, CreditRole, Profile, Track, TrackArtist, TrackIsrc, credit_role_links
+from app.web.api.auth import canonical_uuid
+from app.web.api.envelope import page
+from app.web.api.paging import PageRequest
+from app.web.api.reads import roles_of
+
+TRACK_KEYS = ("id", "isrc", "spotify")
+ALBUM_KEYS = ("id", "upc", "spotify")
+SEARCH_TYPES = ("track", "profile", "album")
+SEARCH_LIMIT = 10
+AUTOCOMPLETE_LIMIT = 10
+MAX_KEYWORD = 200
+MAX_NAMES = 20
+MAX_TRACK_IDS = 50
+
+
+ESCAPE = "!"  # not a backslash: PostgreSQL reads backslashes in literals by its own settings
+
+
+def _like(text: str, prefix_only: bool = False) -> str:
+    """A LIKE pattern matching `text` literally (its own %, _ and ! escaped with `!`)."""
+    escaped = text.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return (escaped + "%") if prefix_only else ("%" + escaped + "%")
+
+
+def find_profile(profile_id: str) -> Profile | None:
+    canonical = canonical_uuid(profile_id)
+    return db.session.get(Profile, canonical) if canonical else None
+
+
+def _identifier(id_value: str) -> str | None:
+    """An identifier worth looking up: not empty, not longer than any stored one (a NUL never
+    gets here: app/core/security.py refuses it in any path)."""
+    value = (id_value or "").strip()
+    return value if value and len(value) <= 64 else None
+
+
+def find_track(id_key: str, id_value: str) -> Track | None:
+    """A track by `id` (UUID), `isrc` or `spotify`; None for an unknown key or value."""
+    value = _identifier(id_value)
+    if value is None:
+        return None
+    if id_key == "id":
+        canonical = canonical_uuid(value)
+        return db.session.get(Track, canonical) if canonical else None
+    if id_key == "isrc":
+        track_id = db.session.scalar(
+            select(TrackIsrc.track_id)
+            .where(TrackIsrc.isrc == value.upper().replace("-", ""))
+            .order_by(TrackIsrc.track_id)
+            .limit(1)
+        )
+        return db.session.get(Track, track_id) if track_id else None
+    if id_key == "spotify":
+        return db.session.scalar(select(Track).where(Track.spotify_id == value).order_by(Track.id).limit(1))
+    return None
+
+
+def find_album(id_key: str, id_value: str) -> Album | None:
+    """An album by `id` (UUID), `upc` or `spotify`; None for an unknown key or value."""
+    value = _identifier(id_value)
+    if value is None:
+        return None
+    if id_key == "id":
+        canonical = canonical_uuid(value)
+        return db.session.get(Album, canonical) if canonical else None
+    column = {"upc": Album.upc, "spotify": Album.spotify_id}.get(id_key)
+    if column is None:
+        return None
+    return db.session.scalar(select(Album).where(column == value).order_by(Album.id).limit(1))
+
+
+def track_json(track: Track) -> dict:
+    return {
+        "id": track.id,
+        "title": track.title,
+        "isrcs": list(track.isrcs or []),
+        "spotifyIds": [track.spotify_id] if track.spotify_id else [],
+        "label": track.label,
+        "popularity": track.popularity,
+        "spotifyPreviewUrl": track.spotify_preview_url,
+    }
+
+
+def album_json(album: Album) -> dict:
+    return {
+        "id": album.id,
+        "title": album.title,
+        "upc": album.upc,
+        "label": album.label,
+        "releaseDate": album.release_date.isoformat(),
+        "albumArt": album.album_art,
+        "spotifyId": album.spotify_id,
+        "popularity": album.popularity,
+    }
+
+
+def collaborators_page(profile_id: str, wanted: PageRequest) -> dict:
+    """The profiles sharing the most tracks with `profile_id` (most shared first, ties by id)."""
+    mine, theirs = aliased(Credit), aliased(Credit)
+    shared = func.count(distinct(theirs.track_id))
+    pairs = (
+        select(theirs.profile_id.label("profile_id"), shared.label("shared"))
+        .select_from(mine)
+        .join(theirs, theirs.track_id == mine.track_id)
+        .where(mine.profile_id == profile_id, theirs.profile_id != profile_id)
+        .group_by(theirs.profile_id)
+    ).subquery()
+    total = db.session.scalar(select(func.count()).select_from(pairs))
+    if wanted.offset >= total:
+        return page(wanted.limit, wanted.offset, total, [])
+    rows = db.session.execute(
+        select(Profile.id, Profile.name, Profile.avatar_url, pairs.c.shared)
+        .join(pairs, pairs.c.profile_id == Profile.id)
+        .order_by(pairs.c.shared.desc(), Profile.id)
+        .limit(wanted.limit)
+        .offset(wanted.offset)
+    ).all()
+    items = [
+        {"id": pid, "name": name, "avatarUrl": avatar, "sharedCredits": count} for pid, name, avatar, count in rows
+    ]
+    return page(wanted.limit, wanted.offset, total, items)
+
+
+def track_albums_page(track: Track, wanted: PageRequest) -> dict:
+    """The albums a track appears on (from its credits), newest release first."""
+    album_ids = select(Credit.album_id).where(Credit.track_id == track.id).scalar_subquery()
+    total = db.session.scalar(select(func.count()).select_from(Album).where(Album.id.in_(album_ids)))
+    if wanted.offset >= total:
+        return page(wanted.limit, wanted.offset, total, [])
+    rows = db.session.scalars(
+        select(Album)
+        .where(Album.id.in_(album_ids))
+        .order_by(Album.release_date.desc(), Album.id)
+        .limit(wanted.limit)
+        .offset(wanted.offset)
+    ).all()
+    items = [
+        {"id": a.id, "title": a.title, "releaseDate": a.release_date.isoformat(), "popularity": a.popularity}
+        for a in rows
+    ]
+    return page(wanted.limit, wanted.offset, total, items)
+
+
+def album_credits_page(album: Album, wanted: PageRequest) -> dict:
+    """Who is credited on the album's tracks: one row per credited profile and track, with the
+    roles held (ordered by track, then credit)."""
+    total = db.session.scalar(select(func.count()).select_from(Credit).where(Credit.album_id == album.id))
+    if wanted.offset >= total:
+        return page(wanted.limit, wanted.offset, total, [])
+    rows = db.session.execute(
+        select(
+            Credit.id,
+            Profile.id,
+            Profile.name,
+            Profile.avatar_url,
+            Track.id,
+            Track.title,
+            Track.popularity,
+            Track.isrcs,
+            Track.spotify_id,
+            Track.spotify_preview_url,
+        )
+        .join(Profile, Profile.id == Credit.profile_id)
+        .join(Track, Track.id == Credit.track_id)
+        .where(Credit.album_id == album.id)
+        .order_by(Track.id, Credit.id)
+        .limit(wanted.limit)
+        .offset(wanted.offset)
+    ).all()
+    roles = roles_of([row[0] for row in rows])
+    items = [
+        {
+            "profile": {"id": pid, "name": name, "avatarUrl": avatar},
+            "credits": roles.get(credit_id, []),
+            "track": {
+                "id": tid,
+                "title": title,
+                "popularity": popularity,
+                "isrcs": list(isrcs or []),
+                "spotifyId": spotify_id,
+                "spotifyPreviewUrl": preview,
+            },
+        }
+        for credit_id, pid, name, avatar, tid, title, popularity, isrcs, spotify_id, preview in rows
+    ]
+    return page(wanted.limit, wanted.offset, total, items)
+
+
+def roles_page() -> dict:
+    """The whole taxonomy as one page: every specific role with its family (the spec's
+    `/roles` declares no query parameters)."""
+    family = aliased(CreditRole)
+    rows = db.session.execute(
+        select(CreditRole.name, family.name)
+        .join(family, family.id == CreditRole.parent_id)
+        .order_by(family.id, CreditRole.id)
+    ).all()
+    items = [{"child": child, "parent": parent} for child, parent in rows]
+    return page(len(items), 0, len(items), items)
+
+
+# -- search ----------------------------------------------------------------------------------------
+
+
+def _empty() -> dict:
+    return {"total": 0, "items": []}
+
+
+def _profile_items(profile_ids: list[str]) -> list[dict]:
+    """Search rows for profiles: counts read in one grouped query each for the page's ids."""
+    if not profile_ids:
+        return []
+    names = dict(db.session.execute(select(Profile.id, Profile.name).where(Profile.id.in_(profile_ids))).all())
+    avatars = dict(db.session.execute(select(Profile.id, Profile.avatar_url).where(Profile.id.in_(profile_ids))).all())
+    stats = {
+        pid: (count, popularity)
+        for pid, count, popularity in db.session.execute(
+            select(Credit.profile_id, func.count(Credit.id), func.max(Track.popularity))
+            .join(Track, Track.id == Credit.track_id)
+            .where(Credit.profile_id.in_(profile_ids))
+            .group_by(Credit.profile_id)
+        )
+    }
+    mine, theirs = aliased(Credit), aliased(Credit)
+    collaborators = dict(
+        db.session.execute(
+            select(mine.profile_id, func.count(distinct(theirs.profile_id)))
+            .join(theirs, (theirs.track_id == mine.track_id) & (theirs.profile_id != mine.profile_id))
+            .where(mine.profile_id.in_(profile_ids))
+            .group_by(mine.profile_id)
+        ).all()
+    )
+    common: dict[str, Counter] = defaultdict(Counter)
+    for pid, role in db.session.execute(
+        select(Credit.profile_id, CreditRole.name)
+        .join(credit_role_links, credit_role_links.c.credit_id == Credit.id)
+        .join(CreditRole, CreditRole.id == credit_role_links.c.role_id)
+        .where(Credit.profile_id.in_(profile_ids))
+    ):
+        common[pid][role] += 1
+    return [
+        {
+            "id": pid,
+            "name": names[pid],
+            "popularity": int(stats.get(pid, (0, 0))[1] or 0),
+            "creditCount": stats.get(pid, (0, 0))[0],
+            "collaboratorsCount": collaborators.get(pid, 0),
+            "avatarUrl": avatars[pid] or "",
+            "commonCredits": [role for role, _ in sorted(common[pid].items(), key=lambda kv: (-kv[1], kv[0]))[:3]],
+        }
+        for pid in profile_ids
+        if pid in names
+    ]
+
+
+def search(keyword: str, types: list[str]) -> dict:
+    """Profiles, tracks and albums whose name or title contains `keyword`, most popular first;
+    a bucket that was not asked for is empty, not absent."""
+    pattern = _like(keyword)
+    result = {"tracks": _empty(), "albums": _empty(), "profiles": _empty()}
+    if "profile" in types:
+        where = func.lower(Profile.name).like(pattern, escape=ESCAPE)
+        ids = list(
+            db.session.scalars(select(Profile.id).where(where).order_by(Profile.name, Profile.id).limit(SEARCH_LIMIT))
+        )
+        result["profiles"] = {
+            "total": db.session.scalar(select(func.count()).select_from(Profile).where(where)),
+            "items": _profile_items(ids),
+        }
+    if "track" in types:
+        where = func.lower(Track.title).like(pattern, escape=ESCAPE)
+        rows = db.session.execute(
+            select(Track.id, Track.title, Track.popularity)
+            .where(where)
+            .order_by(Track.popularity.desc(), Track.id)
+            .limit(SEARCH_LIMIT)
+        ).all()
+        released = (
+            dict(
+                db.session.execute(
+                    select(Credit.track_id, func.min(Credit.release_date))
+                    .where(Credit.track_id.in_([r[0] for r in rows]))
+                    .group_by(Credit.track_id)
+                ).all()
+            )
+            if rows
+            else {}
+        )
+        result["tracks"] = {
+            "total": db.session.scalar(select(func.count()).select_from(Track).where(where)),
+            "items": [
+                {
+                    "id": tid,
+                    "title": title,
+                    "popularity": popularity,
+                    "releaseDate": released[tid].isoformat() + "T00:00:00" if tid in released else None,
+                }
+                for tid, title, popularity in rows
+            ],
+        }
+    if "album" in types:
+        where = func.lower(Album.title).like(pattern, escape=ESCAPE)
+        albums = db.session.scalars(
+            select(Album).where(where).order_by(Album.popularity.desc(), Album.id).limit(SEARCH_LIMIT)
+        ).all()
+        result["albums"] = {
+            "total": db.session.scalar(select(func.count()).select_from(Album).where(where)),
+            "items": [
+                {
+                    "id": a.id,
+                    "title": a.title,
+                    "upc": a.upc,
+                    "releaseDate": a.release_date.isoformat(),
+                    "albumArt": a.album_art,
+                    "popularity": a.popularity,
+                }
+                for a in albums
+            ],
+        }
+    return result
+
+
+def autocomplete(q: str) -> dict:
+    """Type-ahead: names and titles starting with `q`, profiles first, then tracks, then albums."""
+    pattern = _like(q, prefix_only=True)
+    items: list[dict] = []
+    for model, label, kind, order in (
+        (Profile, Profile.name, "profile", Profile.name),
+        (Track, Track.title, "track", Track.popularity.desc()),
+        (Album, Album.title, "album", Album.popularity.desc()),
+    ):
+        left = AUTOCOMPLETE_LIMIT - len(items)
+        if left <= 0:
+            break
+        rows = db.session.execute(
+            select(model.id, label)
+            .where(func.lower(label).like(pattern, escape=ESCAPE))
+            .order_by(order, model.id)
+            .limit(left)
+        ).all()
+        items += [{"id": row_id, "name": name, "entityType": kind} for row_id, name in rows]
+    return {"items": items}
+
+
+def profiles_for_tracks(names: list[str], track_ids: list[str], spotify_track_ids: list[str]) -> dict:
+    """The profiles credited on the given tracks whose names match one of `names` (case-insensitive
+    substring): who on this track is "Max"? Each row lists the matched tracks."""
+    tracks = set()
+    if track_ids:
+        canonical = [c for c in (canonical_uuid(t) for t in track_ids) if c]
+        tracks |= set(db.session.scalars(select(Track.id).where(Track.id.in_(canonical))))
+    if spotify_track_ids:
+        tracks |= set(db.session.scalars(select(Track.id).where(Track.spotify_id.in_(spotify_track_ids))))
+    if not tracks:
+        return {"items": []}
+    rows = db.session.execute(
+        select(Profile.id, Profile.name, Profile.avatar_url, Credit.track_id)
+        .join(Credit, Credit.profile_id == Profile.id)
+        .where(Credit.track_id.in_(sorted(tracks)))
+        .union(
+            select(Profile.id, Profile.name, Profile.avatar_url, TrackArtist.track_id)
+            .join(TrackArtist, TrackArtist.profile_id == Profile.id)
+            .where(TrackArtist.track_id.in_(sorted(tracks)))
+        )
+    ).all()
+    wanted = [n.lower() for n in names]
+    found: dict[str, dict] = {}
+    for pid, name, avatar, track_id in sorted(rows):
+        if any(w in name.lower() for w in wanted):
+            entry = found.setdefault(pid, {"id": pid, "name": name, "avatarUrl": avatar, "trackIds": []})
+            if track_id not in entry["trackIds"]:
+                entry["trackIds"].append(track_id)
+    return {"items": list(found.values())}

@@ -1,0 +1,141 @@
+"""The forgot-password pages: ask for a link, then set a new password through it. The rules live
+in app.services.recovery (flush only); each route commits once, then sends the mail."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from flask import Blueprint, Response, current_app, flash, make_response, redirect, render_template, request, url_for
+from flask_wtf import FlaskForm
+from wtforms import BooleanField, EmailField, HiddenField, PasswordField
+from wtforms.validators import DataRequired, EqualTo, Length, ValidationError
+
+from app.core.email_address import InvalidEmail, stored_form
+from app.core.extensions import db
+from app.models import LinkPurpose
+from app.services import links, throttle
+from app.services.devices import remember_device
+from app.services.mail import send_later
+from app.services.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, MemberError
+from app.services.notices import security_notice
+from app.services.recovery import complete_reset, request_reset, reset_link
+from app.web.auth.views import throttled
+from app.web.background import run_after_response
+
+bp = Blueprint("recovery", __name__)
+
+TOO_MANY_REQUESTS = "Too many requests for links from your network. Try again later."
+
+
+class ForgotForm(FlaskForm):
+    email = EmailField("Email", validators=[DataRequired(message="Enter your email address."), Length(max=254)])
+
+    def validate_email(self, field: EmailField) -> None:
+        """The address rule of every form that takes one (a syntax check: says nothing of members)."""
+        try:
+            stored_form(field.data)
+        except InvalidEmail as error:
+            raise ValidationError(str(error)) from None
+
+
+class NewPasswordForm(FlaskForm):
+    """Choosing a new password, after a forgotten one (ResetForm) or knowing the current one (the
+    account page's PasswordForm): the same rules and words in both."""
+
+    new = PasswordField(
+        "New password",
+        validators=[
+            DataRequired(),
+            Length(
+                min=MIN_PASSWORD_LENGTH,
+                max=MAX_PASSWORD_LENGTH,
+                message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
+            ),
+        ],
+        description=f"At least {MIN_PASSWORD_LENGTH} characters.",
+    )
+    confirm = PasswordField(
+        "New password again", validators=[DataRequired(), EqualTo("new", message="The two new passwords differ.")]
+    )
+    disconnect_apps = BooleanField(
+        "Also disconnect every app",
+        description=("If someone else may have used your password: every app loses access and must ask you again."),
+    )
+
+
+class ResetForm(NewPasswordForm):
+    token = HiddenField()
+
+
+def mail_ip_wait() -> int:
+    """MAIL_IP_LIMIT: 0, or the seconds until this IP may ask for another link (known and unknown
+    emails spend it alike)."""
+    spent = throttle.spend(throttle.parsed_limit(current_app.config["MAIL_IP_LIMIT"]), "mail-ip", throttle.client_ip())
+    return 0 if spent is None or spent.allowed else spent.reset
+
+
+@bp.route("/password/forgot", methods=["GET", "POST"])
+def forgot() -> Response | str:
+    form = ForgotForm()
+    if request.method == "GET":
+        form.email.data = request.args.get("email", "")[:254]
+        return render_template("auth/forgot.html", form=form)
+    if not form.validate_on_submit():
+        error = form.email.errors[0] if form.email.errors else "Enter your email address."
+        return make_response(render_template("auth/forgot.html", form=form, error=error), 400)
+    wait = mail_ip_wait()
+    if wait:
+        return throttled(render_template("auth/forgot.html", form=form, error=TOO_MANY_REQUESTS), wait)
+    # The lookup, the link and the mail run after the answer: the same answer, and as quick,
+    # whether or not a member has the address.
+    run_after_response(partial(request_reset, form.email.data), "reset-link")
+    return render_template(
+        "auth/forgot_sent.html", email=form.email.data.strip(), minutes=links.lifetime(LinkPurpose.RESET) // 60
+    )
+
+
+def _link_invalid() -> Response:
+    return make_response(
+        render_template("auth/link_invalid.html", again=url_for("recovery.forgot"), what="password reset"), 400
+    )
+
+
+@bp.route("/password/reset", methods=["GET", "POST"])
+def reset() -> Response | str:
+    form = ResetForm()
+    token = request.values.get("token")
+    link = reset_link(token)
+    if link is None:
+        return _link_invalid()
+    if request.method == "GET":
+        form.token.data = token
+        return render_template("auth/reset.html", form=form, email=link.user.email, max_length=MAX_PASSWORD_LENGTH)
+    if not form.validate_on_submit():
+        return make_response(
+            render_template("auth/reset.html", form=form, email=link.user.email, max_length=MAX_PASSWORD_LENGTH), 400
+        )
+    try:
+        ended = complete_reset(link, form.new.data, form.disconnect_apps.data)
+    except MemberError as exc:  # refused before anything was written: the link stays usable
+        return make_response(
+            render_template(
+                "auth/reset.html", form=form, email=link.user.email, error=str(exc), max_length=MAX_PASSWORD_LENGTH
+            ),
+            400,
+        )
+    except links.LinkAlreadyUsed:  # another request used the link first; nothing was written here
+        return _link_invalid()
+    remember_device(link.user)  # this browser proved the mailbox: a known browser for the account
+    db.session.commit()
+    send_later(security_notice(link.user, "Your password was reset with a link sent to this address"))
+    flash(
+        "Your password is changed and you are signed out everywhere"
+        + (", and every app is disconnected" if "tokens_revoked" in ended else "")
+        + (
+            f"; the change of your address to {ended['email_change_cancelled']} is cancelled"
+            if "email_change_cancelled" in ended
+            else ""
+        )
+        + ". Sign in with your new password."
+    )
+    return redirect(url_for("auth.login"), 303)

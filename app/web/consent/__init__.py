@@ -1,0 +1,1 @@
+"""The consent page: the app, and what it asks for in plain words."""
