@@ -10,7 +10,7 @@ DISTRO_PYTHON = $(shell /usr/bin/python3 -c 'import ensurepip, sys; assert sys.v
 PYTHON ?= $(or $(DISTRO_PYTHON),python3)
 BIN := $(VENV)/bin
 export FLASK_APP := wsgi
-NODE_DEPS := examples/clients/node_modules/.package-lock.json
+NODE_DEPS := examples/clients/node_modules/.package-lock.json tests/interop/mcp_inspector/node_modules/.package-lock.json
 
 .PHONY: run serve test test-tools lint venv clean bench profile layers
 
@@ -42,11 +42,11 @@ serve: venv
 test: venv test-tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-## test-tools: Debian's Chromium (real-browser tests) and openid-client from npm (interop tests)
+## test-tools: Debian's Chromium (real-browser tests), openid-client and the MCP Inspector from npm (interop tests)
 test-tools: $(NODE_DEPS)
 	@scripts/ensure-chromium.sh
 
-$(NODE_DEPS): examples/clients/package.json examples/clients/package-lock.json
+$(NODE_DEPS): examples/clients/package.json examples/clients/package-lock.json tests/interop/mcp_inspector/package.json tests/interop/mcp_inspector/package-lock.json
 	@scripts/ensure-node-clients.sh
 
 ## bench: Credits ID under granian against node oidc-provider (needs ../shared/bench; see docs/performance.md)
@@ -72,4 +72,4 @@ lint: venv
 	$(BIN)/lint-imports
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache artifacts examples/clients/node_modules
+	rm -rf $(VENV) instance .pytest_cache artifacts examples/clients/node_modules tests/interop/mcp_inspector/node_modules

@@ -1,4 +1,7 @@
-"""The production server: granian serving `wsgi:app` (`python serve.py`, which `make serve` runs).
+"""The production servers: granian serving `wsgi:app` (`python serve.py`, which `make serve` runs)
+and, beside it on a port of its own, the hosted tool server (app/web/toolserver/, granian in ASGI mode:
+the MCP SDK's transport is ASGI, the provider's sign-in stays WSGI). `python serve.py tools` runs
+the tool server alone (a process of its own, for an operator who runs them apart).
 
 Why granian rather than gunicorn: every sign-in request pays the HTTP server's own cost before
 Flask sees it. Measured on the benchmark machine (docs/performance.md), a Flask "hello" costs
@@ -18,6 +21,9 @@ Every number comes from the environment, with defaults for a small machine:
   PROMETHEUS_MULTIPROC_DIR  where the workers share their metrics          a fresh temporary folder
   METRICS_BIND          host:port of a port of its own for /metrics, served by this
                         (the master) process from the workers' files; keep it private   none
+  MCP_BIND              address the tool server listens on (host:port); `off` or empty:
+                        not started. Its public URL is MCP_URL (app/core/config.py)         127.0.0.1:8001
+  MCP_CONCURRENCY       the tool server's worker processes                              CPUs
 
 One thread per worker by default: the app's requests are short and mostly CPU, so threads of one
 process mostly wait for its interpreter lock, and switching between them costs CPU. Measured with
@@ -42,7 +48,11 @@ import logging
 import logging.config
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +120,85 @@ def server_options(environ: os._Environ | dict = os.environ) -> dict[str, Any]:
     }
 
 
+DEFAULT_MCP_BIND = "127.0.0.1:8001"
+
+
+def _address(bind: str, name: str) -> tuple[str, int]:
+    host, _, port = bind.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise SystemExit(f"{name} must be host:port, such as 127.0.0.1:8001, not {bind!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def tool_server_bind(environ: os._Environ | dict = os.environ) -> tuple[str, int] | None:
+    """MCP_BIND as (host, port); None when the tool server is switched off."""
+    bind = environ.get("MCP_BIND", DEFAULT_MCP_BIND).strip()
+    if bind.lower() in ("", "off", "false", "0", "no"):
+        return None
+    return _address(bind, "MCP_BIND")
+
+
+def tool_server_options(environ: os._Environ | dict = os.environ) -> dict[str, Any]:
+    """granian's settings for the tool server: the provider's, in ASGI mode with the app built by
+    a factory in each worker, at MCP_BIND with MCP_CONCURRENCY workers (one event loop each: a
+    tool call's reads run in it, as a /v1 request's on the provider's one thread per worker)."""
+    options = server_options(environ)
+    address = tool_server_bind(environ)
+    if address is None:
+        raise SystemExit("MCP_BIND is off: no tool server to start")
+    del options["blocking_threads"]
+    return {
+        **options,
+        "target": "app.web.toolserver.asgi:create_tool_server",
+        "factory": True,
+        "interface": Interfaces.ASGI,
+        "address": address[0],
+        "port": address[1],
+        "workers": int(environ.get("MCP_CONCURRENCY") or os.cpu_count() or 1),
+    }
+
+
+def _die_with_parent() -> None:
+    """In the tool server's process, before it runs: stop when serve.py's process dies, however
+    it dies (Linux's parent-death signal), rather than serve on alone."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: stopped by serve.py's own exit instead
+        pass
+
+
+def start_tool_server(log: logging.Logger) -> subprocess.Popen:
+    """`serve.py tools` as a child process. If it stops while the provider serves, the provider
+    stops too, so that whatever supervises serve.py restarts both (a half-served platform is not
+    left running)."""
+    child = subprocess.Popen(  # noqa: S603 - our own interpreter and file
+        [sys.executable, str(ROOT / "serve.py"), "tools"], cwd=ROOT, preexec_fn=_die_with_parent
+    )
+
+    def watch() -> None:
+        if child.wait() != 0 and not stopping.is_set():
+            log.error("the tool server stopped (exit %s): stopping the provider too", child.returncode)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="tool-server-watch", daemon=True).start()
+    return child
+
+
+stopping = threading.Event()
+
+
+def stop(child: subprocess.Popen, timeout: int) -> None:
+    stopping.set()
+    if child.poll() is None:
+        child.terminate()
+        try:
+            child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+
+
 def fresh_metrics_dir() -> tuple[Path, bool]:
     """PROMETHEUS_MULTIPROC_DIR, set before any worker imports prometheus_client, and emptied:
     files left by a previous run would be added to this one's. True when the folder is our own
@@ -159,7 +248,8 @@ def check_config() -> None:
         raise refusal(exc) from None
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
     check_config()
     log = logging.getLogger("credits_id.serve")
     logging.config.dictConfig(
@@ -170,16 +260,28 @@ def main() -> None:
             "loggers": {"credits_id.serve": {"handlers": ["json"], "level": "INFO"}},
         }
     )
+    if argv == ["tools"]:
+        Granian(**tool_server_options()).serve()
+        return
+    if argv:
+        raise SystemExit("usage: serve.py [tools]")
     for line in retired_settings():
         log.warning(line)
     metrics_at = metrics_address()
     folder, own = fresh_metrics_dir()
+    tools = None
     try:
         if metrics_at is not None:
             serve_metrics(metrics_at)
             log.info("metrics served on %s:%d", *metrics_at)
-        Granian(**server_options()).serve()
+        options = server_options()
+        if tool_server_bind() is not None:
+            tools = start_tool_server(log)
+            log.info("tool server on %s:%d", *tool_server_bind())
+        Granian(**options).serve()
     finally:
+        if tools is not None:
+            stop(tools, int(os.environ.get("WEB_GRACEFUL_TIMEOUT") or 30))
         if own:
             shutil.rmtree(folder, ignore_errors=True)
 

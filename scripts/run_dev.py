@@ -1,8 +1,9 @@
-"""`make run`'s last step: the provider on :5000 and the demo app on :5001, side by side.
+"""`make run`'s last step: the provider on :5000, the demo app on :5001 and the tool server (MCP)
+on :5002, side by side.
 
 Reads `flask demo seed --json` on standard input, prints the demo credentials, and hands the demo
 app its client secret through the environment (the secret changes at every seed and is never
-written to disk). Ctrl-C (or SIGTERM) stops both; if one stops, so does the other."""
+written to disk). Ctrl-C (or SIGTERM) stops them all; if one stops, so do the others."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PROVIDER = "http://127.0.0.1:5000"
 DEMO = "http://127.0.0.1:5001"
+TOOLS_BIND = "127.0.0.1:5002"
+TOOLS = f"http://{TOOLS_BIND}/mcp"  # MCP_URL's default (app/core/config.py)
 DEMO_CLIENT_ID = "demo-web-app"
 
 
@@ -34,6 +37,7 @@ def banner(seed: dict) -> str:
         "Credits ID is starting:",
         f"  provider  {PROVIDER}   (discovery: {PROVIDER}/.well-known/openid-configuration)",
         f'  demo app  {DEMO}   (Liner Notes) <- open this and click "Sign in with Credits ID"',
+        f"  tools     {TOOLS}   (the MCP tool server for AI agents, with an API key: docs/tools.md)",
         "",
         "Demo members (passwords are new at every run):",
     ]
@@ -46,7 +50,11 @@ def banner(seed: dict) -> str:
         lines.append(f"Demo developer (console): {dev['email']}  password: {dev['password']}")
         lines.append(f"  catalog API key: {dev['api_key']}")
         lines.append(f"  try: curl -H 'x-api-key: {dev['api_key']}' {PROVIDER}/v1/roles")
-    lines.append("Ctrl-C stops both.\n")
+        lines.append(
+            f"  or:  npx @modelcontextprotocol/inspector --cli {TOOLS} --transport http"
+            f" --method tools/list --header 'x-api-key: {dev['api_key']}'"
+        )
+    lines.append("Ctrl-C stops them all.\n")
     return "\n".join(lines)
 
 
@@ -72,8 +80,14 @@ def main() -> int:
         stdin=subprocess.DEVNULL,
         env=demo_env,
     )
-    children = (provider, demo)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` stops both, like Ctrl-C
+    tools = subprocess.Popen(  # noqa: S603 - fixed argv
+        [python, "serve.py", "tools"],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "MCP_BIND": TOOLS_BIND, "MCP_URL": TOOLS, "MCP_CONCURRENCY": "1"},
+    )
+    children = (provider, demo, tools)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` stops them all, like Ctrl-C
     try:
         while all(child.poll() is None for child in children):
             time.sleep(0.5)

@@ -133,8 +133,10 @@ def app_context(request, app):
 
 
 def server_env(settings: dict, **extra: str) -> dict:
+    """A server's environment: the settings, and no tool server unless a test asks for one with
+    MCP_BIND (serve.py would start it at 127.0.0.1:8001, which parallel runs would share)."""
     env = {k: str(v) for k, v in settings.items() if not k.startswith("_")}
-    return {**os.environ, **env, "PYTHONPATH": str(ROOT), **extra}
+    return {**os.environ, **env, "PYTHONPATH": str(ROOT), "MCP_BIND": "off", **extra}
 
 
 def start_server(settings: dict, port: int, log_path: Path, **extra_env: str) -> subprocess.Popen:

@@ -136,6 +136,11 @@ DEFAULTS: dict[str, Setting] = {
         365,
         "Days the audit trail (with the IPs it records) is kept; `flask purge-expired` deletes older events. 0 = forever.",
     ),
+    "MCP_URL": Setting(
+        "http://127.0.0.1:5002/mcp",
+        "The hosted tool server's public URL (its canonical address: agents connect here; served at its path). "
+        "`http` only on loopback hosts.",
+    ),
     "API_RATE_LIMIT_PER_MINUTE": Setting(
         300,
         "Requests per minute to the `/v1` data API per sign-in (a grant: its access token and those refreshed from it).",
@@ -221,6 +226,13 @@ def check_settings(settings: dict[str, Any]) -> None:
         raise ConfigError(f"SMTP_URL must be smtp://host:port or smtps://host:port, got scheme {smtp.scheme!r}")
     if "@" not in settings["MAIL_FROM"]:
         raise ConfigError("MAIL_FROM must be an email address, such as 'Credits ID <no-reply@id.example.com>'")
+    tools = urlsplit(settings["MCP_URL"])
+    if tools.scheme not in {"http", "https"} or not tools.hostname or not tools.path.startswith("/"):
+        raise ConfigError(f"MCP_URL must be an absolute http(s) URL with a path, got {settings['MCP_URL']!r}")
+    if tools.scheme == "http" and not is_loopback_host(tools.hostname):
+        raise ConfigError("MCP_URL must use https unless it is a loopback host (127.0.0.1, localhost, [::1])")
+    if tools.query or tools.fragment:
+        raise ConfigError("MCP_URL must not carry a query or fragment")
     if int(settings["API_RATE_LIMIT_PER_MINUTE"]) <= 0:
         raise ConfigError("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
     profile_page = urlsplit(settings["PROFILE_PAGE_URL"]) if settings["PROFILE_PAGE_URL"] else None

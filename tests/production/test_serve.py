@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 import requests
 
-from serve import fresh_metrics_dir, metrics_address, retired_settings, server_options
+from serve import (
+    fresh_metrics_dir,
+    metrics_address,
+    retired_settings,
+    server_options,
+    tool_server_bind,
+    tool_server_options,
+)
 from tests.production.servers import running
 
 
@@ -53,6 +60,24 @@ def test_defaults_for_a_small_machine():
     assert options["workers"] == (os.cpu_count() or 1) and options["blocking_threads"] == 1
     assert options["workers_max_rss"] is None  # workers are not replaced for their memory unless asked
     assert options["http1_settings"].header_read_timeout == 30_000
+
+
+def test_the_tool_server_is_granian_in_asgi_mode_on_its_own_port():
+    assert tool_server_bind({}) == ("127.0.0.1", 8001)  # on by default, beside the provider
+    for off in ("off", "", "false"):
+        assert tool_server_bind({"MCP_BIND": off}) is None
+    for bad in ("127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000"):
+        with pytest.raises(SystemExit, match="MCP_BIND must be host:port"):
+            tool_server_bind({"MCP_BIND": bad})
+    options = tool_server_options({"MCP_BIND": "0.0.0.0:9001", "MCP_CONCURRENCY": "3", "WEB_GRACEFUL_TIMEOUT": "12"})
+    assert (options["address"], options["port"], options["workers"]) == ("0.0.0.0", 9001, 3)
+    assert options["target"] == "app.web.toolserver.asgi:create_tool_server" and options["factory"] is True
+    assert options["interface"].value == "asgi"
+    assert options["workers_kill_timeout"] == 12 and options["log_access"] is False
+    assert "blocking_threads" not in options
+    assert tool_server_options({})["workers"] == (os.cpu_count() or 1)
+    with pytest.raises(SystemExit, match="MCP_BIND is off"):
+        tool_server_options({"MCP_BIND": "off"})
 
 
 def test_a_keepalive_granian_cannot_take_stops_the_start():

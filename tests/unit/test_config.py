@@ -76,6 +76,28 @@ def test_the_profile_page_is_a_web_address_with_the_id(url):
     check_settings(settings(PROFILE_PAGE_URL=""))  # the cards link to ISSUER_URL
 
 
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:5002/mcp", "https://tools.credits.example/mcp", "https://api.credits.example/"]
+)
+def test_accepted_tool_server_urls(url):
+    check_settings(settings(MCP_URL=url))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://tools.credits.example/mcp",  # plain http off loopback: the key would cross the network in clear
+        "https://tools.credits.example",  # no path to serve at
+        "https://tools.credits.example/mcp?x=1",
+        "ws://127.0.0.1:5002/mcp",
+        "/mcp",
+    ],
+)
+def test_rejected_tool_server_urls(url):
+    with pytest.raises(ConfigError, match="MCP_URL"):
+        check_settings(settings(MCP_URL=url))
+
+
 def test_create_app_fails_fast_outside_development(tmp_path):
     with pytest.raises(ConfigError):
         create_app(

@@ -44,7 +44,7 @@ CANNOT_CONSUME = "You cannot consume this service"
 CATALOG_NEEDS_KEY = "An access token reaches only its own member's data; the catalog needs an API key"
 KEY_SCOPE = "api-key"  # the limiter's namespace for per-key budgets
 
-API, WIDGET = "api", "widget"
+API, WIDGET, TOOLS = "api", "widget", "tools"  # the surfaces a key may use (TOOLS: app/web/toolserver/)
 
 
 class GatewayError(Exception):
@@ -96,13 +96,13 @@ def _page_host() -> str | None:
         return None
 
 
-def _entitled(key: ApiKey, surface: str) -> bool:
+def entitled(key: ApiKey, surface: str) -> bool:
     if not key.is_publishable:
         return True  # a secret key reaches the paid API and the widget API from anywhere
     return surface == WIDGET and _page_host() in (key.domains or [])
 
 
-def _spend_budget(key: ApiKey) -> None:
+def spend_budget(key: ApiKey) -> None:
     """Per-key limits by plan, in Flask-Limiter's storage (Redis when REDIS_URL is set, so every
     process shares the count). Per-second plans are also held to 60 times that per minute, the
     window the headers report; a breach of either is a 429."""
@@ -130,15 +130,22 @@ def _spend_budget(key: ApiKey) -> None:
         )
 
 
-def pass_gateway(surface: str) -> KeyCaller:
-    """Authenticate, entitle and limit the key the request carries - or a GatewayError."""
+def known_key() -> ApiKey:
+    """The live key the request carries, or the gateway's 401 (none sent; unknown, malformed or revoked)."""
     if not key_value():
         raise GatewayError(401, NO_KEY)
     key = presented_key()
     if key is None:
         raise GatewayError(401, UNAUTHORIZED)
-    _spend_budget(key)  # before the entitlement check, so a refusal carries the key's window too
-    if not _entitled(key, surface):
+    return key
+
+
+def pass_gateway(surface: str) -> KeyCaller:
+    """Authenticate, entitle and limit the key the request carries - or a GatewayError (the meter
+    counts the call once the API has answered it: `answer_and_meter`)."""
+    key = known_key()
+    spend_budget(key)  # before the entitlement check, so a refusal carries the key's window too
+    if not entitled(key, surface):
         raise GatewayError(403, CANNOT_CONSUME)
     return KeyCaller(key)
 
@@ -167,7 +174,7 @@ def refuse_key() -> None:
     key = presented_key()
     if key is None:
         raise GatewayError(401, UNAUTHORIZED if key_value() else NO_KEY)
-    _spend_budget(key)
+    spend_budget(key)
     raise GatewayError(403, CANNOT_CONSUME)
 
 

@@ -1,0 +1,160 @@
+"""The MCP server: the official SDK's low-level `Server` with the catalog's tools, served over
+Streamable HTTP.
+
+The low-level server, not `MCPServer`'s decorators: the tools' input schemas are written out
+(app/web/toolserver/tools.py) and their refusals are the REST messages, which the decorators would
+replace with their own validation errors.
+
+A tool call, in order (the caller was identified at the door):
+  the tool's name        unknown -> the protocol's error (-32602), not a tool result
+  the caller's budget    spent -> `isError` result `API rate limit exceeded: ...; retry after N s`
+  the arguments and the read  -> `isError` `Invalid parameters supplied`, `Too big page...`, `Not found`
+  the answer             -> counted once on `api_requests`, then the REST `data` as structured
+                            content and as JSON text
+A refused call is not counted. Refusals are tool results, not protocol errors, as the MCP spec
+asks of errors a model can act on (wait, fix an argument, try another id); each carries the REST
+status, message and request id in its structured content. Listing the tools, the handshake
+(`server/discover`, `initialize`), `ping` and notifications are neither budgeted nor counted.
+
+The catalog reads are short and mostly CPU: they run in the request's task, as a `/v1` request
+runs on its worker's one thread (serve.py); the workers are the concurrency."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from mcp import MCPError
+from mcp.server import Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
+
+from app.core.extensions import db
+from app.web.api.envelope import STATUS_MESSAGES, ApiError
+from app.web.api.gateway import GatewayError
+from app.web.api.limits import SERVICE_VERSION
+from app.web.toolserver.callers import CALLER
+from app.web.toolserver.door import DATABASE_DOWN, current_exchange
+from app.web.toolserver.tools import BY_NAME, TOOLS, CatalogTool
+
+NAME = "credits-id"
+INSTRUCTIONS = (
+    "The Credits ID music-credits catalog: verified credits (who did what on a recording), profiles of "
+    "artists, writers and producers, tracks, albums, the credit-role taxonomy and per-profile chart "
+    "analytics. Find ids with search or search_autocomplete, then read with the get_ tools; lists are "
+    "pages (limit up to 50, offset) that end when offset >= totalCount. Each call counts on the key's "
+    "meter. The data is licensed for in-app use by the key holder's own users: do not store it."
+)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+log = logging.getLogger(__name__)
+
+
+def _listed(tool: CatalogTool) -> Tool:
+    return Tool(
+        name=tool.name,
+        title=tool.title,
+        description=f"{tool.description} (REST: {tool.maps_to})",
+        input_schema=tool.input_schema,
+        annotations=READ_ONLY,
+    )
+
+
+LISTED = ListToolsResult(tools=[_listed(tool) for tool in TOOLS])
+
+
+def answer(data: Any) -> CallToolResult:
+    """The REST `data` as the result: structured, and the same JSON as text (for clients that read
+    only text). A tool's structured content is a JSON object up to protocol 2025-11-25, so an array
+    (the chart rows) comes under `items`."""
+    structured = data if isinstance(data, dict) else {"items": data}
+    text = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
+    return CallToolResult(content=[TextContent(text=text)], structured_content=structured)
+
+
+def refusal(status: int, message: str, headers: dict[str, str]) -> CallToolResult:
+    """A refused call as the model reads it: the REST message (with the wait, for a 429) in the
+    text, and status, message, request id (and `retryAfter`) as structured content."""
+    exchange = current_exchange()
+    details: dict[str, Any] = {"code": status, "message": message}
+    retry_after = headers.get("Retry-After")
+    if retry_after is not None:
+        seconds = int(retry_after)
+        details["retryAfter"] = seconds
+        details["message"] = f"{message}; retry after {seconds} second{'' if seconds == 1 else 's'}"
+    if exchange is not None:
+        details["request_id"] = exchange.request_id
+    return CallToolResult(content=[TextContent(text=details["message"])], structured_content=details, is_error=True)
+
+
+async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams | None) -> ListToolsResult:
+    return LISTED
+
+
+async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> CallToolResult:
+    tool = BY_NAME.get(params.name)
+    if tool is None:
+        raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name[:100]}")
+    exchange = current_exchange()
+    if exchange is not None:
+        exchange.tool = tool.name
+    status, result = _run(tool, params.arguments or {})
+    if exchange is not None:
+        exchange.outcome = status
+    return result
+
+
+def _run(tool: CatalogTool, arguments: dict[str, Any]) -> tuple[int, CallToolResult]:
+    """Budget, read, count: one unit of work, committed once when the call answers."""
+    caller = CALLER.get()
+    try:
+        caller.admit(tool.name)
+        data = tool.call(arguments)
+        caller.settle()
+    except (ApiError, GatewayError) as refused:
+        db.session.rollback()
+        return refused.status, refusal(refused.status, refused.message, refused.headers)
+    except DATABASE_DOWN:
+        db.session.rollback()
+        log.warning("the database is unreachable: tool call %s refused with 503", tool.name)
+        return 503, refusal(503, STATUS_MESSAGES[503], {"Retry-After": "5"})
+    return 200, answer(data)
+
+
+def no_header_parameters(name: str) -> None:
+    """What the transport checks `Mcp-Param-*` headers against (2026-07-28): no tool's schema marks
+    an argument to be sent as a header (`x-mcp-header`), so nothing - rather than the SDK running
+    the tool listing for every call to find that out."""
+    return None
+
+
+async def note_method(ctx: ServerRequestContext, call_next: CallNext) -> HandlerResult:
+    """Middleware: the MCP method, for the request's access line."""
+    exchange = current_exchange()
+    if exchange is not None:
+        exchange.method = ctx.method
+    return await call_next(ctx)
+
+
+def build_server() -> Server:
+    server: Server = Server(
+        NAME,
+        version=SERVICE_VERSION,
+        title="Credits ID catalog",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=no_header_parameters,
+    )
+    # Instead of the SDK's OpenTelemetry middleware (no exporter here): the method for the access line.
+    server.middleware[:] = [note_method]
+    return server
