@@ -68,7 +68,12 @@ def test_each_format_has_its_own_valid_etag_and_caches_keep_them_apart(client):
 
 
 def _rule(path: str) -> str:
-    return path.replace("{id}", "<profile_id>").replace("{idKey}", "<id_key>").replace("{idValue}", "<id_value>")
+    return (
+        path.replace("{id}", "<profile_id>")
+        .replace("{rosterId}", "<roster_id>")
+        .replace("{idKey}", "<id_key>")
+        .replace("{idValue}", "<id_value>")
+    )
 
 
 def test_every_api_route_is_documented_with_the_doors_it_has(app):
