@@ -16,7 +16,8 @@ from app.models.base import new_uuid, utcnow
 from app.services.apikeys import live_workspace_keys, revoke_key
 from app.services.audit import record
 from app.store import rosters as store
-from app.store.rosters import CatalogProfile, RosterEntry, StoredRoster
+from app.store.rosters import CatalogProfile, RosterEntry
+from app.store.rosters import StoredRoster as StoredRoster  # the record the pages read
 
 MAX_ROSTERS = 20
 MAX_PROFILES = 100  # a grid's worth of cards in five widget requests (app/web/api/widget.py)
