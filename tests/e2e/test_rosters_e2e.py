@@ -94,7 +94,9 @@ def test_a_manager_keeps_a_roster_and_its_workspace_key(live_server, context, pa
     shots.take("revoke-confirm")
     with page.expect_navigation():
         page.get_by_role("button", name="Revoke Royalty dashboard").click()
-    expect(page.locator(".flash")).to_have_text("Royalty dashboard is revoked: requests with it are refused from now on.")
+    expect(page.locator(".flash")).to_have_text(
+        "Royalty dashboard is revoked: requests with it are refused from now on."
+    )
     expect(row).to_contain_text("revoked")
     assert reads(live_server, new_value, f"/v1/profile/{catalog.mine}") == 401
     shots.take("key-revoked")
