@@ -75,9 +75,12 @@ def member_rosters(user: User) -> list[StoredRoster]:
 
 
 def _signed_in() -> User:
+    """The signed-in member, or off to the login page (back to this page, or the account page
+    after a form: a form's address answers no GET)."""
     user = current_user()
     if user is None:
-        abort(redirect(url_for("auth.login", next=request.path), 303))
+        back = request.path if request.method == "GET" else url_for("account.show")
+        abort(redirect(url_for("auth.login", next=back), 303))
     return user
 
 
