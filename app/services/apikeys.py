@@ -260,8 +260,8 @@ def find_workspace_key(key_id: str, roster_id: str) -> ApiKey:
 
 def live_key(value: str | None) -> ApiKey | None:
     """The live key a request presents: current value, or the previous one inside its grace.
-    Revoked keys, paused keys (their owner suspended, or no longer a developer or admin:
-    ApiKey.is_paused), and values of the wrong shape are None: one indexed lookup at most, the
+    Revoked keys, paused keys (their owner suspended, or - a console key - no longer a developer
+    or admin: ApiKey.is_paused), and values of the wrong shape are None: one indexed lookup at most, the
     owner joined, so the owner's standing costs no query of its own. The gateway refuses before
     it meters."""
     if not value or not KEY_SHAPE.fullmatch(value):

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import wraps
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 from flask import Response, g, jsonify, request
@@ -208,7 +209,7 @@ def _count_call(caller: KeyCaller) -> None:
     db.session.commit()
 
 
-def refuse_key() -> None:
+def refuse_key() -> NoReturn:
     """A key on a route no key may use: 401 for an unknown key, else 403 (with its window)."""
     key = presented_key()
     if key is None:
@@ -221,7 +222,7 @@ def refuse_key() -> None:
 
 
 def is_workspace_value(value: str | None) -> bool:
-    return bool(value) and value.startswith(WORKSPACE_PREFIX)  # type: ignore[union-attr]
+    return value is not None and value.startswith(WORKSPACE_PREFIX)
 
 
 def pass_workspace(surface: str | None, roster_route: bool, profile_id: str | None) -> KeyCaller:
@@ -245,7 +246,7 @@ def _key_caller(surface: str | None, roster_route: bool, profile_id: str | None)
         return pass_workspace(surface, roster_route, profile_id)
     if surface is None:
         refuse_key()  # a sign-in-only route: checked as a key, then not entitled
-    return pass_gateway(surface)  # type: ignore[arg-type]
+    return pass_gateway(surface)
 
 
 def door(bearer_scope: str | None = None, key: str | None = API, roster: bool = False) -> Callable:
