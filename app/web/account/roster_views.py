@@ -129,7 +129,6 @@ def _roster_page(
     user: User,
     roster: StoredRoster,
     *,
-    roster_form: RosterForm | None = None,
     key_form: WorkspaceKeyForm | None = None,
     error: str | None = None,
     status: int = 200,
