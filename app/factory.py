@@ -76,7 +76,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(verification_bp)
     app.register_blueprint(consent_bp)
 
-    from app.web.account import revoke_views  # noqa: F401 - its page joins the account blueprint
+    from app.web.account import revoke_views, roster_views  # noqa: F401 - their pages join the account blueprint
     from app.web.account.two_step_views import bp as two_step_bp
     from app.web.account.views import bp as account_bp
     from app.web.console import bp as console_bp

@@ -40,3 +40,27 @@ def index_catalog() -> None:
 
 def key_header(value: str, **extra: str) -> dict[str, str]:
     return {"x-api-key": value, **extra}
+
+
+def make_roster(owner=None, profiles: tuple[str, ...] = (), name: str = "Our artists"):
+    """A committed roster of `owner` (a plain member by default) holding `profiles`, made through
+    the service as the account page makes it."""
+    from app.services.rosters import add_profile, create_roster, member_roster
+
+    owner = owner or make_member()
+    roster = create_roster(owner, name, actor=owner)
+    for profile_id in profiles:
+        add_profile(roster, profile_id, actor=owner)
+    db.session.commit()
+    return member_roster(owner, roster.id)
+
+
+def make_workspace_key(roster, owner=None, name: str = "Label dashboard"):
+    """A committed workspace key on `roster` and its value."""
+    from app.models import User
+    from app.services.apikeys import create_workspace_key
+
+    owner = owner or db.session.get(User, roster.owner_id)
+    key, value = create_workspace_key(owner, roster, name, actor=owner)
+    db.session.commit()
+    return key, value

@@ -12,6 +12,8 @@ from app.cli.output import CommandGroup, emit, fail, grace_option, json_option
 from app.core.extensions import db
 from app.models import ApiKey, KeyKind, KeyPlan
 from app.services.apikeys import (
+    CONSOLE_KINDS,
+    CONSOLE_PLANS,
     MAX_GRACE,
     ApiKeyError,
     KeyNotFound,
@@ -25,7 +27,9 @@ from app.services.members import MemberError, find_member
 from app.services.metering import usage_for
 
 api_keys = CommandGroup(
-    "api-keys", help="API keys for the catalog API and the widget API (secret msk_, publishable mpk_)."
+    "api-keys",
+    help="API keys for the catalog API and the widget API (secret msk_, publishable mpk_; members' workspace keys "
+    "mwk_ are made on their account page, and listed, rotated and revoked here too).",
 )
 
 
@@ -43,8 +47,8 @@ def _human(d: dict) -> str:
 @api_keys.command("create")
 @click.option("--owner", "owner_email", required=True, help="The developer or admin (email) who holds the key.")
 @click.option("--name", required=True)
-@click.option("--kind", type=click.Choice([k.value for k in KeyKind]), default=KeyKind.SECRET.value, show_default=True)
-@click.option("--plan", type=click.Choice([p.value for p in KeyPlan]), default=KeyPlan.PAYG.value, show_default=True)
+@click.option("--kind", type=click.Choice(CONSOLE_KINDS), default=KeyKind.SECRET.value, show_default=True)
+@click.option("--plan", type=click.Choice(CONSOLE_PLANS), default=KeyPlan.PAYG.value, show_default=True)
 @click.option("--domain", "domains", multiple=True, help="A publishable key's domain (host name); repeat for several.")
 @json_option
 def api_keys_create(owner_email, name, kind, plan, domains, as_json):

@@ -20,6 +20,7 @@ from app.models.interaction import Interaction
 from app.models.login_session import LoginSession
 from app.models.one_time_link import LinkPurpose, OneTimeLink
 from app.models.refresh_replay import RefreshReplay
+from app.models.roster import Roster, RosterProfile
 from app.models.second_factor import Passkey, RecoveryCode, TotpFactor
 from app.models.signing_key import SigningKey
 from app.models.token import Token
@@ -54,6 +55,8 @@ __all__ = [
     "RecoveryCode",
     "RefreshReplay",
     "Role",
+    "Roster",
+    "RosterProfile",
     "SigningKey",
     "Tier",
     "Token",

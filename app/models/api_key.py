@@ -1,8 +1,9 @@
 """API keys of the platform's own door (the catalog REST API and the widget API), and the meter.
 
-A key is `msk_` (secret: server-side, the full `/v1` catalog API) or `mpk_` (publishable: read-only
-profile, credits and charts through the widget API `/embed/v1`, locked to registered domains),
-followed by 256 random bits. Only the SHA-256 of the key is stored (as client secrets and tokens
+A key is `msk_` (secret: server-side, the full `/v1` catalog API), `mpk_` (publishable: read-only
+profile, credits and charts through the widget API `/embed/v1`, locked to registered domains) or
+`mwk_` (workspace: read-only profile, credits, charts and collaborators on `/v1` of the profiles on
+one roster of its owner, issued on the member's account page), followed by 256 random bits. Only the SHA-256 of the key is stored (as client secrets and tokens
 are): lookup is one indexed equality, and a copy of the database lets nobody call the API. The
 first characters are kept in clear (`prefix`) so the console can tell keys apart.
 
@@ -25,6 +26,7 @@ from app.models.user import User
 class KeyKind(StrEnum):
     SECRET = "secret"  # msk_: the full paid API, from any origin
     PUBLISHABLE = "publishable"  # mpk_: widget API only, from registered domains
+    WORKSPACE = "workspace"  # mwk_: /v1 profile reads of one roster's profiles (the account page's)
 
 
 class KeyPlan(StrEnum):
@@ -32,6 +34,7 @@ class KeyPlan(StrEnum):
     START = "start"  # 5 per second
     BUILD = "build"  # 25 per second, 500/month with 25,000 calls included
     SCALE = "scale"  # 100 per second, 3,000/month with 150,000 calls included
+    WORKSPACE = "workspace"  # workspace keys: 60 per minute and at most 10,000 a day
 
 
 class ApiKey(db.Model):
@@ -50,6 +53,11 @@ class ApiKey(db.Model):
     previous_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # Publishable keys: the host names (`example.com`, `app.example.com:8443`) pages may call from.
     domains: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # Workspace keys: the roster whose profiles the key reaches (NULL once the roster is deleted,
+    # which revokes the key first).
+    roster_id: Mapped[str | None] = mapped_column(
+        ForeignKey("rosters.id", ondelete="SET NULL"), nullable=True, index=True
+    )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     rotated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
@@ -65,11 +73,16 @@ class ApiKey(db.Model):
         return self.kind == KeyKind.PUBLISHABLE
 
     @property
+    def is_workspace(self) -> bool:
+        return self.kind == KeyKind.WORKSPACE
+
+    @property
     def is_paused(self) -> bool:
-        """Stopped for now by its owner's standing: suspended, or no longer a developer or admin.
+        """Stopped for now by its owner's standing: suspended, or (a console key) no longer a
+        developer or admin; a workspace key belongs to any member, so only a suspension pauses it.
         It works again when that ends (a suspension lifted, the role given back); to stop a key
         for good, revoke it."""
-        return self.owner.is_suspended or not self.owner.holds_api_keys
+        return self.owner.is_suspended or (not self.is_workspace and not self.owner.holds_api_keys)
 
     @property
     def status(self) -> str:

@@ -7,7 +7,13 @@ command that calls them commits once (one unit of work).
 Rotation issues a new key at once; the old one keeps working for an optional grace period (at
 most 7 days, as client secrets), so a deployment can switch without an outage; with no grace
 (the default on the command line, and the choice after a leak) it stops at once. Revocation is
-immediate and final."""
+immediate and final.
+
+Workspace keys (`mwk_`) are a member's, not a developer's: made on the account page for one of the
+member's rosters (`create_workspace_key`), they reach that roster's profiles on `/v1` and nothing
+else (app/web/api/gateway.py), at most 60 requests a minute and 10,000 a UTC day. They are rotated
+and revoked like the others; the console, which is for developers' keys, neither lists nor manages
+them (the command line finds any key by id, for support)."""
 
 from __future__ import annotations
 
@@ -25,22 +31,29 @@ from app.core.extensions import db
 from app.models import ApiKey, KeyKind, KeyPlan, Role, User
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.services.audit import record
+from app.store.rosters import StoredRoster
 
-PREFIXES = {KeyKind.SECRET: "msk_", KeyKind.PUBLISHABLE: "mpk_"}
+PREFIXES = {KeyKind.SECRET: "msk_", KeyKind.PUBLISHABLE: "mpk_", KeyKind.WORKSPACE: "mwk_"}
+WORKSPACE_PREFIX = PREFIXES[KeyKind.WORKSPACE]
+CONSOLE_KINDS = (KeyKind.SECRET.value, KeyKind.PUBLISHABLE.value)  # what the console and `flask api-keys` create
+CONSOLE_PLANS = tuple(p.value for p in KeyPlan if p != KeyPlan.WORKSPACE)
 VISIBLE = 8  # characters of the random part shown in the console
 MAX_GRACE = timedelta(days=7)
 MAX_DOMAINS = 20
-KEY_SHAPE = re.compile(r"m[sp]k_[A-Za-z0-9_-]{43}")
+KEY_SHAPE = re.compile(r"m[spw]k_[A-Za-z0-9_-]{43}")
+MAX_WORKSPACE_KEYS = 5  # live keys per roster: one per integration, with room to rotate by replacement
 HOST = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:[0-9]{1,5})?")
 
 
 @dataclass(frozen=True)
 class PlanLimits:
     """A plan's budget: `window` is what is enforced (per second or per minute); the per-minute
-    figure is what the RateLimit-* headers report (the spec counts per minute)."""
+    figure is what the RateLimit-* headers report (the spec counts per minute). `per_day`, when
+    set, is a hard cap on a UTC day's requests besides (workspace keys)."""
 
     window: RateLimitItem
     per_minute: int
+    per_day: int | None = None
 
 
 PLAN_LIMITS: dict[str, PlanLimits] = {
@@ -48,6 +61,7 @@ PLAN_LIMITS: dict[str, PlanLimits] = {
     KeyPlan.START: PlanLimits(RateLimitItemPerSecond(5), 300),
     KeyPlan.BUILD: PlanLimits(RateLimitItemPerSecond(25), 1500),
     KeyPlan.SCALE: PlanLimits(RateLimitItemPerSecond(100), 6000),
+    KeyPlan.WORKSPACE: PlanLimits(RateLimitItemPerMinute(60), 60, per_day=10_000),
 }
 
 
@@ -101,10 +115,10 @@ def create_key(
     name = (name or "").strip()
     if not name or len(name) > 120:
         raise ApiKeyError("a name of 1 to 120 characters is required")
-    if kind not in {k.value for k in KeyKind}:
-        raise ApiKeyError(f"kind must be one of {', '.join(k.value for k in KeyKind)}")
-    if plan not in {p.value for p in KeyPlan}:
-        raise ApiKeyError(f"plan must be one of {', '.join(p.value for p in KeyPlan)}")
+    if kind not in CONSOLE_KINDS:
+        raise ApiKeyError(f"kind must be one of {', '.join(CONSOLE_KINDS)}")
+    if plan not in CONSOLE_PLANS:
+        raise ApiKeyError(f"plan must be one of {', '.join(CONSOLE_PLANS)}")
     if not can_own_keys(owner):
         raise ApiKeyError("only developers and admins hold API keys")
     hosts = normalize_domains(domains or [])
@@ -128,6 +142,57 @@ def create_key(
     db.session.flush()
     record("apikey.created", actor=actor, key_id=key.id, name=key.name, kind=kind, plan=plan)
     return key, value
+
+
+def create_workspace_key(owner: User, roster: StoredRoster, name: str, actor: User | None = None) -> tuple[ApiKey, str]:
+    """A new workspace key on one of `owner`'s rosters, and its value (shown once; only the hash is
+    kept). Any member may hold one: the key reaches only profiles they put on their roster."""
+    name = (name or "").strip()
+    if not name or len(name) > 120:
+        raise ApiKeyError("a name of 1 to 120 characters is required")
+    if roster.owner_id != owner.id:
+        raise ApiKeyError("a workspace key reaches one of its owner's own rosters")
+    if roster.live_keys >= MAX_WORKSPACE_KEYS:
+        raise ApiKeyError(f"a roster has at most {MAX_WORKSPACE_KEYS} live keys: revoke one first")
+    value = _new_value(KeyKind.WORKSPACE)
+    key = ApiKey(
+        owner_id=owner.id,
+        owner=owner,
+        name=name,
+        kind=KeyKind.WORKSPACE.value,
+        plan=KeyPlan.WORKSPACE.value,
+        domains=[],
+        roster_id=roster.id,
+        prefix=value[: 4 + VISIBLE],
+        secret_hash=sha256_hex(value),
+        created_at=utcnow(),
+    )
+    db.session.add(key)
+    db.session.flush()
+    record(
+        "apikey.created",
+        actor=actor,
+        key_id=key.id,
+        name=key.name,
+        kind=key.kind,
+        plan=key.plan,
+        roster_id=roster.id,
+    )
+    return key, value
+
+
+def workspace_keys(roster_id: str) -> list[ApiKey]:
+    """The workspace keys of a roster, newest first (revoked ones too: the page says so)."""
+    stmt = (
+        select(ApiKey)
+        .where(ApiKey.roster_id == roster_id, ApiKey.kind == KeyKind.WORKSPACE)
+        .order_by(ApiKey.created_at.desc(), ApiKey.id)
+    )
+    return list(db.session.scalars(stmt))
+
+
+def live_workspace_keys(roster_id: str) -> list[ApiKey]:
+    return [key for key in workspace_keys(roster_id) if not key.is_revoked]
 
 
 def rotate_key(key: ApiKey, grace: timedelta | None = None, actor: User | None = None) -> str:
@@ -166,25 +231,37 @@ def revoke_key(key: ApiKey, actor: User | None = None) -> bool:
 
 
 def visible_keys(user: User) -> list[ApiKey]:
-    """The keys a member holds, newest first (an admin sees everyone's)."""
-    stmt = select(ApiKey).order_by(ApiKey.created_at.desc(), ApiKey.id)
+    """The console's keys a member holds, newest first (an admin sees everyone's). Workspace keys
+    are managed on their owner's account page."""
+    stmt = select(ApiKey).where(ApiKey.kind != KeyKind.WORKSPACE).order_by(ApiKey.created_at.desc(), ApiKey.id)
     if user.role != Role.ADMIN:
         stmt = stmt.where(ApiKey.owner_id == user.id)
     return list(db.session.scalars(stmt))
 
 
 def find_key(key_id: str, user: User | None = None) -> ApiKey:
-    """A key by id; with `user`, only one they may manage (an admin manages every key)."""
+    """A key by id; with `user`, only a console key they may manage (an admin manages every one).
+    Without `user` (the command line), any key."""
     key = db.session.get(ApiKey, (key_id or "")[:36])
-    if key is None or (user is not None and user.role != Role.ADMIN and key.owner_id != user.id):
+    if key is None or (
+        user is not None and (key.is_workspace or (user.role != Role.ADMIN and key.owner_id != user.id))
+    ):
         raise KeyNotFound(f"no API key with id {key_id}")
+    return key
+
+
+def find_workspace_key(key_id: str, roster_id: str) -> ApiKey:
+    """A workspace key of this roster, by id (the account page manages a roster's keys)."""
+    key = db.session.get(ApiKey, (key_id or "")[:36])
+    if key is None or not key.is_workspace or key.roster_id != roster_id:
+        raise KeyNotFound(f"no workspace key with id {key_id}")
     return key
 
 
 def live_key(value: str | None) -> ApiKey | None:
     """The live key a request presents: current value, or the previous one inside its grace.
-    Revoked keys, paused keys (their owner suspended, or no longer a developer or admin:
-    ApiKey.is_paused), and values of the wrong shape are None: one indexed lookup at most, the
+    Revoked keys, paused keys (their owner suspended, or - a console key - no longer a developer
+    or admin: ApiKey.is_paused), and values of the wrong shape are None: one indexed lookup at most, the
     owner joined, so the owner's standing costs no query of its own. The gateway refuses before
     it meters."""
     if not value or not KEY_SHAPE.fullmatch(value):
@@ -211,6 +288,7 @@ def key_json(key: ApiKey) -> dict[str, Any]:
         "plan": key.plan,
         "prefix": key.prefix,
         "domains": list(key.domains or []),
+        "roster_id": key.roster_id,
         "status": key.status,
         "owner": key.owner.email if key.owner else None,
         "created_at": key.created_at.isoformat(),

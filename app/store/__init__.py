@@ -27,4 +27,5 @@ this package and the models no module touches the ORM class `Client` (tests/unit
     sessions      the browser's login session: find, start, end, touch
     interactions  a parked authorization request: park, find, attach a login, consume
     expiry        when a row can no longer be used (what housekeeping may delete)
+    rosters       members' rosters of catalog profiles, and the workspace keys' reach check
 """

@@ -1,8 +1,8 @@
 /* Credits ID profile cards. Served at <provider>/embed/v1/widget.js; see docs/widgets.md.
 
-   Every element with data-credits-key and data-credits-profile (one card) or
-   data-credits-profiles (a grid of compact cards) gets the card(s) in an open shadow root when it
-   comes near the viewport. Optional: data-credits-theme="light|dark" (default: the reader's
+   Every element with data-credits-key and data-credits-profile (one card),
+   data-credits-profiles (a grid of compact cards) or data-credits-roster (a roster's grid, the key
+   being its owner's) gets the card(s) in an open shadow root when it comes near the viewport. Optional: data-credits-theme="light|dark" (default: the reader's
    prefers-color-scheme), data-credits-heading="2".."6" (the name's heading level, default 3).
 
    On any failure (unknown or revoked key, a page outside the key's domains, no such profile,
@@ -22,6 +22,7 @@
 
   var API = new URL(".", script.src).href; // .../embed/v1/
   var MAX_IDS = 24; // per request (the server's limit)
+  var MAX_PAGES = 10; // of a roster's cards (a roster holds at most 100 profiles: five pages)
   var ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
   var OPTIONAL_TEXT = ["city", "country", "avatarUrl"];
   var warned = false;
@@ -103,12 +104,14 @@
   var REASONS = {
     401: "the key is unknown or revoked",
     403: "this page's domain is not one of the key's domains",
+    404: "no roster with that id is the key owner's",
     429: "the key's request budget is spent for now"
   };
 
-  // One request for up to MAX_IDS cards: a map of id -> card, or a rejection with the reason.
-  function load(key, ids) {
-    return fetch(API + "cards?ids=" + encodeURIComponent(ids.join(",")), {
+  // One GET of the widget API with the key: the answer's `data` when it is {result: "ok"}, or a
+  // rejection with the reason.
+  function get(path, key) {
+    return fetch(API + path, {
       headers: { "x-api-key": key }, credentials: "omit", mode: "cors"
     }).then(function (response) {
       return response.text().then(function (text) { // read whole, even a refusal's: the request ends
@@ -120,13 +123,37 @@
     }, function () {
       throw new Error("the service could not be reached");
     }).then(function (body) {
-      if (!body || body.result !== "ok" || !Array.isArray(body.data) || !body.data.every(validCard)) {
-        throw new Error("the answer was not a list of cards");
-      }
+      if (!body || body.result !== "ok") { throw new Error("the answer was not a success"); }
+      return body.data;
+    });
+  }
+
+  function cardList(value) { return Array.isArray(value) && value.every(validCard); }
+
+  // One request for up to MAX_IDS cards: a map of id -> card, or a rejection with the reason.
+  function load(key, ids) {
+    return get("cards?ids=" + encodeURIComponent(ids.join(",")), key).then(function (data) {
+      if (!cardList(data)) { throw new Error("the answer was not a list of cards"); }
       var found = Object.create(null);
-      body.data.forEach(function (c) { found[c.id.toLowerCase()] = c; });
+      data.forEach(function (c) { found[c.id.toLowerCase()] = c; });
       return found;
     });
+  }
+
+  // A roster's cards, a page after another (in the roster's order): the list, or a rejection.
+  function loadRoster(key, roster) {
+    var cards = [];
+    function page(offset, n) {
+      return get("rosters/" + roster + "/cards?offset=" + offset, key).then(function (data) {
+        if (!data || !isCount(data.totalCount) || !cardList(data.items)) {
+          throw new Error("the answer was not a page of cards");
+        }
+        cards = cards.concat(data.items);
+        return data.items.length && cards.length < data.totalCount && n < MAX_PAGES ?
+          page(offset + data.items.length, n + 1) : cards;
+      });
+    }
+    return page(0, 1);
   }
 
   // -- Drawing: DOM nodes and text only ----------------------------------------------------------
@@ -257,11 +284,11 @@
 
   // -- Finding the elements, lazily --------------------------------------------------------------
 
-  // What an element asks for: a key and the profile ids, or null (with the one warning).
-  // A later `data-credits-roster` (a roster id) plugs in here: its cards come from the roster's
-  // address instead of `cards?ids=`, and render as a grid like data-credits-profiles.
+  // What an element asks for: a key and the profile ids (or a roster id), or null (with the one
+  // warning). A roster's cards come from its own address and render as a grid.
   function wanted(node) {
     var key = (node.getAttribute("data-credits-key") || "").trim();
+    var roster = node.getAttribute("data-credits-roster");
     var one = node.getAttribute("data-credits-profile");
     var raw = one !== null ? one : node.getAttribute("data-credits-profiles") || "";
     var ids = [];
@@ -270,9 +297,17 @@
       if (id && ids.indexOf(id) < 0) { ids.push(id); }
     });
     if (!/^mpk_[A-Za-z0-9_-]+$/.test(key)) {
-      warn(key.indexOf("msk_") === 0 ? "a secret key must never be in a page: use a publishable key (mpk_)"
+      warn(/^m[sw]k_/.test(key) ? "a secret key must never be in a page: use a publishable key (mpk_)"
         : "data-credits-key must be a publishable key (mpk_...)");
       return null;
+    }
+    if (roster !== null) {
+      roster = roster.trim().toLowerCase();
+      if (!ID.test(roster)) {
+        warn("data-credits-roster must hold a roster id (a UUID)");
+        return null;
+      }
+      return { node: node, key: key, roster: roster, grid: true };
     }
     if (!ids.length || (one !== null && ids.length > 1) || !ids.every(function (id) { return ID.test(id); })) {
       warn("data-credits-profile(s) must hold profile ids (UUIDs)");
@@ -281,11 +316,26 @@
     return { node: node, key: key, ids: ids, grid: one === null };
   }
 
+  function show(item, loading) {
+    loading.then(function (cards) {
+      if (cards.length) { render(item, cards); } else { warn("the roster holds no profile"); }
+    }).catch(function (error) {
+      warn("the card could not be shown: " + (error && error.message));
+    });
+  }
+
   function flush() {
     var batch = queue;
     queue = [];
-    var byKey = Object.create(null);
-    batch.forEach(function (item) { (byKey[item.key] = byKey[item.key] || []).push(item); });
+    var byKey = Object.create(null), rosters = Object.create(null);
+    batch.forEach(function (item) {
+      if (item.roster) { // one load per roster and key, however many elements show it
+        var name = item.key + " " + item.roster;
+        show(item, rosters[name] = rosters[name] || loadRoster(item.key, item.roster));
+      } else {
+        (byKey[item.key] = byKey[item.key] || []).push(item);
+      }
+    });
     Object.keys(byKey).forEach(function (key) {
       var items = byKey[key], ids = [], loads = Object.create(null);
       items.forEach(function (item) {

@@ -25,12 +25,13 @@ import requests
 
 from app.core.extensions import db
 from app.models import ApiUsage, Profile
+from app.services import rosters
 from app.services.apikeys import revoke_key
 from tests.api_support import make_catalog, uid
 from tests.conftest import ROOT, free_port, start_server
 from tests.e2e.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, PageProblems, Shots
 from tests.factories import PASSWORD, make_member
-from tests.key_support import make_key
+from tests.key_support import make_key, make_roster
 
 HOST_RULES = "--host-resolver-rules=MAP *.example.test 127.0.0.1"
 WARNING_PREFIX = "Credits ID widget:"
@@ -508,6 +509,100 @@ def test_the_roster_grid_is_one_request_and_one_count(live_server, site, catalog
     wait_for_card(phone, "#roster")
     assert phone.evaluate("document.documentElement.scrollWidth") <= 320
     shots_for(phone, request, suffix="-phone").take("roster-grid-320px")
+
+
+def roster_requests(live_server) -> int:
+    """GET requests the provider answered under /embed/v1/rosters/, from its access log."""
+    return len(re.findall(r'"method": "GET", "path": "/embed/v1/rosters/', live_server.log_text()))
+
+
+def roster_names(page, selector: str) -> list[str]:
+    return page.evaluate(
+        "s => [...document.querySelector(s).shadowRoot.querySelectorAll('article .name')].map(n => n.textContent)",
+        selector,
+    )
+
+
+def test_a_roster_id_feeds_the_grid_with_its_owners_key(live_server, site, catalog, open_page, request):
+    """The snippet copied from the roster's page on the account page, with the owner's publishable
+    key put in: the roster's cards in its order, a page of 24 a request; a profile taken off the
+    roster leaves the grid; another member's key, or an empty roster, shows nothing."""
+    owner = make_member(role="developer")
+    key, value = make_key("publishable", domains=[site.domain], owner=owner, name="Roster key")
+    extra = [uid(100 + n, 1) for n in range(26)]
+    db.session.add_all([Profile(id=pid, name=f"Zed Artist {n:02d}") for n, pid in enumerate(extra)])
+    db.session.commit()
+    roster = make_roster(owner, profiles=(catalog.other, catalog.mine, *extra))
+
+    page = open_page(clipboard_origin=live_server.url)
+    page.goto(live_server(f"/login?next=/account/rosters/{roster.id}"))
+    page.get_by_label("Email").fill(owner.email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"**/account/rosters/{roster.id}")
+    page.locator("button[data-copy=roster-snippet]").click()
+    snippet = page.evaluate("navigator.clipboard.readText()")
+    assert f'data-credits-roster="{roster.id}"' in snippet and f'src="{live_server.url}/embed/v1/widget.js"' in snippet
+    element = snippet.splitlines()[0].replace("mpk_...", value).replace("></section>", ' id="roster"></section>')
+    site.pages["/our-roster"] = (host_page(live_server.url, element, title="Our roster"), {})
+
+    before = roster_requests(live_server)
+    host = open_page()
+    host.goto(site.url("widgets", "/our-roster"))
+    wait_for_card(host, "#roster")
+    host.wait_for_load_state("networkidle")
+    names = roster_names(host, "#roster")
+    assert names == ["Ada Mine", "Otto Other", *(f"Zed Artist {n:02d}" for n in range(26))]  # by name
+    assert roster_requests(live_server) - before == 2  # 24 cards, then 4
+    assert meter(key) == 2
+    host.console_log.assert_quiet()
+    assert host.problems.messages == []
+    shots_for(host, request).take("roster-by-id")
+
+    rosters.remove_profile(roster, catalog.other, actor=owner)
+    db.session.commit()
+    host.reload()
+    wait_for_card(host, "#roster")
+    host.wait_for_load_state("networkidle")
+    assert "Otto Other" not in roster_names(host, "#roster") and len(roster_names(host, "#roster")) == 27
+
+    # Another member's key with this roster id: the roster is not theirs - nothing, one warning.
+    _, stranger = make_key("publishable", domains=[site.domain], name="Someone else's")
+    fallback = '<a class="fallback" href="https://credits.example.com/">Our roster on Credits ID</a>'
+    site.pages["/not-mine"] = (
+        host_page(
+            live_server.url,
+            f'<section id="card" data-credits-roster="{roster.id}" data-credits-key="{stranger}">{fallback}</section>',
+        ),
+        {},
+    )
+    other = open_page()
+    other.goto(site.url("widgets", "/not-mine"))
+    wait_for_the_warning(other)
+    assert_nothing_rendered(other)
+    assert other.console_log.widget_warnings == [
+        f"{WARNING_PREFIX} the card could not be shown: HTTP 404: no roster with that id is the key owner's"
+    ]
+    shots_for(other, request, suffix="-not-mine").take("nothing-for-another-members-key")
+
+    # An empty roster, and a roster id that is not one: nothing, one warning each.
+    empty = make_roster(owner, name="Empty")
+    for path, roster_id, warning in (
+        ("/empty", empty.id, "the roster holds no profile"),
+        ("/junk", "our-roster", "data-credits-roster must hold a roster id (a UUID)"),
+    ):
+        site.pages[path] = (
+            host_page(
+                live_server.url,
+                f'<section id="card" data-credits-roster="{roster_id}" data-credits-key="{value}">{fallback}</section>',
+            ),
+            {},
+        )
+        shown = open_page()
+        shown.goto(site.url("widgets", path))
+        wait_for_the_warning(shown)
+        assert_nothing_rendered(shown)
+        assert shown.console_log.widget_warnings == [f"{WARNING_PREFIX} {warning}"]
 
 
 def test_cards_that_come_into_view_together_share_one_request(

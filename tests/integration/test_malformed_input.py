@@ -31,7 +31,7 @@ from tests.api_support import make_catalog, mint_token
 from tests.factories import make_client, make_member
 from tests.integration.test_fuzz import LOGOUT_PARAMS, OAUTH_AUTHORIZE, TOKEN_PARAMS, TOKEN_QUERY
 from tests.issued import separate_app
-from tests.key_support import make_key
+from tests.key_support import make_key, make_roster
 
 ROOT = Path(__file__).resolve().parents[2]
 INT64_MAX = 2**63 - 1
@@ -146,6 +146,7 @@ def world(sweep_app, restore_keys):
     admin = make_member(tier="pro", role=Role.ADMIN, profile_id=catalog.mine)
     client, _ = make_client()
     key, key_value = make_key(plan="scale", owner=admin)
+    roster = make_roster(admin, profiles=(catalog.mine,))
     login = LoginSession(
         session_hash=sha256_hex("x"), user_id=admin.id, auth_time=utcnow(), expires_at=utcnow() + timedelta(hours=1)
     )
@@ -167,6 +168,7 @@ def world(sweep_app, restore_keys):
             "id_value": track_id,
             "session_id": str(login.id),
             "passkey_id": "1",
+            "roster_id": roster.id,
         },
         key_value=key_value,
         key_id=key.id,

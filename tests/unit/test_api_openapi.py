@@ -4,9 +4,12 @@ kind of real response (success and each refusal) validates against it (openapi-c
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
+import time_machine
 import yaml
+from limits import RateLimitItemPerDay
 from openapi_core import OpenAPI
 from openapi_core.contrib.werkzeug import WerkzeugOpenAPIRequest, WerkzeugOpenAPIResponse
 from openapi_core.testing import MockRequest
@@ -14,7 +17,9 @@ from openapi_core.validation.response.exceptions import InvalidData
 from openapi_spec_validator import validate
 
 from app.core.extensions import db
+from app.models import ApiKey
 from app.web.api import widget_script
+from app.web.api.gateway import DAY_SCOPE, day_counter
 from app.web.api.openapi import DOCUMENT, openapi_document
 from tests.api_support import bearer, make_catalog, member_with_token, uid
 
@@ -68,7 +73,12 @@ def test_each_format_has_its_own_valid_etag_and_caches_keep_them_apart(client):
 
 
 def _rule(path: str) -> str:
-    return path.replace("{id}", "<profile_id>").replace("{idKey}", "<id_key>").replace("{idValue}", "<id_value>")
+    return (
+        path.replace("{id}", "<profile_id>")
+        .replace("{rosterId}", "<roster_id>")
+        .replace("{idKey}", "<id_key>")
+        .replace("{idValue}", "<id_value>")
+    )
 
 
 def test_every_api_route_is_documented_with_the_doors_it_has(app):
@@ -150,16 +160,19 @@ def test_the_validator_catches_a_response_that_breaks_the_contract(app, client, 
 def test_real_key_door_responses_validate_against_the_document(app, client, spec):
     """Every catalog and widget operation through an API key, and each gateway and API refusal."""
     from app.core.extensions import limiter
-    from tests.key_support import index_catalog, key_header, make_key
+    from tests.key_support import index_catalog, key_header, make_key, make_roster, make_workspace_key
 
     limiter.reset()
     catalog = make_catalog(credits=12)
     index_catalog()
-    _, secret = make_key()
-    _, publishable = make_key("publishable", domains=["widgets.example"])
+    key, secret = make_key()
+    _, publishable = make_key("publishable", domains=["widgets.example"], owner=key.owner)
+    roster = make_roster(key.owner, profiles=(catalog.mine, catalog.other))
+    _, workspace = make_workspace_key(roster)
     _, start = make_key(plan="start")
     _, _, token = member_with_token("pro", catalog.mine)
     h = key_header(secret)
+    origin = "https://widgets.example"
     track, album = uid(1, 2), uid(1, 3)
     cases = [
         ("get", f"/v1/profile/{catalog.other}", h, {}, 200),
@@ -202,6 +215,12 @@ def test_real_key_door_responses_validate_against_the_document(app, client, spec
         ("get", f"/v1/profile/{catalog.other}/collaborators", bearer(token), {}, 403),
         ("get", "/v1/track/name/x", h, {}, 404),
         ("get", "/v1/album/upc/nope/credits", h, {}, 404),
+        ("get", f"/embed/v1/rosters/{roster.id}/cards?limit=1", key_header(publishable, Origin=origin), {}, 200),
+        ("get", f"/embed/v1/rosters/{roster.id}/cards?limit=25", h, {}, 400),
+        ("get", f"/embed/v1/rosters/{uid(9, 9)}/cards", h, {}, 404),
+        ("get", f"/v1/profile/{catalog.mine}/collaborators", key_header(workspace), {}, 200),
+        ("get", f"/v1/profile/{catalog.other}/credits", key_header(workspace), {}, 200),
+        ("get", "/v1/roles", key_header(workspace), {}, 403),
     ]
     for method, path, headers, kw, status in cases:
         response = getattr(client, method)(path, headers=headers, **kw)
@@ -215,4 +234,12 @@ def test_real_key_door_responses_validate_against_the_document(app, client, spec
         client.get("/v1/roles", headers=key_header(start))
     response = client.get("/v1/roles", headers=key_header(start))
     assert response.status_code == 429
+    _validate(spec, response)
+    # A workspace key past its day's cap (its counter spent where the gateway counts it).
+    workspace_key = db.session.scalar(db.select(ApiKey).where(ApiKey.kind == "workspace"))
+    with time_machine.travel(datetime.now(UTC), tick=False):  # no midnight between the two lines
+        today = datetime.now(UTC).date()
+        limiter.limiter.hit(RateLimitItemPerDay(10_000), DAY_SCOPE, day_counter(workspace_key.id, today), cost=10_000)
+        response = client.get(f"/v1/profile/{catalog.mine}", headers=key_header(workspace))
+    assert response.status_code == 429 and response.headers["X-RateLimit-Remaining-Day"] == "0"
     _validate(spec, response)

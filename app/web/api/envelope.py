@@ -74,12 +74,19 @@ class Window:
     limit: int
     remaining: int
     reset: int  # seconds until the window refills
+    # A budget with a daily cap besides (workspace keys): the day's cap and what is left of it.
+    day_limit: int | None = None
+    day_remaining: int | None = None
 
     def headers(self) -> dict[str, str]:
-        return {
+        headers = {
             "RateLimit-Limit": str(self.limit),
             "RateLimit-Remaining": str(self.remaining),
             "RateLimit-Reset": str(self.reset),
             "X-RateLimit-Limit-Minute": str(self.limit),
             "X-RateLimit-Remaining-Minute": str(self.remaining),
         }
+        if self.day_limit is not None:
+            headers["X-RateLimit-Limit-Day"] = str(self.day_limit)
+            headers["X-RateLimit-Remaining-Day"] = str(self.day_remaining)
+        return headers

@@ -16,23 +16,35 @@ one that failed on our side: nobody pays for bad input or for our errors (`answe
 Routes say which doors they have with `door(...)`: a bearer access token (sign-in, own data only)
 and/or an API key (catalog). A request with `x-api-key` always takes the key door; a bearer token
 on a catalog-wide route is refused with 403 `insufficient_scope` (a sign-in never reaches the
-wider catalog)."""
+wider catalog).
+
+Workspace keys (`mwk_`, a member's, made on the account page for one of their rosters) take their
+own branch, chosen by the value's prefix before anything is read (`pass_workspace`): the same one
+indexed lookup (owner joined: a suspended member's keys are paused), the workspace budget (60 a
+minute and a hard cap of 10,000 a UTC day, `_spend_day`), then reach: only the `/v1` routes that
+say `door(..., roster=True)` (a profile, its credits, charts and collaborators), and only for a
+profile on the key's roster now (one lookup by primary key per request, so a profile taken off the
+roster is out of reach at once). Everything else is 403 `You cannot consume this service`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, time, timedelta
 from functools import wraps
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 from flask import Response, g, jsonify, request
-from limits import RateLimitItemPerMinute
+from limits import RateLimitItemPerDay, RateLimitItemPerMinute
 
 from app.core import logs
 from app.core.extensions import db
 from app.models import ApiKey
-from app.services.apikeys import PLAN_LIMITS, live_key
+from app.services.apikeys import PLAN_LIMITS, WORKSPACE_PREFIX, PlanLimits, live_key
 from app.services.metering import meter_request
+from app.services.rosters import reaches
 from app.services.throttle import spend
 from app.web.api.auth import authenticate, bearer_value, challenge
 from app.web.api.envelope import ApiError, Window
@@ -43,6 +55,7 @@ UNAUTHORIZED = "Unauthorized"
 CANNOT_CONSUME = "You cannot consume this service"
 CATALOG_NEEDS_KEY = "An access token reaches only its own member's data; the catalog needs an API key"
 KEY_SCOPE = "api-key"  # the limiter's namespace for per-key budgets
+DAY_SCOPE = "api-key-day"  # ... and for daily caps, one counter per key and UTC day (`day_counter`)
 
 API, WIDGET, TOOLS = "api", "widget", "tools"  # the surfaces a key may use (TOOLS: app/web/toolserver/)
 
@@ -118,16 +131,50 @@ def spend_budget(key: ApiKey) -> None:
                 {"Retry-After": str(burst.reset)},
             )
     spent = spend(minute_item, KEY_SCOPE, key.id)
-    if spent is None:  # the counter store is down: served uncounted (as the sign-in budget)
+    if spent is not None:  # None: the counter store is down, served uncounted (as the sign-in budget)
+        g.api_window = Window(plan.per_minute, spent.remaining, spent.reset)
+        if not spent.allowed:
+            g.api_window = Window(plan.per_minute, 0, spent.reset)
+            raise GatewayError(
+                429,
+                f"API rate limit exceeded: {plan.per_minute} per minute for this key",
+                {"Retry-After": str(spent.reset)},
+            )
+    if plan.per_day is not None:
+        _spend_day(key, plan)
+
+
+def day_counter(key_id: str, day: date) -> str:
+    """The name of a key's count for one UTC day: a new day is a new counter, whatever the
+    counter store's own clock says (each one expires a day after its first request)."""
+    return f"{key_id}/{day.isoformat()}"
+
+
+def seconds_left_today(now: datetime) -> int:
+    """Whole seconds until the UTC day ends (at least 1)."""
+    midnight = datetime.combine(now.date() + timedelta(days=1), time(), UTC)
+    return max(1, math.ceil((midnight - now).total_seconds()))
+
+
+def _spend_day(key: ApiKey, plan: PlanLimits) -> None:
+    """A plan's hard cap on a UTC day's requests (workspace keys: 10,000), counted beside the
+    minute's budget in the same storage. Past it, 429 until the day ends (`Retry-After` says when);
+    the answers carry the day's figures as `X-RateLimit-Limit-Day` / `-Remaining-Day`."""
+    assert plan.per_day is not None
+    now = datetime.now(UTC)
+    spent = spend(RateLimitItemPerDay(plan.per_day), DAY_SCOPE, day_counter(key.id, now.date()))
+    if spent is None:
         return
-    g.api_window = Window(plan.per_minute, spent.remaining, spent.reset)
+    minute = g.get("api_window") or Window(plan.per_minute, plan.per_minute, 60)
     if not spent.allowed:
-        g.api_window = Window(plan.per_minute, 0, spent.reset)
+        until = seconds_left_today(now)
+        g.api_window = Window(plan.per_minute, 0, until, plan.per_day, 0)
         raise GatewayError(
             429,
-            f"API rate limit exceeded: {plan.per_minute} per minute for this key",
-            {"Retry-After": str(spent.reset)},
+            f"API rate limit exceeded: {plan.per_day} per day for this key (the count starts again at 00:00 UTC)",
+            {"Retry-After": str(until)},
         )
+    g.api_window = replace(minute, day_limit=plan.per_day, day_remaining=spent.remaining)
 
 
 def known_key() -> ApiKey:
@@ -169,7 +216,7 @@ def _count_call(caller: KeyCaller) -> None:
     db.session.commit()
 
 
-def refuse_key() -> None:
+def refuse_key() -> NoReturn:
     """A key on a route no key may use: 401 for an unknown key, else 403 (with its window)."""
     key = presented_key()
     if key is None:
@@ -178,20 +225,51 @@ def refuse_key() -> None:
     raise GatewayError(403, CANNOT_CONSUME)
 
 
-def door(bearer_scope: str | None = None, key: str | None = API) -> Callable:
+# -- workspace keys (mwk_): a branch of their own, chosen by the prefix -------------------------------
+
+
+def is_workspace_value(value: str | None) -> bool:
+    return value is not None and value.startswith(WORKSPACE_PREFIX)
+
+
+def pass_workspace(surface: str | None, roster_route: bool, profile_id: str | None) -> KeyCaller:
+    """Authenticate and limit a workspace key, then check its reach: a route open to roster keys on
+    `/v1`, for a profile on the key's roster now - or a GatewayError."""
+    key = presented_key()
+    if key is None or not key.is_workspace:
+        raise GatewayError(401, UNAUTHORIZED)
+    _spend_budget(key)  # 60 a minute and 10,000 a UTC day; before reach, as for every key
+    if surface != API or not roster_route or not reaches(key.roster_id, profile_id):
+        raise GatewayError(403, CANNOT_CONSUME)
+    return KeyCaller(key)
+
+
+# -- routes ------------------------------------------------------------------------------------------
+
+
+def _key_caller(surface: str | None, roster_route: bool, profile_id: str | None) -> KeyCaller:
+    """The caller behind the request's `x-api-key`, through the branch its prefix names."""
+    if is_workspace_value(key_value()):
+        return pass_workspace(surface, roster_route, profile_id)
+    if surface is None:
+        refuse_key()  # a sign-in-only route: checked as a key, then not entitled
+    return pass_gateway(surface)
+
+
+def door(bearer_scope: str | None = None, key: str | None = API, roster: bool = False) -> Callable:
     """Route decorator: which callers a route admits, and the caller passed as first argument.
 
     `bearer_scope`: sign-in access tokens may call it with this scope (own data only; the view
     checks the profile). `key`: API keys may call it through the `api` or `widget` surface
-    (None: no key may). A request with `x-api-key` always takes the key door."""
+    (None: no key may). `roster`: workspace keys may call it for a profile (`profile_id`) on their
+    roster. A request with `x-api-key` always takes the key door."""
 
     def decorate(view: Callable) -> Callable:
         @wraps(view)
         def wrapper(*args, **kwargs):
             if API_KEY_HEADER in request.headers:
-                if key is None:
-                    refuse_key()  # a sign-in-only route: checked as a key, then not entitled
-                return answer_and_meter(view, pass_gateway(key), *args, **kwargs)
+                caller = _key_caller(key, roster, kwargs.get("profile_id"))
+                return answer_and_meter(view, caller, *args, **kwargs)
             if bearer_scope is not None:
                 return view(authenticate(bearer_scope), *args, **kwargs)
             if key == WIDGET or bearer_value() is None:
@@ -202,6 +280,7 @@ def door(bearer_scope: str | None = None, key: str | None = API) -> Callable:
 
         wrapper.required_scope = bearer_scope  # read by the OpenAPI test: the document names each door
         wrapper.key_surface = key
+        wrapper.roster_reach = roster
         return wrapper
 
     return decorate

@@ -6,7 +6,9 @@ or both), asks who the caller reaches, and returns the reads' data.
   own profile (any other id is 403, as before); an API key reaches any profile.
 - Everything else (collaborators, tracks, albums, search, roles, profile search): API keys only;
   an access token is refused with 403 `insufficient_scope` - the sign-in never reaches the
-  wider catalog."""
+  wider catalog.
+- A workspace key (`mwk_`) reaches the four routes marked `roster=True` (a profile, its credits,
+  charts and collaborators), for the profiles on its roster; the gateway refuses it anything else."""
 
 from __future__ import annotations
 
@@ -60,25 +62,25 @@ def my_analytics(caller: Caller) -> Response:
 
 
 @bp.get("/profile/<profile_id>")
-@door(CREDITS)
+@door(CREDITS, roster=True)
 def profile(caller: Caller | KeyCaller, profile_id: str) -> Response:
     return _profile(reached_profile(caller, profile_id))
 
 
 @bp.get("/profile/<profile_id>/credits")
-@door(CREDITS)
+@door(CREDITS, roster=True)
 def profile_credits(caller: Caller | KeyCaller, profile_id: str) -> Response:
     return ok(reads.credit_page(reached_profile(caller, profile_id), page_request(request.args)))
 
 
 @bp.get("/profile/<profile_id>/charts")
-@door(ANALYTICS)
+@door(ANALYTICS, roster=True)
 def profile_charts(caller: Caller | KeyCaller, profile_id: str) -> Response:
     return ok(reads.chart_rows(reached_profile(caller, profile_id)))
 
 
 @bp.get("/profile/<profile_id>/collaborators")
-@door()
+@door(roster=True)
 def profile_collaborators(caller: KeyCaller, profile_id: str) -> Response:
     wanted = page_request(request.args)
     return ok(catalog.collaborators_page(reached_profile(caller, profile_id), wanted))
