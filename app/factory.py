@@ -7,7 +7,7 @@ from typing import Any
 from flask import Flask
 
 from app.core.config import PROJECT_ROOT, check_settings, flask_config, load_settings
-from app.store.database import RetryingFlask
+from app.store.unit_of_work import RetryingFlask
 
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
@@ -37,7 +37,7 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     from app.core.extensions import csrf, db, migrate
     from app.protocol.jwks import init_keystore
     from app.services.passwords import init_passwords
-    from app.store.database import init_database
+    from app.store.unit_of_work import init_database
 
     init_database(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))

@@ -19,8 +19,8 @@ from app.protocol import refresh_grace
 from app.protocol import tokens as issuing
 from app.store import codes, tokens
 from app.store.clients import App
-from app.store.database import commit
 from app.store.members import Member
+from app.store.unit_of_work import commit
 
 TokenResponse = tuple[int, dict[str, Any], list[tuple[str, str]]]  # status, body, headers (Authlib's)
 

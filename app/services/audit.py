@@ -19,9 +19,9 @@ from app.core.extensions import db
 from app.models import AuditEvent, Role, User
 from app.models.base import utcnow
 from app.store.clients import App
-from app.store.database import run_first
 from app.store.members import Member
 from app.store.registry import RegisteredApp, apps_by_ids, owned_app_ids
+from app.store.statements import first
 
 # Every action the trail knows, with how the console words it.
 ACTIONS: dict[str, str] = {
@@ -125,7 +125,7 @@ def record(
 
 def write_event(row: dict[str, object]) -> None:
     """Write an event made by `event_row` in the caller's transaction."""
-    run_first(_INSERT, row)
+    first(_INSERT, row)
 
 
 @dataclass(frozen=True)

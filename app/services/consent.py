@@ -17,8 +17,8 @@ from app.models.base import utcnow
 from app.services.audit import EVENTS, write_event
 from app.store import codes, interactions
 from app.store.clients import App
-from app.store.database import on_postgresql, prefixed, rows_for_each, run_first
 from app.store.members import Member
+from app.store.statements import first, on_postgresql, prefixed, rows_for_each
 from app.store.tokens import end_grants, narrow_live_tokens
 
 
@@ -40,7 +40,7 @@ _CONSENTED = select(_consents.c.scope).where(
 
 
 def remembered_scopes(user: User | Member, client: App) -> list[str]:
-    row = run_first(_CONSENTED, {"user_id": user.id, "client_id": client.id})
+    row = first(_CONSENTED, {"user_id": user.id, "client_id": client.id})
     return scope_list(row.scope) if row is not None else []
 
 
@@ -92,11 +92,11 @@ def answer_request(
     if on_postgresql():
         params = {"uid": request_id, "now": now}
         params |= prefixed("consent_", consent) | prefixed("event_", event) | prefixed("code_", code)
-        answered = run_first(_ANSWERED_IN_ONE, params)  # the count of requests it consumed: 1 or 0
+        answered = first(_ANSWERED_IN_ONE, params)  # the count of requests it consumed: 1 or 0
         return answered is not None and answered[0] == 1
     if not interactions.consume(request_id):
         return False
-    run_first(_UPSERT_ON_SQLITE, consent)
+    first(_UPSERT_ON_SQLITE, consent)
     write_event(event)
     codes.store_code(code)
     return True

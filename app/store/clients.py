@@ -16,7 +16,8 @@ from sqlalchemy import Select, bindparam, select
 
 from app.models.client import Client, ClientRules
 from app.store.app_cache import Key, app_cache
-from app.store.database import has_written, read_row, run_first
+from app.store.statements import first
+from app.store.unit_of_work import has_written
 
 _clients = Client.__table__
 
@@ -75,7 +76,7 @@ def _looked_up(key: Key, statement: Select[Any], params: dict[str, Any]) -> App 
         return _for_this_request(kept)
     generation = cache.generation if cache is not None else 0
     written = has_written()
-    row = run_first(statement, params) if written else read_row(statement, params)
+    row = first(statement, params) if written else first(statement, params)
     if row is None:
         return None
     app = app_from(row)

@@ -11,8 +11,8 @@ from sqlalchemy import bindparam, select
 
 from app.models import AuthorizationCode
 from app.models.base import sha256_hex
-from app.store.database import execute, run_first
 from app.store.members import Member, member_from
+from app.store.statements import first, run
 from app.store.tokens import SpendAndStore, discard_unissued
 
 _codes = AuthorizationCode.__table__
@@ -91,7 +91,7 @@ def issue_code(code: str, values: dict[str, Any]) -> None:
 
 def store_code(columns: dict[str, Any]) -> None:
     """Store a code's row, its hash included (a code drawn before the step that stores it)."""
-    run_first(_INSERT, columns)
+    first(_INSERT, columns)
 
 
 def redeem_code(value: str, client_pk: int, successor: dict[str, Any]) -> RedeemedCode | None:
@@ -131,5 +131,5 @@ def spent_code(value: str, client_pk: int) -> SpentCode | None:
     """The app's code `value` if it was redeemed already."""
     if not value or len(value) > 512:
         return None
-    row = execute(_SPENT, {"hash": sha256_hex(value), "client": client_pk}).first()
+    row = run(_SPENT, {"hash": sha256_hex(value), "client": client_pk}).first()
     return None if row is None else SpentCode(row.grant_id, row.user_id)

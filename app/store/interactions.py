@@ -13,8 +13,8 @@ from app.core.scopes import scope_list
 from app.models import Client, Consent, Interaction, LoginSession
 from app.models.base import utcnow
 from app.store.clients import APP_COLUMNS, App, app_by_id, app_from
-from app.store.database import run_first
 from app.store.sessions import Login, beside, login_from, login_params
+from app.store.statements import first
 
 _interactions, _clients, _consents = Interaction.__table__, Client.__table__, Consent.__table__
 _INSERT = _interactions.insert()
@@ -90,7 +90,7 @@ class PendingRequest:
 def park(uid: str, values: dict[str, Any]) -> PendingRequest:
     """Store a validated request under the random reference `uid` (`values`: the columns)."""
     row = {"id": uid, "created_at": utcnow(), "login_session_id": None, "consumed_at": None, **values}
-    run_first(_INSERT, row)
+    first(_INSERT, row)
     return PendingRequest(
         uid,
         row["client_id"],
@@ -104,7 +104,7 @@ def park(uid: str, values: dict[str, Any]) -> PendingRequest:
 
 
 def find(uid: str) -> PendingRequest | None:
-    row = run_first(_BY_ID, {"uid": uid})
+    row = first(_BY_ID, {"uid": uid})
     if row is None:
         return None
     app_from(row)  # kept for the request: the pages and the protocol ask for the app next
@@ -114,7 +114,7 @@ def find(uid: str) -> PendingRequest | None:
 def find_with_login(uid: str, session_id: str | None) -> tuple[PendingRequest | None, Login | None]:
     """The request `uid` with its app, and the live login of the cookie's `session_id` (None when
     there is none), in one query: the consent page needs all three."""
-    row = run_first(_BY_ID_WITH_LOGIN, {"uid": uid, **login_params(session_id)})
+    row = first(_BY_ID_WITH_LOGIN, {"uid": uid, **login_params(session_id)})
     if row is None:
         return None, None
     app_from(row)
@@ -131,4 +131,4 @@ def with_login(request: PendingRequest, login_pk: int, user_id: str) -> PendingR
 
 def consume(uid: str) -> bool:
     """Mark the request answered; True for exactly one caller, and only while it is open."""
-    return run_first(_CONSUME_ONCE, {"uid": uid, "now": utcnow()}) is not None
+    return first(_CONSUME_ONCE, {"uid": uid, "now": utcnow()}) is not None

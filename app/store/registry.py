@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, Label, Select, bindparam, func, or_, selec
 
 from app.models import AuditEvent, Client, ClientStatus, Consent, User
 from app.store.clients import App
-from app.store.database import execute
+from app.store.statements import run
 
 _clients, _users, _consents, _events = Client.__table__, User.__table__, Consent.__table__, AuditEvent.__table__
 
@@ -74,7 +74,7 @@ def _with_owner(row: Any) -> tuple[RegisteredApp, Owner | None]:
 def _changed(pk: int, values: dict[str, Any]) -> RegisteredApp:
     """Write `values` to the app's row and return it as it now is. The protocol store's records of
     the app read earlier in this request are dropped, so a later lookup reads the change."""
-    row = execute(_clients.update().where(_clients.c.id == pk).values(**values).returning(*_COLUMNS)).first()
+    row = run(_clients.update().where(_clients.c.id == pk).values(**values).returning(*_COLUMNS)).first()
     app = _returned(row)
     if has_app_context():
         g.get("apps_by_id", {}).pop(app.id, None)
@@ -87,13 +87,13 @@ def _changed(pk: int, values: dict[str, Any]) -> RegisteredApp:
 
 def registered_app(client_id: str) -> RegisteredApp | None:
     """An app by its public client id, whatever its status."""
-    row = execute(_BY_CLIENT_ID, {"client_id": client_id}).first()
+    row = run(_BY_CLIENT_ID, {"client_id": client_id}).first()
     return None if row is None else _labelled(row)
 
 
 def registered_app_by_id(pk: int) -> RegisteredApp | None:
     """An app by its row id, whatever its status."""
-    row = execute(_BY_ID, {"id": pk}).first()
+    row = run(_BY_ID, {"id": pk}).first()
     return None if row is None else _labelled(row)
 
 
@@ -101,14 +101,14 @@ def apps_by_ids(ids: Collection[int]) -> dict[int, RegisteredApp]:
     """The apps with these row ids (those that exist), by row id, in one query."""
     if not ids:
         return {}
-    rows = execute(select(*_LABELLED).where(_clients.c.id.in_(set(ids))))
+    rows = run(select(*_LABELLED).where(_clients.c.id.in_(set(ids))))
     return {app.id: app for app in map(_labelled, rows)}
 
 
 def insert_app(values: dict[str, Any]) -> RegisteredApp:
     """Register an app (`values`: its columns, the secret as a hash only); returns it as stored,
     with the columns' defaults (status active, registered now)."""
-    row = execute(_clients.insert().values(**values).returning(*_COLUMNS)).first()
+    row = run(_clients.insert().values(**values).returning(*_COLUMNS)).first()
     return _returned(row)
 
 
@@ -171,7 +171,7 @@ def apps_with_owners(
         if search_owner_email:
             matches.append(_users.c.email.icontains(search, autoescape=True))
         stmt = stmt.where(or_(*matches))
-    return [_with_owner(row) for row in execute(stmt.offset(offset).limit(limit))]
+    return [_with_owner(row) for row in run(stmt.offset(offset).limit(limit))]
 
 
 def matching_app_ids(text: str, *, owner_id: str | None = None, limit: int) -> tuple[int, ...]:
@@ -186,7 +186,7 @@ def matching_app_ids(text: str, *, owner_id: str | None = None, limit: int) -> t
     )
     if owner_id is not None:
         stmt = stmt.where(_clients.c.owner_id == owner_id)
-    return tuple(execute(stmt.limit(limit)).scalars())
+    return tuple(run(stmt.limit(limit)).scalars())
 
 
 def owned_app_ids(owner_id: str) -> Select[tuple[int]]:
@@ -206,13 +206,13 @@ def registered_during(
     )
     if owner_id is not None:
         stmt = stmt.where(_clients.c.owner_id == owner_id)
-    return [_with_owner(row) for row in execute(stmt)]
+    return [_with_owner(row) for row in run(stmt)]
 
 
 def listed_apps() -> list[RegisteredApp]:
     """Every app not deleted, oldest first."""
     stmt = select(*_LABELLED).where(_clients.c.status != ClientStatus.DELETED.value).order_by(_clients.c.created_at)
-    return [_labelled(row) for row in execute(stmt)]
+    return [_labelled(row) for row in run(stmt)]
 
 
 def busiest_apps(action: str, since: datetime, limit: int) -> list[tuple[RegisteredApp, int]]:
@@ -226,7 +226,7 @@ def busiest_apps(action: str, since: datetime, limit: int) -> list[tuple[Registe
         .order_by(n.desc(), _clients.c.id)
         .limit(limit)
     )
-    return [(_labelled(row), int(row.n)) for row in execute(stmt)]
+    return [(_labelled(row), int(row.n)) for row in run(stmt)]
 
 
 def consented_apps(user_id: str) -> list[tuple[RegisteredApp, str, datetime]]:
@@ -236,4 +236,4 @@ def consented_apps(user_id: str) -> list[tuple[RegisteredApp, str, datetime]]:
         .join_from(_consents, _clients, _consents.c.client_id == _clients.c.id)
         .where(_consents.c.user_id == user_id, _clients.c.status != ClientStatus.DELETED.value)
     )
-    return [(_labelled(row), row.scope, row.granted_at) for row in execute(stmt)]
+    return [(_labelled(row), row.scope, row.granted_at) for row in run(stmt)]

@@ -10,8 +10,8 @@ from sqlalchemy import Select, Table, and_, bindparam, select
 
 from app.models import AuditEvent, Interaction, LoginSession, User
 from app.models.base import sha256_hex, utcnow
-from app.store.database import execute, on_postgresql, prefixed, rows_for_each, run_first
 from app.store.members import Member, member_from, member_joined
+from app.store.statements import first, on_postgresql, prefixed, rows_for_each, run
 
 _sessions, _users = LoginSession.__table__, User.__table__
 _events, _requests = AuditEvent.__table__, Interaction.__table__
@@ -92,7 +92,7 @@ class Login:
 
 def live_login(session_id: str) -> Login | None:
     """The live session whose cookie carries `session_id`, with its member."""
-    row = run_first(_LIVE_BY_HASH, login_params(session_id))
+    row = first(_LIVE_BY_HASH, login_params(session_id))
     return None if row is None else login_from(row)
 
 
@@ -115,17 +115,17 @@ def start_login(
     row = {"session_hash": sha256_hex(session_id), "user_id": member.id, "last_seen_at": values["auth_time"], **values}
     if event is not None and on_postgresql():
         params = prefixed("login_", row) | prefixed("event_", event)
-        started = run_first(_STARTED_IN_ONE, {**params, "request_id": attach_to})
+        started = first(_STARTED_IN_ONE, {**params, "request_id": attach_to})
         assert started is not None  # the INSERT's row, always one
         pk = started[0]
     else:
-        inserted = run_first(_INSERT, row)
+        inserted = first(_INSERT, row)
         assert inserted is not None  # RETURNING's row, always one
         pk = inserted[0]
         if event is not None:
-            run_first(_EVENT, event)
+            first(_EVENT, event)
         if attach_to is not None:
-            run_first(_ATTACH, {"request_id": attach_to, "pk": pk, "member": member.id})
+            first(_ATTACH, {"request_id": attach_to, "pk": pk, "member": member.id})
     return Login(
         int(pk), member.id, values["auth_time"], values["expires_at"], values["amr"], values["auth_time"], member
     )
@@ -155,7 +155,7 @@ _STARTED_IN_ONE = _started_in_one()
 
 def end_login(pk: int) -> bool:
     """End one session on the server; False when it had ended already."""
-    result = execute(_END, {"pk": pk, "now": utcnow()})
+    result = run(_END, {"pk": pk, "now": utcnow()})
     return bool(result.rowcount)
 
 
@@ -165,13 +165,13 @@ def end_logins_of(user_id: str, only: int | None = None) -> int:
     statement = _sessions.update().where(_sessions.c.user_id == user_id, _sessions.c.ended_at.is_(None))
     if only is not None:
         statement = statement.where(_sessions.c.id == only)
-    result = execute(statement.values(ended_at=utcnow()))
+    result = run(statement.values(ended_at=utcnow()))
     return int(result.rowcount)
 
 
 def note_seen(pk: int, when: datetime) -> None:
     """The session was used (an app sign-in, the account page)."""
-    execute(_TOUCH, {"pk": pk, "now": when})
+    run(_TOUCH, {"pk": pk, "now": when})
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,5 +196,5 @@ _LIVE_OF_MEMBER = select(
 
 def live_logins_of(user_id: str) -> list[SessionSeen]:
     """Every live session of a member (the account page's list)."""
-    rows = execute(_LIVE_OF_MEMBER, {"user_id": user_id, "now": utcnow()}).all()
+    rows = run(_LIVE_OF_MEMBER, {"user_id": user_id, "now": utcnow()}).all()
     return [SessionSeen(r.id, r.user_agent, r.ip, r.auth_time, r.last_seen_at) for r in rows]

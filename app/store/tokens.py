@@ -37,8 +37,8 @@ from app.core import metrics
 from app.core.scopes import join, scope_list
 from app.models import AuthorizationCode, Client, ClientStatus, Interaction, RefreshReplay, Token, User
 from app.models.base import sha256_hex, utcnow
-from app.store.database import execute, on_postgresql, read_row, run_first
 from app.store.members import MEMBER_COLUMNS, Member, member_columns, member_from, member_joined
+from app.store.statements import first, on_postgresql, run
 
 _tokens, _codes, _clients, _users = Token.__table__, AuthorizationCode.__table__, Client.__table__, User.__table__
 _interactions, _replays = Interaction.__table__, RefreshReplay.__table__
@@ -129,9 +129,9 @@ class SpendAndStore:
         row's scope, or `scope`; None, and nothing written, when nothing matched."""
         if on_postgresql():
             drawn = {f"new_{name}": value for name, value in successor.items()}
-            row = run_first(self._in_one, {**params, **drawn, "new_scope": scope})
+            row = first(self._in_one, {**params, **drawn, "new_scope": scope})
             return None if row is None else Spent(row, row.successor_id)
-        row = run_first(self._with_member, params)
+        row = first(self._with_member, params)
         if row is None:
             return None
         copied = {name: getattr(row, name) for name in _COPIED}
@@ -274,7 +274,7 @@ class RotatedRefresh:
 
 def issue_token(values: dict[str, Any]) -> int:
     """Store one pair (`values`: the columns, hashes only); returns its row id."""
-    row = run_first(_INSERT, values)
+    row = first(_INSERT, values)
     assert row is not None  # an INSERT ... RETURNING of one row
     return int(row.id)
 
@@ -284,25 +284,25 @@ def find_bearer(value: str) -> StoredToken | None:
     outside the request's transaction (on PostgreSQL, one round trip: no BEGIN, no ROLLBACK)."""
     if not value or len(value) > 512:
         return None
-    return _stored(read_row(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}))
+    return _stored(first(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}))
 
 
 def find_access_token(value: str) -> StoredToken | None:
     """The pair whose access token is `value`, in the request's transaction (to revoke or describe it)."""
     if not value or len(value) > 512:
         return None
-    return _stored(execute(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}).first())
+    return _stored(run(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}).first())
 
 
 def find_refresh_token(value: str) -> StoredToken | None:
     """The pair whose refresh token is `value`, rotated or not."""
     if not value or len(value) > 512:
         return None
-    return _stored(execute(_BY_REFRESH_HASH, {"hash": sha256_hex(value)}).first())
+    return _stored(run(_BY_REFRESH_HASH, {"hash": sha256_hex(value)}).first())
 
 
 def find_token(pk: int) -> StoredToken | None:
-    return _stored(execute(_BY_ID, {"id": pk}).first())
+    return _stored(run(_BY_ID, {"id": pk}).first())
 
 
 def rotate_refresh_token(
@@ -325,18 +325,18 @@ def rotate_refresh_token(
 
 def discard_unissued(pk: int) -> None:
     """Delete a pair that spending stored but the request then refused: it was never handed out."""
-    execute(_DISCARD, {"pk": pk})
+    run(_DISCARD, {"pk": pk})
 
 
 def amend_successor(pk: int, scope: str, keeps_refresh: bool) -> None:
     """Give a new pair the scope its answer carries, and drop its refresh token when the answer
     has none (the scope cut to the member's membership, or without `offline_access`): where the
     answer differs from what spending copied."""
-    execute(_AMEND_KEEPING_REFRESH if keeps_refresh else _AMEND_DROPPING_REFRESH, {"pk": pk, "scope": scope})
+    run(_AMEND_KEEPING_REFRESH if keeps_refresh else _AMEND_DROPPING_REFRESH, {"pk": pk, "scope": scope})
 
 
 def _rowcount(statement: Any) -> int:
-    result = execute(statement)
+    result = run(statement)
     return int(result.rowcount)
 
 
@@ -390,8 +390,8 @@ def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> i
         held = select(holder.c.id).where(holder.c.id == pk).with_for_update(key_share=True).cte("held")
         # A one-time filter: PostgreSQL takes the lock before it looks at any code, codes or none.
         codes = codes.where(exists(select(held.c.id)))
-    execute(codes)
-    execute(  # expired rather than consumed: the page then says "start again", not "answered"
+    run(codes)
+    run(  # expired rather than consumed: the page then says "start again", not "answered"
         _interactions.update()
         .where(*scoped(_interactions), _interactions.c.consumed_at.is_(None), _interactions.c.expires_at > now)
         .values(expires_at=now)
@@ -410,14 +410,14 @@ def narrow_live_tokens(user_id: str, keep: Callable[[list[str]], list[str]], now
     """Rewrite the scope of a member's live tokens to `keep(scopes)` (a downgrade: what the lower
     membership lacks is gone for good, so an upgrade later does not bring it back without a new
     consent). Returns the tokens changed; the caller commits."""
-    rows = execute(
+    rows = run(
         select(_tokens.c.id, _tokens.c.scope).where(_tokens.c.user_id == user_id, live_tokens_filter(now or utcnow()))
     ).all()
     changed = 0
     for row in rows:
         narrowed = join(keep(scope_list(row.scope)))
         if narrowed != row.scope:
-            execute(_tokens.update().where(_tokens.c.id == row.id).values(scope=narrowed))
+            run(_tokens.update().where(_tokens.c.id == row.id).values(scope=narrowed))
             changed += 1
     return changed
 
@@ -425,8 +425,8 @@ def narrow_live_tokens(user_id: str, keep: Callable[[list[str]], list[str]], now
 def seal_answer(token_pk: int, successor_pk: int, sealed: bytes, purge_before: datetime) -> None:
     """Keep a rotation's sealed answer for the grace window (app/protocol/refresh_grace.py), dropping
     the answers whose window has closed."""
-    execute(_replays.delete().where(_replays.c.created_at < purge_before))
-    execute(
+    run(_replays.delete().where(_replays.c.created_at < purge_before))
+    run(
         _replays.insert(),
         {"token_id": token_pk, "successor_id": successor_pk, "sealed": sealed, "created_at": utcnow()},
     )
@@ -434,7 +434,7 @@ def seal_answer(token_pk: int, successor_pk: int, sealed: bytes, purge_before: d
 
 def sealed_answer(token_pk: int) -> tuple[int, bytes] | None:
     """The successor's row id and the sealed answer of a rotation, if one is kept."""
-    row = execute(_SEALED, {"pk": token_pk}).first()
+    row = run(_SEALED, {"pk": token_pk}).first()
     return None if row is None else (int(row.successor_id), bytes(row.sealed))
 
 
@@ -443,7 +443,7 @@ def sealed_answer(token_pk: int) -> tuple[int, bytes] | None:
 
 def last_use_by_app(user_id: str) -> dict[int, datetime]:
     """When each app last had a token issued for the member (by the app's row id)."""
-    rows = execute(
+    rows = run(
         select(_tokens.c.client_id, func.max(_tokens.c.issued_at))
         .where(_tokens.c.user_id == user_id)
         .group_by(_tokens.c.client_id)
@@ -462,7 +462,7 @@ class LiveGrant:
 
 def live_grants_by_app(user_id: str, now: datetime) -> dict[int, LiveGrant]:
     """The apps holding a live token of the member, with what they hold, in one query."""
-    rows = execute(
+    rows = run(
         select(_tokens.c.client_id, _tokens.c.issued_at, _tokens.c.scope)
         .where(_tokens.c.user_id == user_id, live_tokens_filter(now))
         .order_by(_tokens.c.issued_at, _tokens.c.id)
@@ -476,7 +476,7 @@ def live_grants_by_app(user_id: str, now: datetime) -> dict[int, LiveGrant]:
 
 def live_token_count(client_pk: int, now: datetime) -> int:
     """How many of an app's tokens still grant something."""
-    count = execute(
+    count = run(
         select(func.count()).select_from(_tokens).where(_tokens.c.client_id == client_pk, live_tokens_filter(now))
     ).scalar_one()
     return int(count)

@@ -44,9 +44,9 @@ def commits_by_function(path: Path) -> dict[str, int]:
 
 
 def test_the_protocol_store_never_ends_a_transaction():
-    """Only the unit of work itself (app/store/database.py) commits: what owns the request calls it."""
+    """Only the unit of work itself (app/store/unit_of_work.py) commits: what owns the request calls it."""
     for path in sorted((ROOT / "app/store").glob("*.py")):
-        if path.name != "database.py":
+        if path.name != "unit_of_work.py":
             assert commits_by_function(path) == {}, path
 
 
