@@ -121,9 +121,9 @@ class KeyStore:
         self._snapshot = None
 
     def _load(self) -> KeySnapshot:
-        # Plain copies, not ORM rows: the snapshot outlives the request. Read in Core on the
-        # request's own connection: the token endpoint's unit of work takes no second one from the
-        # pool (app/store/database.py); a change made here is flushed before the snapshot is read again.
+        # Plain copies, not ORM rows: the snapshot outlives the request. Read on the request's
+        # connection (its unit of work: app/store/unit_of_work.py), where a change made here is
+        # flushed before the snapshot is read again.
         rows = tuple(KeyInfo(*row) for row in run(_ALL_KEYS))
         now = utcnow()
         signers = [r for r in rows if r.can_sign(now)]

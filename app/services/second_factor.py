@@ -84,8 +84,8 @@ def asks_second_factor(user_id: ColumnElement[str] | InstrumentedAttribute[str])
 # Built once: every sign-in asks, and building the statement and its cache key cost more than
 # running it.
 _HAS_SECOND_FACTOR = select(asks_second_factor(bindparam("user_id")))
-# In Core, run straight on the cursor (app/store/database.py): an ORM User loaded here cost about 0.15 ms
-# more per sign-in, in-process, and the login page only reads it.
+# In Core, run straight on the cursor (app/store/statements.py): the login page only reads the
+# member, and loading an ORM User costs more than the query (docs/performance.md).
 _users = User.__table__
 _SIGNING_IN = select(
     *(_users.c[name] for name in ACCOUNT_COLUMNS), asks_second_factor(_users.c.id).label("asks_second_factor")

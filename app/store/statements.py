@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flask import g
-from sqlalchemy import CTE, Connection, CursorResult, Select, Table, UpdateBase, bindparam, select
+from sqlalchemy import Connection, CursorResult, Select, UpdateBase
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Executable
@@ -146,29 +146,8 @@ def _after_a_dead_connection(
 
 def run(
     statement: Executable, params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
-) -> CursorResult[Any]:
+) -> CursorResult[*tuple[Any, ...]]:
     """`statement` through SQLAlchemy's execution, on the request's connection, in its transaction:
     for every row, a row count, or a statement SQLAlchemy completes itself. ORM statements (a
     `select(User)`) go through the session, which is bound to the same connection."""
     return unit_of_work().connection().execute(statement, params)
-
-
-def on_postgresql() -> bool:
-    """Whether the app's database is PostgreSQL (the store's implementations are chosen by it)."""
-    return bool(unit_of_work().engine.dialect.name == "postgresql")
-
-
-# -- several writes in one statement (PostgreSQL's data-modifying CTEs) -----------------------------
-
-
-def rows_for_each(source: CTE, table: Table, columns: Sequence[str], prefix: str) -> Select[Any]:
-    """One row of bound values for each row of `source` (none or one), to INSERT ... SELECT into
-    `table`: a write that happens only when the statement's first step matched. Each of `columns`
-    is bound as `prefix` + its name, typed as `table`'s column (`prefixed` makes the parameters)."""
-    values = (bindparam(f"{prefix}{name}", type_=table.c[name].type) for name in columns)
-    return select(*values).select_from(source)
-
-
-def prefixed(prefix: str, row: Mapping[str, Any]) -> dict[str, Any]:
-    """`row`'s values as the parameters `rows_for_each` binds."""
-    return {f"{prefix}{name}": value for name, value in row.items()}

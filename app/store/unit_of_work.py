@@ -42,11 +42,14 @@ _KEY = "unit_of_work"  # where the app context keeps its UnitOfWork, in `g`
 class UnitOfWork:
     """One connection and its transaction, for one request or one command."""
 
-    __slots__ = ("engine", "current")
+    __slots__ = ("engine", "current", "memo")
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.current: Connection | None = None  # none until the first statement
+        # Records the request has read and will ask for again (an app, by its keys): the store's
+        # implementations keep them here, and drop one when the request changes it.
+        self.memo: dict[Any, Any] = {}
 
     def connection(self) -> Connection:
         """The connection, opened at the first call, in a transaction (begun again after a commit)."""

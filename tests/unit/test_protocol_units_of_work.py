@@ -25,7 +25,7 @@ PROTOCOL_COMMITS = {
 
 def commits_by_function(path: Path) -> dict[str, int]:
     """How many `.commit()` / `.rollback()` calls each function of a module holds, and calls of
-    app.store.database's `commit` imported by name."""
+    app.store.unit_of_work's `commit` imported by name."""
     found: dict[str, int] = {}
     for fn in ast.walk(ast.parse(path.read_text())):
         if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -17,9 +17,9 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from app.core.extensions import db
 from app.models import Token, User
 from app.models.base import new_uuid, sha256_hex, utcnow
-from app.store import statements
+from app.store import statements, store
 from app.store.statements import first
-from app.store.tokens import _BY_ACCESS_HASH, _INSERT, find_bearer
+from app.store.tokens import _BY_ACCESS_HASH, _INSERT
 from app.store.unit_of_work import has_written
 from tests.factories import make_client, make_member
 
@@ -77,7 +77,7 @@ def test_the_engines_listeners_hear_the_statement(access_token):
 
     event.listen(db.engine, "before_cursor_execute", listen)
     try:
-        assert find_bearer(access_token) is not None
+        assert store().tokens.find_bearer(access_token) is not None
     finally:
         event.remove(db.engine, "before_cursor_execute", listen)
     assert len(heard) == 1 and heard[0].startswith("SELECT tokens.id")
@@ -91,11 +91,11 @@ def test_a_first_statement_on_a_dead_pooled_connection_runs_again(app, access_to
     pooled.close()  # back to the pool: the next checkout gets it
     dead.close()
     with app.app_context(), caplog.at_level(logging.WARNING, logger="app.store.statements"):  # a request
-        token = find_bearer(access_token)
+        token = store().tokens.find_bearer(access_token)
         assert token is not None and token.scope == "openid email"
     assert "stale database connection replaced; the statement runs again" in caplog.text
     with app.app_context():
-        assert find_bearer(access_token) is not None  # and the pool serves on
+        assert store().tokens.find_bearer(access_token) is not None  # and the pool serves on
 
 
 def test_an_error_is_sqlalchemys_and_the_connection_goes_back(app, access_token):
@@ -109,7 +109,7 @@ def test_an_error_is_sqlalchemys_and_the_connection_goes_back(app, access_token)
     assert not raised.value.connection_invalidated and "no_such_table" in str(raised.value)
     assert db.engine.pool.checkedout() == checked_out
     with app.app_context():
-        assert find_bearer(access_token) is not None
+        assert store().tokens.find_bearer(access_token) is not None
 
 
 def test_has_written_tells_when_only_the_requests_connection_sees_its_reads():
@@ -194,7 +194,7 @@ def test_with_sql_logging_on_the_same_code_runs_and_logs_each_statement(access_t
         statements, "_on_cursor", lambda compiled, *rest: ran.append(compiled.sql) or real(compiled, *rest)
     )
     with caplog.at_level(logging.INFO, logger="sqlalchemy.engine.Engine"):
-        assert find_bearer(access_token) is not None
+        assert store().tokens.find_bearer(access_token) is not None
         assert first(_BY_ACCESS_HASH, {"hash": sha256_hex(access_token)}) is not None
     assert len(ran) == 2  # the direct path, logging or not
     messages = [r.getMessage() for r in caplog.records]
