@@ -7,7 +7,7 @@ from typing import Any
 from flask import Flask
 
 from app.core.config import PROJECT_ROOT, check_settings, flask_config, load_settings
-from app.store.database import RetryingFlask
+from app.store.unit_of_work import RetryingFlask
 
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
@@ -37,9 +37,11 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     from app.core.extensions import csrf, db, migrate
     from app.protocol.jwks import init_keystore
     from app.services.passwords import init_passwords
-    from app.store.database import init_database
+    from app.store import init_store
+    from app.store.unit_of_work import init_database
 
     init_database(app)
+    init_store(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     csrf.init_app(app)
     init_keystore(app)

@@ -118,7 +118,7 @@ def database_rows(app, access_token: str, client_id: str, number: int, repeat: i
     from app.core.extensions import db
     from app.models import Client, Token
     from app.models.base import sha256_hex
-    from app.store.clients import _BY_CLIENT_ID
+    from app.store.apps import _APP_BY_CLIENT_ID as _BY_CLIENT_ID
     from app.store.tokens import _BY_ACCESS_HASH
 
     # The ORM statements the protocol store replaced, measured beside the store's Core ones.

@@ -19,7 +19,8 @@ from app.services.apps import (
     rotate_app_secret,
 )
 from app.services.registration import MAX_SECRET_GRACE, NewClient, RegistrationError
-from app.store.registry import RegisteredApp, listed_apps, registered_app
+from app.store import store
+from app.store.apps import RegisteredApp
 
 clients = CommandGroup("clients", help="Registered applications (OAuth clients).")
 
@@ -58,7 +59,7 @@ def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope,
     )
     if scope is not None:
         spec.scope = scope
-    if client_id and registered_app(client_id) is not None:
+    if client_id and store().apps.registered(client_id) is not None:
         fail(f"client id {client_id} is taken")
     try:
         client, secret = register_app(spec, actor=None)  # same rules as register_client, plus the audit trail
@@ -81,7 +82,7 @@ def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope,
 @json_option
 def clients_list(as_json):
     """Every registered application (deleted ones are left out; the fee ledger keeps them)."""
-    rows = listed_apps()
+    rows = store().apps.listed()
     data = [
         {
             "client_id": c.client_id,

@@ -281,10 +281,10 @@ def flask_config(settings: dict[str, Any]) -> dict[str, Any]:
         from app.core.adapters import LazyDescriptionCursor
 
         # No pool_pre_ping: a round trip on every request. Connections are recycled instead, and a
-        # request whose first statement finds a dead one runs again (app/store/database.py).
+        # request whose first statement finds a dead one runs again (app/store/unit_of_work.py).
         engine_options.update(
             # Named, not left to the server's default: a transaction begins at its first write
-            # (app/store/database.py), which reads the same rows as beginning earlier only at this level.
+            # (app/store/unit_of_work.py), which reads the same rows as beginning earlier only at this level.
             isolation_level="READ COMMITTED",
             pool_recycle=int(settings["DATABASE_POOL_RECYCLE"]),
             pool_size=int(settings["DATABASE_POOL_SIZE"]),

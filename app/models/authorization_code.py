@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from authlib.oidc.core import AuthorizationCodeMixin
 from sqlalchemy import ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.assurance import acr_for
 from app.core.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 
-class AuthorizationCode(db.Model, AuthorizationCodeMixin):
+class AuthorizationCode(db.Model):
+    """A code as stored (its rules are its record's, app/store/codes.py's RedeemedCode)."""
+
     __tablename__ = "authorization_codes"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -38,27 +38,3 @@ class AuthorizationCode(db.Model, AuthorizationCodeMixin):
 
     client = relationship("Client", lazy="joined")
     user = relationship("User", lazy="joined")
-
-    def is_expired(self, now: datetime | None = None) -> bool:
-        """Counted from the code's issue, never from the login (Authlib's mixin uses auth_time)."""
-        return (now or utcnow()) >= self.expires_at
-
-    # -- authlib.oidc.core.AuthorizationCodeMixin ----------------------------------------
-
-    def get_redirect_uri(self) -> str | None:
-        return self.redirect_uri
-
-    def get_scope(self) -> str:
-        return self.scope
-
-    def get_nonce(self) -> str | None:
-        return self.nonce
-
-    def get_auth_time(self) -> int:
-        return int(self.auth_time.timestamp())
-
-    def get_acr(self) -> str:
-        return acr_for(self.get_amr())
-
-    def get_amr(self) -> list[str]:
-        return (self.amr or "pwd").split()

@@ -174,8 +174,5 @@ class Client(db.Model, ClientRules):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
-    def set_secret(self, secret: str) -> None:
-        self.client_secret_hash = sha256_hex(secret)
-
     def __repr__(self) -> str:
         return f"<Client {self.client_id}>"

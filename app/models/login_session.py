@@ -30,6 +30,3 @@ class LoginSession(db.Model):
     amr: Mapped[str] = mapped_column(String(32), default="pwd", server_default="pwd")
 
     user = relationship("User", lazy="joined")
-
-    def is_live(self, now: datetime | None = None) -> bool:
-        return self.ended_at is None and (now or utcnow()) < self.expires_at

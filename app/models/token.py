@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from authlib.oauth2.rfc6749 import TokenMixin
 from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -12,9 +11,11 @@ from app.core.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 
-class Token(db.Model, TokenMixin):
+class Token(db.Model):
     """One issued pair. Rotation marks the old row's refresh as used and adds a new row with the
-    same `grant_id`; reuse of a used refresh token revokes every row of that grant."""
+    same `grant_id`; reuse of a used refresh token revokes every row of that grant. The rules a
+    token answers to are its record's, app/store/tokens.py's StoredToken: this class maps the
+    table for Alembic and for the tests that look at rows."""
 
     __tablename__ = "tokens"
     __table_args__ = (Index("ix_tokens_user_client", "user_id", "client_id"),)
@@ -39,41 +40,3 @@ class Token(db.Model, TokenMixin):
 
     client = relationship("Client", lazy="joined")
     user = relationship("User", lazy="joined")
-
-    # -- authlib.oauth2.rfc6749.TokenMixin -------------------------------------------------
-
-    def check_client(self, client) -> bool:
-        return self.client_id == client.id
-
-    def get_scope(self) -> str:
-        return self.scope
-
-    def get_expires_in(self) -> int:
-        return max(0, int((self.access_expires_at - self.issued_at).total_seconds()))
-
-    def is_expired(self) -> bool:
-        return utcnow() >= self.access_expires_at
-
-    def is_revoked(self) -> bool:
-        return self.revoked_at is not None
-
-    def is_barred(self) -> bool:
-        """Whether the token grants nothing whatever its own state: its member is suspended or its
-        app no longer active (a suspension or a disable revokes it too; this holds without that)."""
-        return self.user.is_suspended or not self.client.is_active
-
-    def get_user(self):
-        return self.user
-
-    def get_client(self):
-        return self.client
-
-    def refresh_is_usable(self, now: datetime | None = None) -> bool:
-        now = now or utcnow()
-        return (
-            self.refresh_token_hash is not None
-            and self.revoked_at is None
-            and self.refresh_used_at is None
-            and self.refresh_expires_at is not None
-            and now < self.refresh_expires_at
-        )

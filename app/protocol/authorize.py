@@ -47,10 +47,10 @@ from app.services.audit import event_row
 from app.services.consent import answer_request, consented_scope, decide_granted, missing_scopes, remembered_scopes
 from app.services.second_factor import has_second_factor
 from app.services.sessions import browser_id, current_login, known_login, login_cookie, touch
-from app.store import interactions
-from app.store.clients import App, app_by_client_id, app_by_id
-from app.store.interactions import PendingRequest
-from app.store.sessions import Login
+from app.store import store
+from app.store.apps import App
+from app.store.logins import Login
+from app.store.pending_requests import PendingRequest
 
 # The parameters parked with a pending request; anything else is ignored (OIDC Core 3.1.2.1).
 PARKED_PARAMS = (
@@ -95,7 +95,7 @@ def trusted_destination(payload: Any) -> tuple[App, str]:
     client_id = payload.data.get("client_id")
     if not client_id:
         raise UntrustedRequest("Missing application", "The sign-in link does not name an application (client_id).")
-    client = app_by_client_id(str(client_id)[:64])
+    client = store().apps.by_client_id(str(client_id)[:64])
     if client is None or client.is_deleted:
         raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
     if not client.is_active:
@@ -239,7 +239,7 @@ def run(oauth_request: OAuth2Request, interaction: PendingRequest | None = None)
                     raise ConsentRequiredError()
                 return _hand_off("consent.show", oauth_request, client, interaction, login)
             granted = wanted
-        if interaction is not None and not interactions.consume(interaction.id):
+        if interaction is not None and not store().requests.consume(interaction.id):
             raise UntrustedRequest(
                 "Request already completed", "This sign-in request has already been used.", hint=ANSWERED_ALREADY
             )
@@ -285,7 +285,7 @@ def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str]
         return _issue_code(oauth_request, grant, login, granted)
     except OAuth2Error as error:
         if not answered:  # denied, or no longer valid: the request is consumed all the same
-            if not interactions.consume(interaction.id):
+            if not store().requests.consume(interaction.id):
                 raise _answered_already() from None
             metrics.consent_answered(allow, login.user, client)
         db.session.commit()  # the request stays answered: a second answer is refused
@@ -345,7 +345,7 @@ def park(oauth_request: OAuth2Request, client: App, user_id: str | None = None) 
     """Store the validated request; `user_id` is the member already signed in, if any (the login
     page sets it otherwise), so that disconnecting the app closes the request."""
     data = oauth_request.payload.data
-    return interactions.park(
+    return store().requests.park(
         new_secret(24),
         {
             "client_id": client.id,
@@ -354,6 +354,7 @@ def park(oauth_request: OAuth2Request, client: App, user_id: str | None = None) 
             "browser_hash": sha256_hex(browser_id()),
             "expires_at": utcnow() + timedelta(seconds=int(current_app.config["INTERACTION_LIFETIME"])),
         },
+        client,
     )
 
 
@@ -363,18 +364,18 @@ def find_interaction(uid: str | None, with_login: bool = False) -> PendingReques
     interaction = None
     if uid and len(uid) <= 64:
         if with_login:
-            interaction, login = interactions.find_with_login(uid, login_cookie())
+            interaction, login = store().requests.find_with_login(uid, login_cookie())
             if interaction is not None:  # (no row: the login is unknown, not absent)
                 known_login(login)
         else:
-            interaction = interactions.find(uid)
+            interaction = store().requests.find(uid)
     if interaction is None or interaction.browser_hash != sha256_hex(browser_id()):
         raise UntrustedRequest(
             "Sign-in request not found",
             "This sign-in request is unknown or was started in another browser. Go back to the application and start again.",
         )
-    app = app_by_id(interaction.client_id)
-    app_name = app.name if app is not None and not app.is_deleted else None
+    app = interaction.app
+    app_name = app.name if not app.is_deleted else None
     if interaction.consumed_at is not None:
         raise UntrustedRequest(
             "Request already completed",
@@ -395,4 +396,4 @@ def signed_in_for(interaction: PendingRequest, login: Login) -> PendingRequest:
     """The request as it reads once the member signed in for it on the login page (`start_login`
     attached the login to it: that satisfies `prompt=login` and `max_age`, and a disconnect of the
     app now closes the request)."""
-    return interactions.with_login(interaction, login.id, login.user_id)
+    return interaction.with_login(login.id, login.user_id)

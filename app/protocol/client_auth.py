@@ -20,7 +20,7 @@ from urllib.parse import unquote
 
 from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Request
 
-from app.store.clients import App
+from app.store.apps import App
 
 # Every credential a request body may carry; none of them may ride in the URL (RFC 6749 2.3.1).
 BODY_CREDENTIALS = ("client_secret", "client_assertion", "client_assertion_type")

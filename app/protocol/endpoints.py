@@ -28,8 +28,8 @@ from app.models.base import utcnow
 from app.protocol.adapters import CheckedEndSessionEndpoint
 from app.protocol.jwks import keystore
 from app.services.sessions import end_login
-from app.store import tokens
-from app.store.clients import App
+from app.store import store, tokens
+from app.store.apps import App
 
 ACCESS_TOKEN = "access_token"
 REFRESH_TOKEN = "refresh_token"
@@ -66,7 +66,7 @@ class PresentedToken:
 def find_presented_token(value: str, hint: str | None) -> PresentedToken | None:
     """The token `value` names, looking first where the hint points (a hint is only a hint:
     RFC 7009 section 2.1 and RFC 7662 section 2.1 ask the server to look further)."""
-    finders = [(ACCESS_TOKEN, tokens.find_access_token), (REFRESH_TOKEN, tokens.find_refresh_token)]
+    finders = [(ACCESS_TOKEN, store().tokens.find_access), (REFRESH_TOKEN, store().tokens.find_refresh)]
     if hint == REFRESH_TOKEN:
         finders.reverse()
     for kind, find in finders:
@@ -99,9 +99,9 @@ class Revocation(TokenParameter, RevocationEndpoint):
         authorization code). An access token: its row, so the refresh token issued with it
         goes too (RFC 7009 section 2.1 allows it; the app asked to end this access)."""
         if token.kind == REFRESH_TOKEN:
-            tokens.revoke_grant(token.row.grant_id)
+            store().tokens.revoke_grant(token.row.grant_id)
         else:
-            tokens.revoke_token(token.row.id)
+            store().tokens.revoke(token.row.id)
         db.session.commit()
 
 

@@ -53,7 +53,7 @@ Answerer = Callable[[dict[str, Any]], Answer | None]
 
 @contextmanager
 def serving(app: Flask, environ: dict[str, Any]) -> Iterator[None]:
-    """The app context an answerer serves a request in: its own (a fresh database session and `g`,
+    """The app context an answerer serves a request in: its own (a fresh unit of work and `g`,
     as Flask gives each request), with the request's id on every line logged meanwhile."""
     with app.app_context():
         g.request_id = logs.request_id_of(environ)

@@ -17,10 +17,10 @@ from app.models import AuthorizationCode
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from app.protocol import refresh_grace
 from app.protocol import tokens as issuing
-from app.store import codes, tokens
-from app.store.clients import App
-from app.store.database import commit
+from app.store import codes, store, tokens
+from app.store.apps import App
 from app.store.members import Member
+from app.store.unit_of_work import commit
 
 TokenResponse = tuple[int, dict[str, Any], list[tuple[str, str]]]  # status, body, headers (Authlib's)
 
@@ -55,7 +55,7 @@ class PairStoredAsSpent:
             self.request.authorization_code or self.request.refresh_token
         )
         if token["scope"] != self.stored_scope(spent) or ("refresh_token" in token) != pair.with_refresh:
-            tokens.amend_successor(spent.successor_id, token["scope"], "refresh_token" in token)
+            store().tokens.amend_successor(spent.successor_id, token["scope"], "refresh_token" in token)
 
     def stored_scope(self, spent: Any) -> str:
         """The scope spending gave the new pair: the code's, the old token's."""
@@ -121,7 +121,7 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
         decided by the consent step (see authorize.py), which commits the code with everything the
         answer changed."""
         if getattr(request, "new_code", None) is None:
-            codes.issue_code(code, code_columns(request, request.user.id))
+            store().codes.issue(code, code_columns(request, request.user.id))
 
     redeemed: codes.RedeemedCode | None = None  # the code this request spent, once it has
 
@@ -130,17 +130,17 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
         in this request, PKCE or redirect_uri, burns the code: validate_token_request). When
         nothing comes back, a used code presented again is reuse."""
         pair = self.draw_pair(with_refresh=client.check_grant_type("refresh_token"))
-        redeemed = codes.redeem_code(code, client.id, pair.columns())
+        redeemed = store().codes.redeem(code, client.id, pair.columns())
         if redeemed is not None:
             self.redeemed = redeemed
             return redeemed
-        spent = codes.spent_code(code, client.id)
+        spent = store().codes.spent(code, client.id)
         if spent is not None:
             # RFC 6749 4.1.2: a code used twice revokes the tokens issued from it (and so does
             # losing a race with a concurrent redemption of the same code). Committed at once: the
             # revocation stands although this request is refused.
             metrics.reuse_detected("code", spent)
-            tokens.revoke_grant(spent.grant_id)
+            store().tokens.revoke_grant(spent.grant_id)
             commit()
         return None
 
@@ -155,7 +155,7 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
             super().validate_token_request()
         except OAuth2Error:
             if self.redeemed is not None:
-                codes.burn_code(self.redeemed)
+                store().codes.burn(self.redeemed)
                 commit()
             raise
 
@@ -188,16 +188,16 @@ class RefreshTokenGrant(PairStoredAsSpent, grants.RefreshTokenGrant):
         client = self.request.client
         pair = self.draw_pair(with_refresh=True)
         narrowed = self.request.payload.scope or None  # checked against the grant's by Authlib next
-        rotated = tokens.rotate_refresh_token(refresh_token, client.id, pair.columns(), narrowed)
+        rotated = store().tokens.rotate_refresh(refresh_token, client.id, pair.columns(), narrowed)
         if rotated is not None:
             return rotated
-        row = tokens.find_refresh_token(refresh_token)
+        row = store().tokens.find_refresh(refresh_token)
         if row is None or row.client_id != client.id or row.refresh_used_at is None:
             return None
         if refresh_grace.replay(row, refresh_token) is not None:
             return row  # answered again in create_token_response
         metrics.reuse_detected("refresh_token", row)
-        tokens.revoke_grant(row.grant_id)
+        store().tokens.revoke_grant(row.grant_id)
         commit()  # the revocation stands although this request is refused
         return None
 

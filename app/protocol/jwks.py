@@ -36,7 +36,7 @@ from app.models import User
 from app.models.base import utcnow
 from app.models.signing_key import KeyRules, SigningKey
 from app.services.audit import record
-from app.store.database import execute
+from app.store.statements import run
 
 log = logging.getLogger(__name__)
 
@@ -121,10 +121,10 @@ class KeyStore:
         self._snapshot = None
 
     def _load(self) -> KeySnapshot:
-        # Plain copies, not ORM rows: the snapshot outlives the request. Read in Core on the
-        # request's own connection: the token endpoint's unit of work takes no second one from the
-        # pool (app/store/database.py); a change made here is flushed before the snapshot is read again.
-        rows = tuple(KeyInfo(*row) for row in execute(_ALL_KEYS))
+        # Plain copies, not ORM rows: the snapshot outlives the request. Read on the request's
+        # connection (its unit of work: app/store/unit_of_work.py), where a change made here is
+        # flushed before the snapshot is read again.
+        rows = tuple(KeyInfo(*row) for row in run(_ALL_KEYS))
         now = utcnow()
         signers = [r for r in rows if r.can_sign(now)]
         signing = max(signers, key=lambda r: r.activates_at) if signers else None

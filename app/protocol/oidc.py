@@ -16,7 +16,7 @@ from app.core.capabilities import SIGNING_ALG
 from app.core.scopes import claims_for, scope_list
 from app.models import User
 from app.protocol.jwks import keystore
-from app.store.clients import App
+from app.store.apps import App
 from app.store.members import Member
 
 

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
 
 from app.models.base import utcnow
-from app.store import tokens
+from app.store import store, tokens
 
 HKDF_INFO = b"credits-id refresh-replay v1"
 NONCE_BYTES = 12
@@ -57,7 +57,7 @@ def seal(old: tokens.RotatedRefresh, successor_id: int, presented_refresh_token:
     plaintext = json.dumps(response, separators=(",", ":")).encode()
     ciphertext = AESGCM(_key(presented_refresh_token)).encrypt(nonce, plaintext, _associated_data(old.id))
     # Rows older than the longest window can never be replayed: the store purges them meanwhile.
-    tokens.seal_answer(old.id, successor_id, nonce + ciphertext, purge_before=utcnow() - timedelta(seconds=60))
+    store().tokens.seal_answer(old.id, successor_id, nonce + ciphertext, purge_before=utcnow() - timedelta(seconds=60))
 
 
 def replay(old: tokens.StoredToken, presented_refresh_token: str) -> dict[str, Any] | None:
@@ -69,11 +69,11 @@ def replay(old: tokens.StoredToken, presented_refresh_token: str) -> dict[str, A
         return None
     if utcnow() - old.refresh_used_at > timedelta(seconds=seconds):
         return None
-    answer = tokens.sealed_answer(old.id)
+    answer = store().tokens.sealed_answer(old.id)
     if answer is None:
         return None
     successor_id, sealed = answer
-    successor = tokens.find_token(successor_id)
+    successor = store().tokens.find(successor_id)
     if successor is None or successor.revoked_at is not None or successor.refresh_used_at is not None:
         return None
     try:

@@ -19,14 +19,14 @@ from app.protocol.adapters import BearerOnlyResourceProtector, FlaskAuthorizatio
 from app.protocol.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from app.protocol.oidc import CodeIDToken, RefreshIDToken
 from app.protocol.userinfo import AccessTokenValidator, UserInfo
-from app.store.app_cache import init_app_cache
-from app.store.clients import App, app_by_client_id
+from app.store import store
+from app.store.apps import App
 from app.store.tokens import StoredToken
 
 
 def query_client(client_id: str | None) -> App | None:
     """An active app by its public id (a disabled app does not exist for the protocol)."""
-    app = app_by_client_id(client_id)
+    app = store().apps.by_client_id(client_id)
     return app if app is not None and app.is_active else None
 
 
@@ -71,7 +71,6 @@ def init_oauth(app: Flask) -> None:
     # loopback); behind a TLS-terminating proxy the request itself may arrive over http.
     os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")
     app.config["OAUTH2_TOKEN_EXPIRES_IN"] = None
-    init_app_cache(app)
     # No save_token and no token generator of the server's: each grant draws its pair and stores it
     # as it spends the code or refresh token (app/protocol/grants.py: PairStoredAsSpent).
     server.init_app(app, query_client=query_client)

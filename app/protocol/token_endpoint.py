@@ -13,10 +13,10 @@ headers as the route, so the answer is the same whichever one gives it.
 
 A request the front does not answer reaches Flask as it came: the body is replayed, and the
 client's budget is not counted again (the throttle keeps its answer in the request's environ). The
-front serves the request on a Core unit of work (app/store/database.py: its statements are all Core, and
-the ORM session's bookkeeping cost about a tenth of a refresh's CPU on SQLite). If the front
-meets an exception (most likely the database), the request's transaction is rolled back as that
-unit of work closes, and Flask's route runs the request again. This is what RetryingFlask does for
+front serves the request in an app context of its own, so on a unit of work of its own
+(app/store/unit_of_work.py); its statements are the store's, so no ORM session is ever made. If
+the front meets an exception (most likely the database), the request's transaction is rolled back
+as that unit of work closes, and Flask's route runs the request again. This is what RetryingFlask does for
 a dead connection (and the front logs it in the same words), and nothing of the first attempt
 stands. Two writes commit mid-request: the
 revocation of a grant whose code or refresh token was replayed, and a code burnt by a failed check
@@ -44,7 +44,7 @@ from app.protocol.errors import machine_error
 from app.protocol.front import Answer, Answerer, serving
 from app.protocol.server import server
 from app.services import throttle
-from app.store.database import core_unit_of_work, runs_again_after
+from app.store.unit_of_work import runs_again_after
 
 ENDPOINT = "oauth.token"
 FORM = "application/x-www-form-urlencoded"
@@ -119,7 +119,7 @@ def answerers(app: Flask) -> dict[str, Answerer]:
             return None
         # Read once, replayable: a request handed on reaches Flask with the body that came.
         body = environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read(length))
-        with serving(app, environ), core_unit_of_work():
+        with serving(app, environ):
             req = app.request_class(environ)
             if holds_nul_bytes(req):
                 body.seek(0)

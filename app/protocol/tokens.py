@@ -12,6 +12,7 @@ from flask import current_app
 
 from app.core.scopes import grantable, join, scope_list
 from app.models.base import new_secret, sha256_hex, utcnow
+from app.store import store
 from app.store import tokens as stored
 from app.store.members import Member
 
@@ -74,7 +75,7 @@ def live_bearer(value: str | None) -> stored.StoredToken | None:
     """The one bearer-token rule, for userinfo and the /v1 data API alike: the access token `value`
     names, unless it is unknown, revoked or expired, or its member is suspended or its app no
     longer active (StoredToken.is_barred)."""
-    token = stored.find_bearer(value) if value else None
+    token = store().tokens.find_bearer(value) if value else None
     if token is None or token.is_revoked() or token.is_expired() or token.is_barred():
         return None
     return token

@@ -21,9 +21,8 @@ from app.models import ClientStatus, Consent, Role, User
 from app.models.base import utcnow
 from app.services.audit import record
 from app.services.registration import NewClient, register_client, rotate_secret, update_client
-from app.store import registry
-from app.store.registry import Owner, RegisteredApp
-from app.store.tokens import end_grants
+from app.store import store
+from app.store.apps import Owner, RegisteredApp
 
 
 class AppNotFound(LookupError):
@@ -42,7 +41,7 @@ def can_manage(user: User, client: RegisteredApp) -> bool:
 def find_app(client_id: str, include_deleted: bool = False) -> RegisteredApp:
     """A registered app by its public client id; a deleted one only when `include_deleted` (its
     page stays readable, since it is still in the ledger, but nothing can be done to it)."""
-    client = registry.registered_app((client_id or "")[:64])
+    client = store().apps.registered((client_id or "")[:64])
     if client is None or (client.is_deleted and not include_deleted):
         raise AppNotFound(f"no application with client id {client_id}")
     return client
@@ -72,7 +71,7 @@ def apps_page(user: User, query: str = "", number: int = 1, size: int = APPS_PAG
     name or client id, and for admins part of the owner's email, in any case."""
     number = max(1, number)
     admin = user.role == Role.ADMIN
-    rows = registry.apps_with_owners(
+    rows = store().apps.with_owners(
         owner_id=None if admin else user.id,
         search=(query or "").strip()[:120],
         search_owner_email=admin,
@@ -130,8 +129,8 @@ def disable_app(client: RegisteredApp, actor: User | None) -> bool:
         return False
     # Disabled by its developer, an administrator may still lock it (it stays disabled meanwhile).
     first = client.status != ClientStatus.DISABLED
-    registry.set_status(client.id, ClientStatus.DISABLED, disabled_by_admin=acts_as_admin(actor))
-    revoked = end_grants(client_id=client.id) if first else 0
+    store().apps.set_status(client.id, ClientStatus.DISABLED, disabled_by_admin=acts_as_admin(actor))
+    revoked = store().tokens.end_grants(client_id=client.id) if first else 0
     record("app.disabled", actor=actor, client=client, tokens_revoked=revoked)
     return True
 
@@ -147,7 +146,7 @@ def enable_app(client: RegisteredApp, actor: User | None) -> bool:
         return False
     if not may_enable(client, actor):
         raise NotAllowed("An administrator disabled this app: only an administrator can enable it again.")
-    registry.set_status(client.id, ClientStatus.ACTIVE, disabled_by_admin=False)
+    store().apps.set_status(client.id, ClientStatus.ACTIVE, disabled_by_admin=False)
     record("app.enabled", actor=actor, client=client)
     return True
 
@@ -157,11 +156,11 @@ def delete_app(client: RegisteredApp, actor: User | None) -> dict[str, int]:
     in one transaction, the caller's (it commits). The row is kept (status `deleted`, secrets
     erased) for the fee ledger and the audit trail, and so its client id is never reused."""
     now = utcnow()
-    revoked = end_grants(client_id=client.id)
+    revoked = store().tokens.end_grants(client_id=client.id)
     removed: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # DML has a rowcount
         delete(Consent).where(Consent.client_id == client.id).execution_options(synchronize_session=False)
     )
     consents = removed.rowcount
-    registry.mark_deleted(client.id, now)
+    store().apps.mark_deleted(client.id, now)
     record("app.deleted", actor=actor, client=client, tokens_revoked=revoked, consents_removed=consents)
     return {"tokens_revoked": revoked, "consents_removed": consents}

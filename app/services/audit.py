@@ -18,10 +18,10 @@ from sqlalchemy.orm import raiseload
 from app.core.extensions import db
 from app.models import AuditEvent, Role, User
 from app.models.base import utcnow
-from app.store.clients import App
-from app.store.database import run_first
+from app.store import store
+from app.store.apps import App, RegisteredApp
 from app.store.members import Member
-from app.store.registry import RegisteredApp, apps_by_ids, owned_app_ids
+from app.store.statements import first
 
 # Every action the trail knows, with how the console words it.
 ACTIONS: dict[str, str] = {
@@ -129,7 +129,7 @@ def record(
 
 def write_event(row: dict[str, object]) -> None:
     """Write an event made by `event_row` in the caller's transaction."""
-    run_first(_INSERT, row)
+    first(_INSERT, row)
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def audit_query(f: AuditFilter) -> Select[AuditEvent]:
         .order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())
     )
     if f.owner is not None:
-        stmt = stmt.where(AuditEvent.client_id.in_(owned_app_ids(f.owner.id)))
+        stmt = stmt.where(AuditEvent.client_id.in_(store().apps.owned_ids(f.owner.id)))
     if f.client is not None:
         stmt = stmt.where(AuditEvent.client_id == f.client.id)
     if f.client_ids is not None:
@@ -192,7 +192,7 @@ def audit_page(f: AuditFilter, number: int = 1, size: int = PAGE_SIZE) -> Page:
     number = max(1, number)
     rows = db.session.scalars(audit_query(f).offset((number - 1) * size).limit(size + 1)).all()
     items = list(rows[:size])
-    apps = apps_by_ids({event.client_id for event in items if event.client_id is not None})
+    apps = store().apps.by_ids({event.client_id for event in items if event.client_id is not None})
     return Page(items=items, number=number, has_next=len(rows) > size, apps=apps)
 
 

@@ -11,9 +11,8 @@ from datetime import datetime
 from app.core.scopes import SCOPES, scope_list
 from app.models import User
 from app.models.base import utcnow
-from app.store import registry
-from app.store import tokens as stored
-from app.store.clients import App
+from app.store import store
+from app.store.apps import App
 
 
 @dataclass(frozen=True)
@@ -37,14 +36,16 @@ def connections(user: User, now: datetime | None = None) -> list[Connection]:
     """Every app connected to `user`, most recently used first. Deleted apps are gone already
     (deleting an app removes its consents and revokes its tokens)."""
     now = now or utcnow()
-    usage = stored.last_use_by_app(user.id)
+    usage = store().tokens.last_use_by_app(user.id)
     result = [
         Connection(client, plain_words(scope), granted_at, usage.get(client.id), True)
-        for client, scope, granted_at in registry.consented_apps(user.id)
+        for client, scope, granted_at in store().apps.consented(user.id)
     ]
     consented_ids = {c.client.id for c in result}
-    held = {pk: grant for pk, grant in stored.live_grants_by_app(user.id, now).items() if pk not in consented_ids}
-    for pk, client in registry.apps_by_ids(held).items():
+    held = {
+        pk: grant for pk, grant in store().tokens.live_grants_by_app(user.id, now).items() if pk not in consented_ids
+    }
+    for pk, client in store().apps.by_ids(held).items():
         if not client.is_deleted:
             grant = held[pk]
             result.append(

@@ -16,7 +16,7 @@ from app.services.apikeys import create_key, rotate_key
 from app.services.catalog_seed import ensure_catalog, profiles_by_credit_count
 from app.services.members import create_member, set_password
 from app.services.registration import NewClient, register_client, rotate_secret
-from app.store.registry import change_app, registered_app
+from app.store import store
 
 # `catalog_rank`: which of the most-credited profiles the member is linked to (0 = the most).
 DEMO_MEMBERS = (
@@ -76,12 +76,12 @@ def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, r
         )
     apps = []
     for spec in DEMO_APPS:
-        client = registered_app(spec.client_id) if spec.client_id else None
+        client = store().apps.registered(spec.client_id) if spec.client_id else None
         if client is None:
             client, secret = register_client(spec)
         else:
             if client.name != spec.name:  # a database seeded under an older name shows the one name too
-                client = change_app(client.id, {"name": spec.name})
+                client = store().apps.change(client.id, {"name": spec.name})
             secret = None if client.is_public else rotate_secret(client)
         apps.append(
             {

@@ -15,7 +15,8 @@ from typing import Any
 
 from app.models import User
 from app.models.base import utcnow
-from app.store.registry import RegisteredApp, registered_during
+from app.store import store
+from app.store.apps import RegisteredApp
 
 MONTHLY_FEE = 99
 CURRENCY = "USD"
@@ -152,7 +153,7 @@ def ledger(first: Month, last: Month, owner: User | None = None, now: datetime |
     last = min(last, current)
     if len(months(first, last)) > MAX_MONTHS:
         raise FeeError(f"a report covers at most {MAX_MONTHS} months")
-    rows = registered_during(first.start, last.next.start, owner_id=None if owner is None else owner.id)
+    rows = store().apps.registered_during(first.start, last.next.start, owner_id=None if owner is None else owner.id)
     result = Ledger(first, last)
     for month in reversed(months(first, last)):
         for client, app_owner in rows:

@@ -20,6 +20,7 @@ from app.services.audit import record
 from app.services.consent import revoke_consent, withdraw_beyond_tier
 from app.services.passwords import passwords
 from app.services.sessions import end_all_logins
+from app.store import store
 
 MIN_PASSWORD_LENGTH = 10
 MAX_PASSWORD_LENGTH = 1024  # as the login form accepts
@@ -136,7 +137,7 @@ def change_password(
     user.password_hash = passwords.hash(password)
     ended: Ended = {"sessions_ended": end_all_logins(user)}
     if disconnect_apps:
-        ended["tokens_revoked"] = revoke_consent(db.session(), user, None)
+        ended["tokens_revoked"] = revoke_consent(user, None)
     cancelled = links.void_email_changes(user)
     if cancelled:
         ended["email_change_cancelled"] = cancelled[-1]
@@ -163,7 +164,7 @@ def set_tier(user: User, tier: str, actor: User | None = None) -> bool:
     user.tier = tier
     if before == tier:
         return False
-    withdrawn = withdraw_beyond_tier(db.session(), user)
+    withdrawn = withdraw_beyond_tier(user)
     record("user.tier_changed", actor=actor, subject=user, tier=tier, previous=before, **withdrawn)
     return True
 
@@ -208,14 +209,16 @@ def suspend_member(user: User, actor: User | None = None, reason: str | None = N
     (ApiKey.is_paused), not revoked. Consents are kept for when the suspension is lifted. Audited
     here, for every caller; the caller commits."""
     from app.models import ApiKey, OneTimeLink
-    from app.store.tokens import end_grants
 
     if actor is not None and actor.id == user.id:
         raise MemberError("You cannot suspend your own account.")
     if user.is_suspended:
         return {}
     user.suspended_at = utcnow()
-    ended: Ended = {"sessions_ended": end_all_logins(user), "tokens_revoked": end_grants(user_id=user.id)}
+    ended: Ended = {
+        "sessions_ended": end_all_logins(user),
+        "tokens_revoked": store().tokens.end_grants(user_id=user.id),
+    }
     ended["api_keys_paused"] = db.session.execute(
         select(db.func.count(ApiKey.id)).where(ApiKey.owner_id == user.id, ApiKey.revoked_at.is_(None))
     ).scalar_one()

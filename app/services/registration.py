@@ -19,9 +19,8 @@ from app.core.config import is_loopback_host
 from app.core.scopes import SUPPORTED_SCOPES, known_scopes
 from app.models import ClientType
 from app.models.base import new_secret, sha256_hex, utcnow
-from app.store import registry
-from app.store.clients import App
-from app.store.registry import RegisteredApp
+from app.store import store
+from app.store.apps import App, RegisteredApp
 
 # RFC 8252 7.1: a private-use scheme is a reverse domain name, e.g. com.example.app
 PRIVATE_SCHEME = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+$")
@@ -188,7 +187,7 @@ def register_client(spec: NewClient) -> tuple[RegisteredApp, str | None]:
     the app together with its audit row (one unit of work)."""
     fields = _checked_fields(spec, spec.public)
     secret = None if spec.public else new_secret(32)
-    client = registry.insert_app(
+    client = store().apps.insert(
         {
             "client_id": spec.client_id or new_client_id(),
             "client_type": (ClientType.PUBLIC if spec.public else ClientType.CONFIDENTIAL).value,
@@ -207,7 +206,7 @@ def update_client(client: App, spec: NewClient) -> list[str]:
     fields = _checked_fields(spec, client.is_public)
     changed = [attr for attr, value in fields.items() if getattr(client, attr) != value]
     if changed:
-        registry.change_app(client.id, {attr: fields[attr] for attr in changed})
+        store().apps.change(client.id, {attr: fields[attr] for attr in changed})
     return changed
 
 
@@ -226,5 +225,5 @@ def rotate_secret(client: App, grace: timedelta | None = None) -> str:
     if grace is not None and not (timedelta(0) <= grace <= MAX_SECRET_GRACE):
         raise RegistrationError("The grace period must be between 0 and 7 days")
     secret = new_secret(32)
-    registry.replace_secret_hash(client.id, sha256_hex(secret), utcnow() + grace if grace else None)
+    store().apps.replace_secret_hash(client.id, sha256_hex(secret), utcnow() + grace if grace else None)
     return secret

@@ -34,8 +34,8 @@ from app.core.extensions import db
 from app.models import Passkey, RecoveryCode, TotpFactor, User
 from app.models.base import sha256_hex, utcnow
 from app.services.audit import record
-from app.store.database import run_first
 from app.store.members import ACCOUNT_COLUMNS, Account, Member
+from app.store.statements import first
 
 RECOVERY_CODES = 10
 RECOVERY_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: read off paper
@@ -84,8 +84,8 @@ def asks_second_factor(user_id: ColumnElement[str] | InstrumentedAttribute[str])
 # Built once: every sign-in asks, and building the statement and its cache key cost more than
 # running it.
 _HAS_SECOND_FACTOR = select(asks_second_factor(bindparam("user_id")))
-# In Core, run straight on the cursor (app/store/database.py): an ORM User loaded here cost about 0.15 ms
-# more per sign-in, in-process, and the login page only reads it.
+# In Core, run straight on the cursor (app/store/statements.py): the login page only reads the
+# member, and loading an ORM User costs more than the query (docs/performance.md).
 _users = User.__table__
 _SIGNING_IN = select(
     *(_users.c[name] for name in ACCOUNT_COLUMNS), asks_second_factor(_users.c.id).label("asks_second_factor")
@@ -101,7 +101,7 @@ def member_signing_in(email: str | None) -> tuple[Account | None, bool]:
     """The member with this address (compared as stored: normalised), and whether their sign-in
     asks for a second factor after the password: the login page asks both of every sign-in, so
     in one query."""
-    row = run_first(_SIGNING_IN, {"email": User.normalize_email(email or "")})
+    row = first(_SIGNING_IN, {"email": User.normalize_email(email or "")})
     if row is None:
         return None, False
     return Account(*(getattr(row, name) for name in ACCOUNT_COLUMNS)), bool(row.asks_second_factor)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.models import User
-from app.store import sessions as stored
+from app.store import store
 
 # Order matters: Edge and Opera also say "Chrome", Chrome also says "Safari".
 BROWSERS = (
@@ -55,7 +55,7 @@ def browser_name(user_agent: str | None) -> str:
 
 def live_sessions(user: User, current_id: int | None) -> list[SessionLine]:
     """Every live session of the member, the current one first, then the most recently seen."""
-    rows = stored.live_logins_of(user.id)
+    rows = store().logins.live_of(user.id)
     lines = [
         SessionLine(
             r.id, browser_name(r.user_agent), r.ip, r.auth_time, r.last_seen_at or r.auth_time, r.id == current_id
@@ -67,4 +67,4 @@ def live_sessions(user: User, current_id: int | None) -> list[SessionLine]:
 
 def end_session(user: User, session_id: int) -> bool:
     """End one live session of the member (never another member's). True when it ended."""
-    return stored.end_logins_of(user.id, only=session_id) == 1
+    return store().logins.end_all_of(user.id, only=session_id) == 1

@@ -13,9 +13,9 @@ from app.core.adapters import new_csrf_secret
 from app.core.extensions import db
 from app.models import User
 from app.models.base import new_secret, utcnow
-from app.store import sessions as stored
+from app.store import store
+from app.store.logins import Login
 from app.store.members import Member
-from app.store.sessions import Login
 
 SESSION_ID = "sid"
 BROWSER_ID = "bid"
@@ -26,7 +26,7 @@ def current_login() -> Login | None:
     that ended, expired or belongs to a suspended member is not found."""
     if "login_session" not in g:
         sid = login_cookie()
-        known_login(stored.live_login(sid) if sid is not None else None)
+        known_login(store().logins.live(sid) if sid is not None else None)
     return g.login_session
 
 
@@ -73,12 +73,12 @@ def start_login(
     (the store's `start_login`). In the caller's transaction (the login page commits)."""
     previous = current_login()
     if previous is not None:
-        stored.end_login(previous.id)
+        store().logins.end(previous.id)
     _renew_cookie(browser_id())
     sid = new_secret(32)
     now = utcnow()
     member = Member(user.id, user.sub, user.name, user.email, user.email_verified, user.tier, user.profile_id)
-    login = stored.start_login(
+    login = store().logins.start(
         sid,
         member,
         {
@@ -101,7 +101,7 @@ def end_login() -> None:
     """End this browser's session on the server and forget the cookie's id."""
     login = current_login()
     if login is not None:
-        stored.end_login(login.id)
+        store().logins.end(login.id)
     _renew_cookie(session.get(BROWSER_ID))
     g.login_session = None
 
@@ -118,7 +118,7 @@ def _renew_cookie(bid: str | None) -> None:
 
 def end_all_logins(user: User) -> int:
     """Sign out everywhere: end every live session of the member."""
-    return stored.end_logins_of(user.id)
+    return store().logins.end_all_of(user.id)
 
 
 def touch(login: Login) -> None:
@@ -126,4 +126,4 @@ def touch(login: Login) -> None:
     rides along with the caller's commit."""
     now = utcnow()
     if login.last_seen_at is None or now - login.last_seen_at > timedelta(minutes=1):
-        stored.note_seen(login.id, now)
+        store().logins.note_seen(login.id, now)

@@ -1,31 +1,85 @@
-"""The protocol store: every statement that reads or writes protocol state.
+"""The store: the one port between the application and its database.
 
-Apps (as the protocol sees them, and as the console, the CLI, the account page and the ledger
-manage them), authorization codes, tokens, login sessions and pending sign-in requests are read
-and written here and nowhere else, as SQLAlchemy Core statements built once (SQLAlchemy then
-computes each statement's cache key once, not per request) that hand back frozen records. The ORM's identity map and unit of work cost about three times the CPU of a Core
-statement, and the protocol needs neither: it reads a row, decides, and writes one statement. The
-statements run on the ORM session's connection (`app.store.database.execute`), inside its transaction,
-without passing through the session's own `execute`. The hottest ones (a bearer token's read, an
-app's read before the request has written, the token endpoint's spend-and-store, a sign-in's
-pending request and login) are compiled by SQLAlchemy and run straight on the DBAPI cursor
-(`app.store.database.read_row`, `run_first`): about 100 µs less CPU a statement than SQLAlchemy's
-execution path around them.
+    store()            the Store: one typed interface per aggregate (app/store/ports.py) -
+                       apps, codes, tokens, logins, pending requests, consents
+    unit_of_work.py    one connection and transaction per request and per command; commit()
+    statements.py      how a statement runs (first: straight on the cursor; run: SQLAlchemy's)
+    apps, codes, tokens, logins, pending_requests, consents, members
+                       the SQL implementation of each aggregate, with its statements (built once)
+                       and the frozen records it hands back
+    postgresql.py      what PostgreSQL does better: several writes in one statement, the row locks
+                       that make revocation win every race, apps kept between requests
+    app_cache.py       those kept apps, vouched for by LISTEN/NOTIFY
+    expiry.py          when a row can no longer be used (what housekeeping may delete)
+    rosters.py         members' rosters of catalog profiles, and a workspace key's reach
 
-A lookup and its single-use mark are one `UPDATE ... RETURNING` (a code redeemed, a refresh token
-rotated, a sign-in request consumed), so exactly one concurrent caller gets the row. Every
-function runs in the caller's transaction and never commits: the endpoint or page that called it
-owns the unit of work. The tables themselves are defined by the models in `app.models`; outside
-this package and the models no module touches the ORM class `Client` (tests/unit/test_clients_store.py).
-
-    clients       an app by its client id, as the protocol needs it
-    app_cache     on PostgreSQL, apps kept between requests while LISTEN/NOTIFY vouches for them
-    registry      registering and managing apps: insert, change, secrets, status, the lists
-    members       the member beside a code, token or session (what claims and tiers need)
-    codes         issue, redeem (one statement), find a spent one
-    tokens        issue, bearer lookup, rotate (one statement), revoke, narrow, end grants
-    sessions      the browser's login session: find, start, end, touch
-    interactions  a parked authorization request: park, find, attach a login, consume
-    expiry        when a row can no longer be used (what housekeeping may delete)
-    rosters       members' rosters of catalog profiles, and the workspace keys' reach check
+The implementations are chosen once, when the app is created (`init_store`): no dialect is tested
+anywhere else, and SQLite (the local default) and PostgreSQL run the same code but where
+postgresql.py says otherwise. The tables are the models' (app/models).
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Flask, current_app
+
+from app.core.extensions import db
+from app.store import app_cache
+from app.store import postgresql as pg
+from app.store.apps import SqlApps
+from app.store.codes import SqlCodes
+from app.store.consents import SqlConsents
+from app.store.logins import SqlLogins
+from app.store.pending_requests import SqlPendingRequests
+from app.store.ports import Apps, Codes, Consents, Logins, PendingRequests, Tokens
+from app.store.tokens import SqlTokens
+
+EXTENSION = "credits_id.store"
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """The database as the application sees it, one aggregate per attribute."""
+
+    apps: Apps
+    codes: Codes
+    tokens: Tokens
+    logins: Logins
+    requests: PendingRequests
+    consents: Consents
+
+
+def sql_store() -> Store:
+    """The SQL implementation (SQLite's, and the base of PostgreSQL's)."""
+    apps = SqlApps()
+    return Store(apps, SqlCodes(), SqlTokens(), SqlLogins(), SqlPendingRequests(apps), SqlConsents())
+
+
+def init_store(app: Flask) -> None:
+    """Choose the implementation for the app's database, once."""
+    with app.app_context():
+        engine = db.engine
+    if engine.dialect.name == "postgresql":
+        apps = pg.postgresql_apps(
+            engine, float(app.config["APP_CACHE_SECONDS"]), int(app.config["DATABASE_CONNECT_TIMEOUT"])
+        )
+        if apps.cache is not None:  # filed for inspection too (tests, an operator's shell)
+            app.extensions[app_cache.EXTENSION] = apps.cache
+        chosen = Store(
+            apps,
+            pg.PostgresCodes(),
+            pg.PostgresTokens(),
+            pg.PostgresLogins(),
+            pg.PostgresPendingRequests(apps),
+            SqlConsents(),
+        )
+    else:
+        chosen = sql_store()
+    app.extensions[EXTENSION] = chosen
+
+
+def store() -> Store:
+    """The app's store (init_store chose it)."""
+    chosen: Store = current_app.extensions[EXTENSION]
+    return chosen

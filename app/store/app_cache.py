@@ -14,8 +14,8 @@ received: one non-blocking read of its socket, under a microsecond. Any notice d
   machine: already there when the writer's COMMIT returned in 92-94 % of trials, within 5 ms in all).
 - **A change this process writes** drops the copies at once (`forget_on_write`), and a read inside
   a transaction (which may see that transaction's own, uncommitted change) is never kept: only
-  reads outside one, of committed rows (app/store/database.py: reads before a request's first write run
-  on their own).
+  reads outside one, of committed rows (app/store/unit_of_work.py: on PostgreSQL the reads before
+  a request's first write run on their own).
 - **A read that began before a drop** is not kept (a generation count), so a copy read just before
   a change cannot outlive the notice that dropped its predecessors.
 - **While the listening connection is down**, nothing is kept and every lookup reads the row. A
@@ -39,11 +39,8 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 import psycopg
-from flask import Flask, current_app
 from psycopg.pq import ConnStatus
-from sqlalchemy import Connection, Engine, event
-
-from app.core.extensions import db
+from sqlalchemy import Connection, Engine
 
 CHANNEL = "credits_id_apps"
 TRIGGER = "clients_changed"
@@ -182,12 +179,6 @@ class AppCache(Generic[A]):
                 pass
 
 
-def app_cache() -> AppCache[Any] | None:
-    """This app's cache of apps, or None where apps are read every time."""
-    cache: AppCache[Any] | None = current_app.extensions.get(EXTENSION)
-    return cache
-
-
 def forget_on_write(cache: AppCache[Any]) -> Callable[..., None]:
     """SQLAlchemy's after_cursor_execute: a statement of this process that changes or deletes apps
     drops the copies at once, without waiting for its notice."""
@@ -203,7 +194,7 @@ def forget_on_write(cache: AppCache[Any]) -> Callable[..., None]:
     return after_cursor_execute
 
 
-def _listener_connect(engine: Engine, connect_timeout: int) -> Callable[[], psycopg.Connection[Any]]:
+def listener_connect(engine: Engine, connect_timeout: int) -> Callable[[], psycopg.Connection[Any]]:
     """How to open the listening connection: the engine's database and credentials, autocommit,
     named in pg_stat_activity, with TCP keepalives."""
     _args, params = engine.dialect.create_connect_args(engine.url)
@@ -214,15 +205,3 @@ def _listener_connect(engine: Engine, connect_timeout: int) -> Callable[[], psyc
         return psycopg.connect(autocommit=True, **settings)
 
     return connect
-
-
-def init_app_cache(app: Flask) -> None:
-    """Keep apps between requests where the database sends notices of their changes."""
-    seconds = float(app.config["APP_CACHE_SECONDS"])
-    with app.app_context():
-        engine = db.engine
-    if seconds <= 0 or engine.dialect.name != "postgresql":
-        return
-    cache: AppCache[Any] = AppCache(_listener_connect(engine, int(app.config["DATABASE_CONNECT_TIMEOUT"])), seconds)
-    app.extensions[EXTENSION] = cache
-    event.listen(engine, "after_cursor_execute", forget_on_write(cache))

@@ -3,26 +3,29 @@ the code buys."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, select
 
+from app.core.assurance import acr_for
 from app.models import AuthorizationCode
 from app.models.base import sha256_hex
-from app.store.database import execute, run_first
 from app.store.members import Member, member_from
-from app.store.tokens import SpendAndStore, discard_unissued
+from app.store.statements import first
+from app.store.tokens import SpendAndStore, Spent, discard_unissued_pair
 
 _codes = AuthorizationCode.__table__
 _INSERT = _codes.insert()
 
 # The lookup and the single-use mark are one UPDATE ... RETURNING, so exactly one concurrent caller
 # gets the row (on PostgreSQL the others wait for its commit, then find it spent), and the pair it
-# buys is stored by the same step (SpendAndStore). A failed check later in the request (PKCE,
-# redirect_uri) keeps the mark and deletes the pair (burn_code).
-_REDEEM = SpendAndStore(
+# buys is stored by the same step (SpendAndStore, or PostgreSQL's FoldedSpendAndStore: what it
+# spends and hands back is REDEMPTION). A failed check later in the request (PKCE, redirect_uri)
+# keeps the mark and deletes the pair (`burn`).
+REDEMPTION = (
     _codes.update()
     .where(
         _codes.c.code_hash == bindparam("hash"),
@@ -53,7 +56,7 @@ _SPENT = select(_codes.c.grant_id, _codes.c.user_id).where(
 @dataclass(frozen=True, slots=True)
 class RedeemedCode:
     """An authorization code spent by the statement that found it, with its member: what the token
-    response needs (the AuthorizationCode model's rules apply)."""
+    response needs, and the rules Authlib asks of a code (AuthorizationCodeMixin)."""
 
     id: int
     grant_id: str
@@ -68,12 +71,25 @@ class RedeemedCode:
     user: Member
     successor_id: int  # the row of the pair it bought, written by the same step
 
-    get_redirect_uri = AuthorizationCode.get_redirect_uri
-    get_scope = AuthorizationCode.get_scope
-    get_nonce = AuthorizationCode.get_nonce
-    get_auth_time = AuthorizationCode.get_auth_time
-    get_acr = AuthorizationCode.get_acr
-    get_amr = AuthorizationCode.get_amr
+    # -- authlib.oidc.core.AuthorizationCodeMixin ------------------------------------------------
+
+    def get_redirect_uri(self) -> str | None:
+        return self.redirect_uri
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def get_nonce(self) -> str | None:
+        return self.nonce
+
+    def get_auth_time(self) -> int:
+        return int(self.auth_time.timestamp())
+
+    def get_acr(self) -> str:
+        return acr_for(self.get_amr())
+
+    def get_amr(self) -> list[str]:
+        return (self.amr or "pwd").split()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,52 +100,55 @@ class SpentCode:
     user_id: str
 
 
-def issue_code(code: str, values: dict[str, Any]) -> None:
-    """Store the hash of `code` with what the token request must match (`values`: the columns)."""
-    store_code({"code_hash": sha256_hex(code), **values})
+class SqlCodes:
+    """Authorization codes, in SQL: redeeming is the UPDATE, then the INSERT of the pair it buys.
+    PostgreSQL's are app/store/postgresql.py's PostgresCodes."""
 
+    def __init__(self) -> None:
+        self._redeem: Callable[..., Spent | None] = SpendAndStore(*REDEMPTION)
 
-def store_code(columns: dict[str, Any]) -> None:
-    """Store a code's row, its hash included (a code drawn before the step that stores it)."""
-    run_first(_INSERT, columns)
+    def issue(self, code: str, values: dict[str, Any]) -> None:
+        """Store the hash of `code` with what the token request must match (`values`: the columns)."""
+        self.store({"code_hash": sha256_hex(code), **values})
 
+    def store(self, columns: dict[str, Any]) -> None:
+        """Store a code's row, its hash included (a code drawn before the step that stores it)."""
+        first(_INSERT, columns)
 
-def redeem_code(value: str, client_pk: int, successor: dict[str, Any]) -> RedeemedCode | None:
-    """Find and spend the app's live, unused code and store the pair it buys (`successor`: the
-    drawn hashes and times, NewPair.columns; the scope is the code's); None, and nothing written,
-    when there is no such code (unknown, another app's, expired or already used: `spent_code`
-    tells reuse apart). The caller commits."""
-    if not value or len(value) > 512:
-        return None
-    spent = _REDEEM({"hash": sha256_hex(value), "client": client_pk, "now": successor["issued_at"]}, successor)
-    if spent is None:
-        return None
-    row = spent.row
-    return RedeemedCode(
-        row.id,
-        row.grant_id,
-        row.user_id,
-        row.redirect_uri,
-        row.scope,
-        row.nonce,
-        row.code_challenge,
-        row.code_challenge_method,
-        row.auth_time,
-        row.amr,
-        member_from(row),
-        spent.successor_id,
-    )
+    def redeem(self, value: str, client_pk: int, successor: dict[str, Any]) -> RedeemedCode | None:
+        """Find and spend the app's live, unused code and store the pair it buys (`successor`: the
+        drawn hashes and times, NewPair.columns; the scope is the code's); None, and nothing written,
+        when there is no such code (unknown, another app's, expired or already used: `spent_code`
+        tells reuse apart). The caller commits."""
+        if not value or len(value) > 512:
+            return None
+        spent = self._redeem({"hash": sha256_hex(value), "client": client_pk, "now": successor["issued_at"]}, successor)
+        if spent is None:
+            return None
+        row = spent.row
+        return RedeemedCode(
+            row.id,
+            row.grant_id,
+            row.user_id,
+            row.redirect_uri,
+            row.scope,
+            row.nonce,
+            row.code_challenge,
+            row.code_challenge_method,
+            row.auth_time,
+            row.amr,
+            member_from(row),
+            spent.successor_id,
+        )
 
+    def burn(self, code: RedeemedCode) -> None:
+        """A redemption refused after the code was spent (PKCE, redirect_uri): the code stays spent,
+        and the pair its redemption stored, never handed out, is deleted. The caller commits."""
+        discard_unissued_pair(code.successor_id)
 
-def burn_code(code: RedeemedCode) -> None:
-    """A redemption refused after the code was spent (PKCE, redirect_uri): the code stays spent,
-    and the pair its redemption stored, never handed out, is deleted. The caller commits."""
-    discard_unissued(code.successor_id)
-
-
-def spent_code(value: str, client_pk: int) -> SpentCode | None:
-    """The app's code `value` if it was redeemed already."""
-    if not value or len(value) > 512:
-        return None
-    row = execute(_SPENT, {"hash": sha256_hex(value), "client": client_pk}).first()
-    return None if row is None else SpentCode(row.grant_id, row.user_id)
+    def spent(self, value: str, client_pk: int) -> SpentCode | None:
+        """The app's code `value` if it was redeemed already."""
+        if not value or len(value) > 512:
+            return None
+        row = first(_SPENT, {"hash": sha256_hex(value), "client": client_pk})
+        return None if row is None else SpentCode(row.grant_id, row.user_id)

@@ -31,14 +31,14 @@ from datetime import datetime
 from typing import Any
 
 from authlib.oauth2.rfc6749 import TokenMixin
-from sqlalchemy import Column, ColumnElement, Table, Update, bindparam, exists, func, literal, or_, select, true
+from sqlalchemy import ColumnElement, Delete, Table, Update, bindparam, exists, func, literal, or_, select
 
 from app.core import metrics
 from app.core.scopes import join, scope_list
 from app.models import AuthorizationCode, Client, ClientStatus, Interaction, RefreshReplay, Token, User
 from app.models.base import sha256_hex, utcnow
-from app.store.database import execute, on_postgresql, read_row, run_first
-from app.store.members import MEMBER_COLUMNS, Member, member_columns, member_from, member_joined
+from app.store.members import Member, member_columns, member_from, member_joined
+from app.store.statements import first, run
 
 _tokens, _codes, _clients, _users = Token.__table__, AuthorizationCode.__table__, Client.__table__, User.__table__
 _interactions, _replays = Interaction.__table__, RefreshReplay.__table__
@@ -49,8 +49,8 @@ _INSERT = _tokens.insert().returning(_tokens.c.id)
 # replaces it. The new pair copies the spent row's app, member, grant and login, and its scope (a
 # narrowed request's scope when one is given); its hashes and times are drawn by the caller
 # (app/protocol/tokens.py: NewPair).
-_COPIED = ("client_id", "user_id", "grant_id", "auth_time", "amr")
-_DRAWN = ("access_token_hash", "refresh_token_hash", "issued_at", "access_expires_at", "refresh_expires_at")
+COPIED = ("client_id", "user_id", "grant_id", "auth_time", "amr")
+DRAWN = ("access_token_hash", "refresh_token_hash", "issued_at", "access_expires_at", "refresh_expires_at")
 
 
 _ACTIVE = literal(ClientStatus.ACTIVE.value)
@@ -75,70 +75,29 @@ class Spent:
 
 class SpendAndStore:
     """Spend one credential (an UPDATE that marks it used) and store its successor pair, only while
-    its member is not suspended and its app is active.
-
-    On PostgreSQL this is one statement (data-modifying CTEs): one round trip where the UPDATE and
-    the INSERT took two, and still in the request's transaction, so a refusal after it (a scope
-    wider than the grant's) rolls both back; a code that fails its checks is burnt instead
-    (codes.burn_code). Its first step, `held`, finds the credential's
-    member and app and share-locks both rows (FOR SHARE, with the member's columns the answer
-    needs); the UPDATE names that member, so it runs after the lock and spends nothing when `held`
-    found nobody in good standing. That lock is what `end_grants` waits for (the module's docstring).
-    SQLite has no UPDATE inside WITH, so there it is the UPDATE, with the member beside the row and
-    the standing in its WHERE, then the INSERT. Built once, at import, like every statement of the
-    hot paths."""
+    its member is not suspended and its app is active: the UPDATE, with the member beside the row
+    and the standing in its WHERE, then the INSERT, in the request's transaction (a refusal after
+    it rolls both back). PostgreSQL does both in one statement that also locks the member and the
+    app (app/store/postgresql.py: FoldedSpendAndStore). Built once, at import, like every statement
+    of the hot paths."""
 
     def __init__(self, spend: Update, returning: tuple[ColumnElement[Any], ...]) -> None:
-        self._names = [c.name for c in returning if isinstance(c, Column)]
-        table, found = spend.table, spend.whereclause
-        assert isinstance(table, Table) and found is not None  # a code's or a token's, by its hash
+        table = spend.table
+        assert isinstance(table, Table)  # a code's or a token's, found by its hash
         self._with_member = spend.where(*in_good_standing(table)).returning(*returning, *member_columns(table))
-        held = (
-            select(table.c.user_id, *member_joined())
-            .join_from(table, _users, _users.c.id == table.c.user_id)
-            .join(_clients, _clients.c.id == table.c.client_id)
-            .where(found, _users.c.suspended_at.is_(None), _clients.c.status == _ACTIVE)
-            .with_for_update(read=True, of=[_users, _clients])
-            .cte("held")
-        )
-        spent = (
-            spend.where(table.c.user_id == select(held.c.user_id).scalar_subquery()).returning(*returning).cte("spent")
-        )
-        # (Parameters named like a column would join the UPDATE's SET clause: hence `new_`.)
-        drawn = [bindparam(f"new_{name}", type_=_tokens.c[name].type) for name in _DRAWN]
-        scope = func.coalesce(bindparam("new_scope", type_=_tokens.c.scope.type), spent.c.scope)
-        successor = (
-            _tokens.insert()
-            .from_select([*_COPIED, "scope", *_DRAWN], select(*(spent.c[name] for name in _COPIED), scope, *drawn))
-            .returning(_tokens.c.id)
-            .cte("successor")
-        )
-        self._in_one = (
-            select(
-                *(spent.c[name] for name in self._names),
-                successor.c.id.label("successor_id"),
-                *(held.c[f"member_{name}"] for name in MEMBER_COLUMNS),
-            )
-            .select_from(spent)
-            .join(successor, true())
-            .join(held, true())
-        )
 
     def __call__(self, params: dict[str, Any], successor: dict[str, Any], scope: str | None = None) -> Spent | None:
         """Spend (`params`: the UPDATE's) and store `successor` (NewPair.columns) with the spent
         row's scope, or `scope`; None, and nothing written, when nothing matched."""
-        if on_postgresql():
-            drawn = {f"new_{name}": value for name, value in successor.items()}
-            row = run_first(self._in_one, {**params, **drawn, "new_scope": scope})
-            return None if row is None else Spent(row, row.successor_id)
-        row = run_first(self._with_member, params)
+        row = first(self._with_member, params)
         if row is None:
             return None
-        copied = {name: getattr(row, name) for name in _COPIED}
-        return Spent(row, issue_token({**copied, **successor, "scope": scope or row.scope}))
+        copied = {name: getattr(row, name) for name in COPIED}
+        return Spent(row, _issue({**copied, **successor, "scope": scope or row.scope}))
 
 
-_ROTATE = SpendAndStore(
+# What rotating spends and hands back (SpendAndStore's or FoldedSpendAndStore's arguments).
+ROTATION = (
     _tokens.update()
     .where(
         _tokens.c.refresh_token_hash == bindparam("hash"),
@@ -148,7 +107,7 @@ _ROTATE = SpendAndStore(
         _tokens.c.refresh_expires_at > bindparam("now"),
     )
     .values(refresh_used_at=bindparam("now")),
-    (_tokens.c.id, *(_tokens.c[name] for name in _COPIED), _tokens.c.scope),
+    (_tokens.c.id, *(_tokens.c[name] for name in COPIED), _tokens.c.scope),
 )
 _AMEND_KEEPING_REFRESH = _tokens.update().where(_tokens.c.id == bindparam("pk")).values(scope=bindparam("scope"))
 _AMEND_DROPPING_REFRESH = _AMEND_KEEPING_REFRESH.values(refresh_token_hash=None, refresh_expires_at=None)
@@ -201,7 +160,8 @@ class TokenApp:
 
 @dataclass(frozen=True, slots=True)
 class StoredToken(TokenMixin):
-    """One issued pair as stored, read-only, with its app and member (the Token model's rules apply)."""
+    """One issued pair as stored, read-only, with its app and member, and the rules Authlib asks of
+    a token (TokenMixin)."""
 
     id: int
     user_id: str
@@ -225,13 +185,28 @@ class StoredToken(TokenMixin):
         app no longer active (a suspension or a disable revokes it too; this holds without that)."""
         return self.member_suspended or not self.client.is_active
 
-    check_client = Token.check_client
-    get_scope = Token.get_scope
-    get_expires_in = Token.get_expires_in
-    is_expired = Token.is_expired
-    is_revoked = Token.is_revoked
-    get_user = Token.get_user
-    get_client = Token.get_client
+    # -- authlib.oauth2.rfc6749.TokenMixin ------------------------------------------------------
+
+    def check_client(self, client: Any) -> bool:
+        return bool(self.client.id == client.id)
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def get_expires_in(self) -> int:
+        return max(0, int((self.access_expires_at - self.issued_at).total_seconds()))
+
+    def is_expired(self) -> bool:
+        return utcnow() >= self.access_expires_at
+
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def get_user(self) -> Member:
+        return self.user
+
+    def get_client(self) -> TokenApp:
+        return self.client
 
 
 def _stored(row: Any) -> StoredToken | None:
@@ -266,139 +241,210 @@ class RotatedRefresh:
     user: Member
     successor_id: int  # the row of the pair that replaces it, written by the same rotation
 
-    get_scope = Token.get_scope
+    def get_scope(self) -> str:
+        return self.scope
 
     def check_client(self, client: Any) -> bool:
         return True  # found by its client (the UPDATE's WHERE): another client's token is never returned
 
 
-def issue_token(values: dict[str, Any]) -> int:
+def discard_unissued_pair(pk: int) -> None:
+    """Delete a pair that spending stored but the request then refused: it was never handed out."""
+    run(_DISCARD, {"pk": pk})
+
+
+def _issue(values: dict[str, Any]) -> int:
     """Store one pair (`values`: the columns, hashes only); returns its row id."""
-    row = run_first(_INSERT, values)
+    row = first(_INSERT, values)
     assert row is not None  # an INSERT ... RETURNING of one row
     return int(row.id)
 
 
-def find_bearer(value: str) -> StoredToken | None:
-    """The access token a bearer presents (userinfo, /v1), with its app and member: one indexed query,
-    outside the request's transaction (on PostgreSQL, one round trip: no BEGIN, no ROLLBACK)."""
-    if not value or len(value) > 512:
-        return None
-    return _stored(read_row(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}))
+class SqlTokens:
+    """Tokens, in SQL: a rotation is an UPDATE, then an INSERT; a revocation takes no lock (SQLite
+    lets one writer in at a time). PostgreSQL's are app/store/postgresql.py's PostgresTokens."""
 
+    def __init__(self) -> None:
+        self._rotate: Callable[..., Spent | None] = SpendAndStore(*ROTATION)
 
-def find_access_token(value: str) -> StoredToken | None:
-    """The pair whose access token is `value`, in the request's transaction (to revoke or describe it)."""
-    if not value or len(value) > 512:
-        return None
-    return _stored(execute(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}).first())
+    def issue(self, values: dict[str, Any]) -> int:
+        """Store one pair (`values`: the columns, hashes only); returns its row id."""
+        return _issue(values)
 
+    def _held_while_ending(self, codes: Delete, user_id: str | None, client_id: int | None) -> Delete:
+        """The DELETE of the codes that ending grants begins with; PostgreSQL's takes a lock."""
+        return codes
 
-def find_refresh_token(value: str) -> StoredToken | None:
-    """The pair whose refresh token is `value`, rotated or not."""
-    if not value or len(value) > 512:
-        return None
-    return _stored(execute(_BY_REFRESH_HASH, {"hash": sha256_hex(value)}).first())
+    def find_bearer(self, value: str) -> StoredToken | None:
+        """The access token a bearer presents (userinfo, /v1), with its app and member: one indexed
+        query (on PostgreSQL one round trip: a read before any write sends no BEGIN)."""
+        if not value or len(value) > 512:
+            return None
+        return _stored(first(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}))
 
+    def find_access(self, value: str) -> StoredToken | None:
+        """The pair whose access token is `value`, in the request's transaction (to revoke or describe it)."""
+        if not value or len(value) > 512:
+            return None
+        return _stored(first(_BY_ACCESS_HASH, {"hash": sha256_hex(value)}))
 
-def find_token(pk: int) -> StoredToken | None:
-    return _stored(execute(_BY_ID, {"id": pk}).first())
+    def find_refresh(self, value: str) -> StoredToken | None:
+        """The pair whose refresh token is `value`, rotated or not."""
+        if not value or len(value) > 512:
+            return None
+        return _stored(first(_BY_REFRESH_HASH, {"hash": sha256_hex(value)}))
 
+    def find(self, pk: int) -> StoredToken | None:
+        return _stored(first(_BY_ID, {"id": pk}))
 
-def rotate_refresh_token(
-    value: str, client_pk: int, successor: dict[str, Any], scope: str | None = None
-) -> RotatedRefresh | None:
-    """Find the app's live refresh token, mark it rotated and store its successor (`successor`:
-    the drawn hashes and times; the scope is the old one, or `scope` when the request narrows it);
-    None, and nothing written, when there is no such token (unknown, another app's, expired,
-    revoked or rotated already: `find_refresh_token` tells). The caller commits."""
-    if not value or len(value) > 512:
-        return None
-    spent = _ROTATE({"hash": sha256_hex(value), "client": client_pk, "now": successor["issued_at"]}, successor, scope)
-    if spent is None:
-        return None
-    row = spent.row
-    return RotatedRefresh(
-        row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, member_from(row), spent.successor_id
-    )
+    def rotate_refresh(
+        self, value: str, client_pk: int, successor: dict[str, Any], scope: str | None = None
+    ) -> RotatedRefresh | None:
+        """Find the app's live refresh token, mark it rotated and store its successor (`successor`:
+        the drawn hashes and times; the scope is the old one, or `scope` when the request narrows it);
+        None, and nothing written, when there is no such token (unknown, another app's, expired,
+        revoked or rotated already: `find_refresh_token` tells). The caller commits."""
+        if not value or len(value) > 512:
+            return None
+        spent = self._rotate(
+            {"hash": sha256_hex(value), "client": client_pk, "now": successor["issued_at"]}, successor, scope
+        )
+        if spent is None:
+            return None
+        row = spent.row
+        return RotatedRefresh(
+            row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, member_from(row), spent.successor_id
+        )
 
+    def discard_unissued(self, pk: int) -> None:
+        """Delete a pair that spending stored but the request then refused: it was never handed out."""
+        discard_unissued_pair(pk)
 
-def discard_unissued(pk: int) -> None:
-    """Delete a pair that spending stored but the request then refused: it was never handed out."""
-    execute(_DISCARD, {"pk": pk})
+    def amend_successor(self, pk: int, scope: str, keeps_refresh: bool) -> None:
+        """Give a new pair the scope its answer carries, and drop its refresh token when the answer
+        has none (the scope cut to the member's membership, or without `offline_access`): where the
+        answer differs from what spending copied."""
+        run(_AMEND_KEEPING_REFRESH if keeps_refresh else _AMEND_DROPPING_REFRESH, {"pk": pk, "scope": scope})
 
+    def revoke(self, pk: int) -> int:
+        """Revoke one pair (its access and its refresh token); 0 when it was revoked already."""
+        revoked = _rowcount(
+            _tokens.update().where(_tokens.c.id == pk, _tokens.c.revoked_at.is_(None)).values(revoked_at=utcnow())
+        )
+        metrics.tokens_revoked(revoked)
+        return revoked
 
-def amend_successor(pk: int, scope: str, keeps_refresh: bool) -> None:
-    """Give a new pair the scope its answer carries, and drop its refresh token when the answer
-    has none (the scope cut to the member's membership, or without `offline_access`): where the
-    answer differs from what spending copied."""
-    execute(_AMEND_KEEPING_REFRESH if keeps_refresh else _AMEND_DROPPING_REFRESH, {"pk": pk, "scope": scope})
+    def revoke_grant(self, grant_id: str) -> int:
+        """Revoke every token of a grant family (code reuse, refresh reuse, a refresh token revoked)."""
+        revoked = _rowcount(
+            _tokens.update()
+            .where(_tokens.c.grant_id == grant_id, _tokens.c.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+        )
+        metrics.tokens_revoked(revoked)
+        return revoked
+
+    def end_grants(self, *, user_id: str | None = None, client_id: int | None = None) -> int:
+        """End what a member gave an app: every app's when `client_id` is None, every member's when
+        `user_id` is None. Outstanding authorization codes are deleted (a code issued before a
+        disconnect must not redeem after it), the member's pending sign-in requests to the app are
+        closed, and live access and refresh tokens are revoked, with nothing in flight left behind.
+
+        On PostgreSQL the first statement locks the member's row (the app's, when no member is named)
+        as it deletes the codes: it waits for every redemption and rotation of theirs under way, which
+        share-lock that row until they commit (SpendAndStore), and from then until this transaction
+        commits none can start. The token UPDATE, a later statement, then sees (and revokes) every pair
+        those stored. The caller commits, so the consent, the codes and the tokens change together,
+        and the lock holds until then. Returns the tokens revoked."""
+        if user_id is None and client_id is None:
+            raise ValueError("end_grants needs a member, an app, or both")
+        now = utcnow()
+
+        def scoped(table: Table) -> list[ColumnElement[bool]]:
+            which: list[ColumnElement[bool]] = []
+            if user_id is not None:
+                which.append(table.c.user_id == user_id)
+            if client_id is not None:
+                which.append(table.c.client_id == client_id)
+            return which
+
+        codes = _codes.delete().where(*scoped(_codes), _codes.c.used_at.is_(None))
+        run(self._held_while_ending(codes, user_id, client_id))
+        run(  # expired rather than consumed: the page then says "start again", not "answered"
+            _interactions.update()
+            .where(*scoped(_interactions), _interactions.c.consumed_at.is_(None), _interactions.c.expires_at > now)
+            .values(expires_at=now)
+        )
+        revoked = _rowcount(
+            _tokens.update().where(*scoped(_tokens), _tokens.c.revoked_at.is_(None)).values(revoked_at=now)
+        )
+        metrics.tokens_revoked(revoked)
+        return revoked
+
+    def narrow_live(self, user_id: str, keep: Callable[[list[str]], list[str]], now: datetime | None = None) -> int:
+        """Rewrite the scope of a member's live tokens to `keep(scopes)` (a downgrade: what the lower
+        membership lacks is gone for good, so an upgrade later does not bring it back without a new
+        consent). Returns the tokens changed; the caller commits."""
+        rows = run(
+            select(_tokens.c.id, _tokens.c.scope).where(
+                _tokens.c.user_id == user_id, live_tokens_filter(now or utcnow())
+            )
+        ).all()
+        changed = 0
+        for row in rows:
+            narrowed = join(keep(scope_list(row.scope)))
+            if narrowed != row.scope:
+                run(_tokens.update().where(_tokens.c.id == row.id).values(scope=narrowed))
+                changed += 1
+        return changed
+
+    def seal_answer(self, token_pk: int, successor_pk: int, sealed: bytes, purge_before: datetime) -> None:
+        """Keep a rotation's sealed answer for the grace window (app/protocol/refresh_grace.py), dropping
+        the answers whose window has closed."""
+        run(_replays.delete().where(_replays.c.created_at < purge_before))
+        run(
+            _replays.insert(),
+            {"token_id": token_pk, "successor_id": successor_pk, "sealed": sealed, "created_at": utcnow()},
+        )
+
+    def sealed_answer(self, token_pk: int) -> tuple[int, bytes] | None:
+        """The successor's row id and the sealed answer of a rotation, if one is kept."""
+        row = first(_SEALED, {"pk": token_pk})
+        return None if row is None else (int(row.successor_id), bytes(row.sealed))
+
+    def last_use_by_app(self, user_id: str) -> dict[int, datetime]:
+        """When each app last had a token issued for the member (by the app's row id)."""
+        rows = run(
+            select(_tokens.c.client_id, func.max(_tokens.c.issued_at))
+            .where(_tokens.c.user_id == user_id)
+            .group_by(_tokens.c.client_id)
+        ).all()
+        return {client_pk: issued for client_pk, issued in rows}
+
+    def live_grants_by_app(self, user_id: str, now: datetime) -> dict[int, LiveGrant]:
+        """The apps holding a live token of the member, with what they hold, in one query."""
+        rows = run(
+            select(_tokens.c.client_id, _tokens.c.issued_at, _tokens.c.scope)
+            .where(_tokens.c.user_id == user_id, live_tokens_filter(now))
+            .order_by(_tokens.c.issued_at, _tokens.c.id)
+        ).all()
+        grants: dict[int, LiveGrant] = {}
+        for client_pk, issued_at, scope in rows:
+            grant = grants.setdefault(client_pk, LiveGrant(issued_at, []))
+            grant.scopes.extend(s for s in scope_list(scope) if s not in grant.scopes)
+        return grants
+
+    def live_count(self, client_pk: int, now: datetime) -> int:
+        """How many of an app's tokens still grant something."""
+        count = run(
+            select(func.count()).select_from(_tokens).where(_tokens.c.client_id == client_pk, live_tokens_filter(now))
+        ).scalar_one()
+        return int(count)
 
 
 def _rowcount(statement: Any) -> int:
-    result = execute(statement)
+    result = run(statement)
     return int(result.rowcount)
-
-
-def revoke_token(pk: int) -> int:
-    """Revoke one pair (its access and its refresh token); 0 when it was revoked already."""
-    revoked = _rowcount(
-        _tokens.update().where(_tokens.c.id == pk, _tokens.c.revoked_at.is_(None)).values(revoked_at=utcnow())
-    )
-    metrics.tokens_revoked(revoked)
-    return revoked
-
-
-def revoke_grant(grant_id: str) -> int:
-    """Revoke every token of a grant family (code reuse, refresh reuse, a refresh token revoked)."""
-    revoked = _rowcount(
-        _tokens.update()
-        .where(_tokens.c.grant_id == grant_id, _tokens.c.revoked_at.is_(None))
-        .values(revoked_at=utcnow())
-    )
-    metrics.tokens_revoked(revoked)
-    return revoked
-
-
-def end_grants(*, user_id: str | None = None, client_id: int | None = None) -> int:
-    """End what a member gave an app: every app's when `client_id` is None, every member's when
-    `user_id` is None. Outstanding authorization codes are deleted (a code issued before a
-    disconnect must not redeem after it), the member's pending sign-in requests to the app are
-    closed, and live access and refresh tokens are revoked, with nothing in flight left behind.
-
-    On PostgreSQL the first statement locks the member's row (the app's, when no member is named)
-    as it deletes the codes: it waits for every redemption and rotation of theirs under way, which
-    share-lock that row until they commit (SpendAndStore), and from then until this transaction
-    commits none can start. The token UPDATE, a later statement, then sees (and revokes) every pair
-    those stored. The caller commits, so the consent, the codes and the tokens change together,
-    and the lock holds until then. Returns the tokens revoked."""
-    if user_id is None and client_id is None:
-        raise ValueError("end_grants needs a member, an app, or both")
-    now = utcnow()
-
-    def scoped(table: Table) -> list[ColumnElement[bool]]:
-        which: list[ColumnElement[bool]] = []
-        if user_id is not None:
-            which.append(table.c.user_id == user_id)
-        if client_id is not None:
-            which.append(table.c.client_id == client_id)
-        return which
-
-    codes = _codes.delete().where(*scoped(_codes), _codes.c.used_at.is_(None))
-    if on_postgresql():
-        holder, pk = (_users, user_id) if user_id is not None else (_clients, client_id)
-        held = select(holder.c.id).where(holder.c.id == pk).with_for_update(key_share=True).cte("held")
-        # A one-time filter: PostgreSQL takes the lock before it looks at any code, codes or none.
-        codes = codes.where(exists(select(held.c.id)))
-    execute(codes)
-    execute(  # expired rather than consumed: the page then says "start again", not "answered"
-        _interactions.update()
-        .where(*scoped(_interactions), _interactions.c.consumed_at.is_(None), _interactions.c.expires_at > now)
-        .values(expires_at=now)
-    )
-    revoked = _rowcount(_tokens.update().where(*scoped(_tokens), _tokens.c.revoked_at.is_(None)).values(revoked_at=now))
-    metrics.tokens_revoked(revoked)
-    return revoked
 
 
 def live_tokens_filter(now: datetime) -> ColumnElement[bool]:
@@ -406,49 +452,7 @@ def live_tokens_filter(now: datetime) -> ColumnElement[bool]:
     return (_tokens.c.revoked_at.is_(None)) & or_(_tokens.c.access_expires_at > now, _tokens.c.refresh_expires_at > now)
 
 
-def narrow_live_tokens(user_id: str, keep: Callable[[list[str]], list[str]], now: datetime | None = None) -> int:
-    """Rewrite the scope of a member's live tokens to `keep(scopes)` (a downgrade: what the lower
-    membership lacks is gone for good, so an upgrade later does not bring it back without a new
-    consent). Returns the tokens changed; the caller commits."""
-    rows = execute(
-        select(_tokens.c.id, _tokens.c.scope).where(_tokens.c.user_id == user_id, live_tokens_filter(now or utcnow()))
-    ).all()
-    changed = 0
-    for row in rows:
-        narrowed = join(keep(scope_list(row.scope)))
-        if narrowed != row.scope:
-            execute(_tokens.update().where(_tokens.c.id == row.id).values(scope=narrowed))
-            changed += 1
-    return changed
-
-
-def seal_answer(token_pk: int, successor_pk: int, sealed: bytes, purge_before: datetime) -> None:
-    """Keep a rotation's sealed answer for the grace window (app/protocol/refresh_grace.py), dropping
-    the answers whose window has closed."""
-    execute(_replays.delete().where(_replays.c.created_at < purge_before))
-    execute(
-        _replays.insert(),
-        {"token_id": token_pk, "successor_id": successor_pk, "sealed": sealed, "created_at": utcnow()},
-    )
-
-
-def sealed_answer(token_pk: int) -> tuple[int, bytes] | None:
-    """The successor's row id and the sealed answer of a rotation, if one is kept."""
-    row = execute(_SEALED, {"pk": token_pk}).first()
-    return None if row is None else (int(row.successor_id), bytes(row.sealed))
-
-
 # -- what the account page and the console show of a member's or an app's tokens ----------------
-
-
-def last_use_by_app(user_id: str) -> dict[int, datetime]:
-    """When each app last had a token issued for the member (by the app's row id)."""
-    rows = execute(
-        select(_tokens.c.client_id, func.max(_tokens.c.issued_at))
-        .where(_tokens.c.user_id == user_id)
-        .group_by(_tokens.c.client_id)
-    ).all()
-    return {client_pk: issued for client_pk, issued in rows}
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,25 +462,3 @@ class LiveGrant:
 
     first_issued: datetime
     scopes: list[str]
-
-
-def live_grants_by_app(user_id: str, now: datetime) -> dict[int, LiveGrant]:
-    """The apps holding a live token of the member, with what they hold, in one query."""
-    rows = execute(
-        select(_tokens.c.client_id, _tokens.c.issued_at, _tokens.c.scope)
-        .where(_tokens.c.user_id == user_id, live_tokens_filter(now))
-        .order_by(_tokens.c.issued_at, _tokens.c.id)
-    ).all()
-    grants: dict[int, LiveGrant] = {}
-    for client_pk, issued_at, scope in rows:
-        grant = grants.setdefault(client_pk, LiveGrant(issued_at, []))
-        grant.scopes.extend(s for s in scope_list(scope) if s not in grant.scopes)
-    return grants
-
-
-def live_token_count(client_pk: int, now: datetime) -> int:
-    """How many of an app's tokens still grant something."""
-    count = execute(
-        select(func.count()).select_from(_tokens).where(_tokens.c.client_id == client_pk, live_tokens_filter(now))
-    ).scalar_one()
-    return int(count)

@@ -9,7 +9,7 @@ import requests
 from app.core.extensions import db
 from app.models import Token, User
 from app.models.base import utcnow
-from app.store.tokens import find_access_token
+from app.store import store
 from tests.factories import db_state, make_client, make_member
 from tests.issued import issue, post_as
 
@@ -24,7 +24,7 @@ def introspect(base: str, issued, token: str, **extra) -> requests.Response:
 def row_of(access_token: str) -> Token:
     """The token's row, to read or to change (the ORM model: the store's records are read-only)."""
     db.session.remove()
-    return db.session.scalar(db.select(Token).where(Token.id == find_access_token(access_token).id))
+    return db.session.scalar(db.select(Token).where(Token.id == store().tokens.find_access(access_token).id))
 
 
 def test_an_active_access_token(live_server):

@@ -14,7 +14,7 @@ from app.core.extensions import db
 from app.models import RefreshReplay, Token
 from app.models.base import utcnow
 from app.protocol import refresh_grace
-from app.store.tokens import find_refresh_token
+from app.store import store
 from tests.conftest import free_port, start_server
 from tests.issued import issue, post_as
 
@@ -39,7 +39,7 @@ def grace_server(app, settings, tmp_path_factory):
 
 def family(refresh_token: str) -> list[Token]:
     db.session.remove()
-    grant_id = find_refresh_token(refresh_token).grant_id
+    grant_id = store().tokens.find_refresh(refresh_token).grant_id
     return db.session.scalars(db.select(Token).where(Token.grant_id == grant_id).order_by(Token.id)).all()
 
 

@@ -6,6 +6,7 @@ import requests
 
 from app.core.extensions import db
 from app.models import Token
+from app.store import store
 from tests.factories import db_state, make_client, make_member
 from tests.flows import USERINFO
 from tests.issued import issue, post_as
@@ -50,10 +51,9 @@ def test_revoking_a_refresh_token_revokes_the_whole_grant_family(live_server):
 
 
 def family_rows_for(access_token: str) -> Token:
-    from app.store.tokens import find_access_token
 
     db.session.remove()
-    return find_access_token(access_token)
+    return store().tokens.find_access(access_token)
 
 
 def test_revoking_an_access_token_ends_it_and_leaves_other_grants_alone(live_server):

@@ -21,7 +21,6 @@ from app.core.metrics import REQUESTS
 from app.models import Token
 from app.protocol import token_endpoint
 from app.protocol.front import Front
-from app.store import codes
 from tests.factories import REDIRECT_URI
 from tests.integration.test_query_counts import TOKEN, Member
 
@@ -169,7 +168,8 @@ def test_a_database_error_at_the_front_spends_nothing_and_flask_answers(front_ap
     """The front's transaction rolls back (the code is not spent) and Flask's route runs the
     request again, counted once against the client's budget."""
     monkeypatch.setitem(front_app.config, "TOKEN_CLIENT_LIMIT", "1 per minute")
-    real, calls = codes.redeem_code, []
+    codes = front_app.extensions["credits_id.store"].codes
+    real, calls = codes.redeem, []
 
     def fails_once(code, client_pk, successor):
         calls.append(code)
@@ -177,7 +177,7 @@ def test_a_database_error_at_the_front_spends_nothing_and_flask_answers(front_ap
             raise OperationalError("UPDATE", {}, Exception("server closed the connection"))
         return real(code, client_pk, successor)
 
-    monkeypatch.setattr(codes, "redeem_code", fails_once)
+    monkeypatch.setattr(codes, "redeem", fails_once)
     response = member.exchange(*code_of(member))
     assert response.status_code == 200, response.get_json()
     assert len(calls) == 2

@@ -18,9 +18,8 @@ from app.core.extensions import db
 from app.models import Client
 from app.services.registration import rotate_secret
 from app.store import app_cache as cache_module
+from app.store import store
 from app.store.app_cache import CHANNEL, EXTENSION, AppCache
-from app.store.clients import app_by_client_id
-from app.store.registry import registered_app
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty, sign_in
 from tests.integration.test_query_counts import Member
@@ -93,7 +92,7 @@ def test_a_secret_replaced_by_the_console_stops_working_at_the_next_request(serv
     m = Member(served)
     tokens = m.exchange(*m.sign_in()).get_json()
     assert cache(served).get(("client_id", m.client_id)) is not None
-    new_secret = rotate_secret(registered_app(m.client_id))
+    new_secret = rotate_secret(store().apps.registered(m.client_id))
     db.session.commit()
 
     status, body = refresh_status(m, tokens["refresh_token"])
@@ -139,11 +138,11 @@ def test_a_read_inside_a_transaction_is_not_kept_and_a_rollback_leaves_the_commi
     m.exchange(*m.sign_in())
     with served.test_request_context("/"):
         db.session.execute(update(Client).where(Client.client_id == m.client_id).values(name="Not yet"))
-        assert app_by_client_id(m.client_id).name == "Not yet"
+        assert store().apps.by_client_id(m.client_id).name == "Not yet"
         assert cache(served).get(("client_id", m.client_id)) is None
         db.session.rollback()
     with served.test_request_context("/"):
-        assert app_by_client_id(m.client_id).name == "Test App"
+        assert store().apps.by_client_id(m.client_id).name == "Test App"
     assert cache(served).get(("client_id", m.client_id)).name == "Test App"
 
 

@@ -6,7 +6,7 @@ Budgets (issue 20): a code exchange in at most 5 (the client, read before the tr
 the code found and spent by one UPDATE ... RETURNING, the tokens, COMMIT), userinfo in at most 2
 (one read, no transaction around it), and no pre-ping before either. Once the process keeps a copy
 of the app (app/store/app_cache.py), an exchange or a refresh does not read it: 4. A transaction begins at a
-request's first write (app/store/database.py), so a page that only reads sends its reads alone."""
+request's first write (app/store/unit_of_work.py), so a page that only reads sends its reads alone."""
 
 from __future__ import annotations
 

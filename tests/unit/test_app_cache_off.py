@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from app.core.extensions import db
-from app.store.app_cache import EXTENSION, app_cache
+from app.store.app_cache import EXTENSION
 
 
 def test_on_sqlite_every_request_reads_its_app(app):
     if db.engine.dialect.name != "sqlite":
         pytest.skip("PostgreSQL keeps apps: tests/production/test_app_cache.py")
-    assert EXTENSION not in app.extensions and app_cache() is None
+    assert EXTENSION not in app.extensions and not hasattr(app.extensions["credits_id.store"].apps, "cache")

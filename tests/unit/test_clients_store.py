@@ -17,8 +17,8 @@ import pytest
 from app.core.extensions import db
 from app.models import ClientStatus
 from app.services.registration import NewClient, register_client, rotate_secret
-from app.store.clients import app_by_client_id
-from app.store.registry import RegisteredApp, registered_app, set_status
+from app.store import store
+from app.store.apps import RegisteredApp
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the ORM class may be named: the models define it, the store reads its table.
@@ -71,8 +71,8 @@ def test_the_check_reads_the_modules_that_used_the_model():
 @pytest.mark.parametrize("path", modules(), ids=lambda path: path.relative_to(ROOT).as_posix())
 def test_no_module_outside_the_store_and_the_models_uses_the_orm_client(path):
     """Enums (`ClientStatus`, `ClientType`) and the rules (`ClientRules`) may be imported; the ORM
-    class may not: its rows are the store's (`app.store.clients` for the protocol,
-    `app.store.registry` for registering and managing apps)."""
+    class may not: its rows are the store's (`app.store.apps`, for the protocol
+    and for registering and managing apps)."""
     assert orm_client_uses(path.read_text()) == [], f"{path.relative_to(ROOT)} uses the ORM model Client"
 
 
@@ -80,13 +80,13 @@ def test_a_change_is_read_back_by_the_protocol_store_in_the_same_request():
     """The protocol store keeps the apps it read for the rest of the request; a change made through
     the registry drops them, so a later lookup sees the row as it now is."""
     app, secret = register_client(NewClient(name="Cached", redirect_uris=["https://cached.example/cb"]))
-    assert isinstance(app, RegisteredApp) and app_by_client_id(app.client_id).is_active
-    set_status(app.id, ClientStatus.DISABLED, disabled_by_admin=True)
-    assert not app_by_client_id(app.client_id).is_active
+    assert isinstance(app, RegisteredApp) and store().apps.by_client_id(app.client_id).is_active
+    store().apps.set_status(app.id, ClientStatus.DISABLED, disabled_by_admin=True)
+    assert not store().apps.by_client_id(app.client_id).is_active
     new = rotate_secret(app, grace=timedelta(hours=1))
-    assert app_by_client_id(app.client_id).check_client_secret(new)
-    assert app_by_client_id(app.client_id).check_client_secret(secret)  # the previous one, in its grace period
-    stored = registered_app(app.client_id)
+    assert store().apps.by_client_id(app.client_id).check_client_secret(new)
+    assert store().apps.by_client_id(app.client_id).check_client_secret(secret)  # the previous one, in its grace period
+    stored = store().apps.registered(app.client_id)
     assert stored.previous_secret_hash == app.client_secret_hash and stored.disabled_by_admin
 
 

@@ -16,8 +16,7 @@ from app.models import AuditEvent, AuthorizationCode, Consent, Interaction, Logi
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.services.audit import event_row
 from app.services.consent import answer_request, consented_scope
-from app.store import interactions, sessions
-from app.store.clients import app_by_id
+from app.store import store
 from tests.factories import make_client, make_member
 from tests.unit.test_sessions_store import as_member
 
@@ -28,7 +27,7 @@ def member_app_request(app):
     user = make_member(name="Answering")
     client, _ = make_client()
     uid = new_secret(24)
-    interactions.park(
+    store().requests.park(
         uid,
         {
             "client_id": client.id,
@@ -37,9 +36,10 @@ def member_app_request(app):
             "browser_hash": sha256_hex("browser"),
             "expires_at": utcnow() + timedelta(minutes=10),
         },
+        store().apps.by_id(client.id),
     )
     db.session.commit()
-    return as_member(user), app_by_id(client.id), uid
+    return as_member(user), store().apps.by_id(client.id), uid
 
 
 def events(action: str, actor_id: str) -> list[AuditEvent]:
@@ -85,7 +85,7 @@ def login_values() -> dict:
 def test_a_login_lands_with_its_audit_line_and_the_request_it_was_for(member_app_request):
     member, client, uid = member_app_request
     event = event_row("signin.ok", actor=member, client=client)
-    login = sessions.start_login(new_secret(32), member, login_values(), event, attach_to=uid)
+    login = store().logins.start(new_secret(32), member, login_values(), event, attach_to=uid)
     db.session.commit()
 
     stored = db.session.get(LoginSession, login.id)
@@ -98,7 +98,7 @@ def test_a_login_lands_with_its_audit_line_and_the_request_it_was_for(member_app
 
 def test_a_login_for_no_request_attaches_none(member_app_request):
     member, client, uid = member_app_request
-    login = sessions.start_login(new_secret(32), member, login_values(), event_row("signin.ok", actor=member))
+    login = store().logins.start(new_secret(32), member, login_values(), event_row("signin.ok", actor=member))
     db.session.commit()
     assert db.session.get(LoginSession, login.id) is not None and len(events("signin.ok", member.id)) == 1
     request = db.session.get(Interaction, uid)

@@ -25,7 +25,7 @@ PROTOCOL_COMMITS = {
 
 def commits_by_function(path: Path) -> dict[str, int]:
     """How many `.commit()` / `.rollback()` calls each function of a module holds, and calls of
-    app.store.database's `commit` imported by name."""
+    app.store.unit_of_work's `commit` imported by name."""
     found: dict[str, int] = {}
     for fn in ast.walk(ast.parse(path.read_text())):
         if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -44,9 +44,9 @@ def commits_by_function(path: Path) -> dict[str, int]:
 
 
 def test_the_protocol_store_never_ends_a_transaction():
-    """Only the unit of work itself (app/store/database.py) commits: what owns the request calls it."""
+    """Only the unit of work itself (app/store/unit_of_work.py) commits: what owns the request calls it."""
     for path in sorted((ROOT / "app/store").glob("*.py")):
-        if path.name != "database.py":
+        if path.name != "unit_of_work.py":
             assert commits_by_function(path) == {}, path
 
 

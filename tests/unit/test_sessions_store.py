@@ -13,7 +13,7 @@ from sqlalchemy import update
 from app.core.extensions import db
 from app.models import LoginSession, User
 from app.models.base import new_secret, sha256_hex, utcnow
-from app.store import interactions, sessions
+from app.store import store
 from app.store.members import Member
 from tests.factories import make_client, make_member
 
@@ -28,7 +28,7 @@ def pending_and_login(app):
     user = make_member(name="Signed In")
     client, _ = make_client()
     uid, sid, now = new_secret(24), new_secret(32), utcnow()
-    interactions.park(
+    store().requests.park(
         uid,
         {
             "client_id": client.id,
@@ -37,8 +37,9 @@ def pending_and_login(app):
             "browser_hash": sha256_hex("browser"),
             "expires_at": now + timedelta(minutes=10),
         },
+        store().apps.by_id(client.id),
     )
-    login = sessions.start_login(
+    login = store().logins.start(
         sid,
         as_member(user),
         {"auth_time": now, "expires_at": now + timedelta(hours=1), "amr": "pwd", "ip": "", "user_agent": ""},
@@ -62,9 +63,9 @@ def suspended(login, user):
 
 def test_a_live_login_is_found_beside_the_request(pending_and_login):
     uid, sid, login, user = pending_and_login
-    request, found = interactions.find_with_login(uid, sid)
+    request, found = store().requests.find_with_login(uid, sid)
     assert request is not None and request.id == uid and request.client is not None
-    assert found == sessions.live_login(sid)
+    assert found == store().logins.live(sid)
     assert found is not None and found.id == login.id and found.user == as_member(user)
     assert (found.auth_time, found.expires_at, found.amr) == (login.auth_time, login.expires_at, "pwd")
 
@@ -74,18 +75,18 @@ def test_a_login_the_provider_no_longer_honours_is_not_found_beside_the_request(
     uid, sid, login, user = pending_and_login
     change(login, user)
     db.session.commit()
-    request, found = interactions.find_with_login(uid, sid)
+    request, found = store().requests.find_with_login(uid, sid)
     assert request is not None and request.id == uid
-    assert found is None and sessions.live_login(sid) is None
+    assert found is None and store().logins.live(sid) is None
 
 
 @pytest.mark.parametrize("cookie", [None, "", "another-browsers-session-id"])
 def test_without_the_sessions_cookie_the_request_comes_alone(pending_and_login, cookie):
     uid, _, _, _ = pending_and_login
-    request, found = interactions.find_with_login(uid, cookie)
+    request, found = store().requests.find_with_login(uid, cookie)
     assert request is not None and request.id == uid and found is None
 
 
 def test_an_unknown_request_comes_back_as_nothing(pending_and_login):
     _, sid, _, _ = pending_and_login
-    assert interactions.find_with_login("no-such-request", sid) == (None, None)
+    assert store().requests.find_with_login("no-such-request", sid) == (None, None)

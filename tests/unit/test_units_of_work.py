@@ -21,6 +21,7 @@ from app.models import AuditEvent, Client, SigningKey, User
 from app.protocol.jwks import keystore
 from app.services.apps import register_app
 from app.services.registration import NewClient
+from app.store import store
 from tests.factories import make_member
 from tests.production.servers import ON_POSTGRES
 
@@ -170,7 +171,7 @@ def test_each_group_holds_only_the_commands_of_its_own_module(app):
             assert set(strays.values()) == {module.__name__}, f"{group.name} has commands from elsewhere: {strays}"
 
 
-# -- when a transaction begins and how it ends (app/store/database.py: begin_at_first_write) -----------
+# -- when a transaction begins and how it ends (app/store/unit_of_work.py: begin_at_first_write) -----------
 
 
 def ended_by(app, work) -> list[str]:
@@ -283,7 +284,7 @@ def test_locking_reads_are_recognised():
 # The one module that locks rows: the store's serialization of revocation and rotation (its
 # docstring). Each of its locks is a step of a statement that writes, never a read on its own:
 # test_the_stores_locks_are_steps_of_statements_that_write.
-LOCKING_STORE = "app/store/tokens.py"
+LOCKING_STORE = "app/store/postgresql.py"
 
 
 def test_no_read_takes_a_lock():
@@ -317,9 +318,11 @@ def test_the_stores_locks_are_steps_of_statements_that_write(app):
     the commit even when nothing before it had opened the transaction."""
     from sqlalchemy.dialects import postgresql
 
-    from app.store import codes, tokens
+    from app.store.codes import REDEMPTION
+    from app.store.postgresql import FoldedSpendAndStore
+    from app.store.tokens import ROTATION
 
-    for spend_and_store in (tokens._ROTATE, codes._REDEEM):
+    for spend_and_store in (FoldedSpendAndStore(*ROTATION), FoldedSpendAndStore(*REDEMPTION)):
         sql = str(spend_and_store._in_one.compile(dialect=postgresql.dialect()))
         # A WITH that updates and inserts: the transaction begins with it (begin_at_first_write).
         assert sql.startswith("WITH held AS") and "FOR SHARE OF users, clients" in sql
@@ -331,7 +334,7 @@ def test_the_stores_locks_are_steps_of_statements_that_write(app):
     for ended, table, pk in (({"user_id": member.id}, "users", member.id), ({"client_id": app_pk}, "clients", app_pk)):
         with app.app_context():
             assert not open_on_the_database()
-            tokens.end_grants(**ended)
+            store().tokens.end_grants(**ended)
             assert open_on_the_database() and held_elsewhere(table, pk)
             db.session.commit()
             assert not held_elsewhere(table, pk)

@@ -10,7 +10,7 @@ from app.core.extensions import db
 from app.models import Profile
 from app.services.connections import connections
 from app.services.sessions import current_user
-from app.store.registry import registered_app
+from app.store import store
 from app.web.account.views import ActionForm, bp
 
 
@@ -19,7 +19,7 @@ def confirm_revoke(client_id: str):
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.show")))
-    client = registered_app(client_id[:64])
+    client = store().apps.registered(client_id[:64])
     found = [c for c in connections(user) if client is not None and c.client.id == client.id]
     if not found:
         flash("That app is not connected to your account.", "error")

@@ -24,7 +24,7 @@ from app.services.members import MAX_PASSWORD_LENGTH, MemberError, change_passwo
 from app.services.notices import security_notice
 from app.services.session_list import end_session, live_sessions
 from app.services.sessions import current_login, current_user, end_all_logins, end_login, start_login, touch
-from app.store.registry import registered_app
+from app.store import store
 from app.web.account import sudo
 from app.web.auth.recovery_views import NewPasswordForm
 from app.web.auth.views import password_refusal
@@ -84,11 +84,11 @@ def revoke(client_id: str):
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.show")))
-    client = registered_app(client_id[:64])
+    client = store().apps.registered(client_id[:64])
     if client is None or not is_connected(user, client):
         flash("That app is not connected to your account.", "error")
         return redirect(url_for("account.show"), 303)
-    revoked = revoke_consent(db.session, user, client)
+    revoked = revoke_consent(user, client)
     record("consent.revoked", actor=user, client=client, tokens_revoked=revoked)
     db.session.commit()
     flash(f"{client.name} is disconnected: it can no longer read your data, and its sign-in has ended.")

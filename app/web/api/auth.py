@@ -13,9 +13,7 @@ The token rule is the provider's own, the same as userinfo's (`live_bearer`, one
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import wraps
 
 from flask import current_app, request
 
@@ -77,20 +75,6 @@ def authenticate(scope: str) -> Caller:
         message = f"The access token was not granted the {scope} scope"
         raise ApiError(403, message, challenge("insufficient_scope", message, scope))
     return Caller(token, user)
-
-
-def requires(scope: str) -> Callable:
-    """Route decorator: authenticate for `scope` and pass the Caller as the first argument."""
-
-    def decorate(view: Callable) -> Callable:
-        @wraps(view)
-        def wrapper(*args, **kwargs):
-            return view(authenticate(scope), *args, **kwargs)
-
-        wrapper.required_scope = scope  # read by the OpenAPI test: every route names its scope
-        return wrapper
-
-    return decorate
 
 
 def canonical_uuid(value: str) -> str | None:

@@ -30,8 +30,8 @@ from app.services.passwords import passwords
 from app.services.roles import can_use_console
 from app.services.second_factor import member_signing_in
 from app.services.sessions import current_user, end_login, start_login
-from app.store.interactions import PendingRequest
 from app.store.members import Member
+from app.store.pending_requests import PendingRequest
 
 bp = Blueprint("auth", __name__)
 

@@ -18,7 +18,7 @@ from app.services.audit import ACTIONS, AuditFilter, audit_page, describe, origi
 from app.services.mail import send_later
 from app.services.members import MemberError, create_member, set_role, set_tier, suspend_member, unsuspend_member
 from app.services.verification import invite
-from app.store.registry import busiest_apps, matching_app_ids
+from app.store import store
 from app.web.charts import bar_chart
 from app.web.console.blueprint import bp, console_page, console_user, page_number
 from app.web.console.forms import ActionForm, InviteForm, MemberForm
@@ -38,7 +38,7 @@ def _day(raw: str, label: str) -> datetime:
 
 def _matching_apps(user: User, text: str) -> tuple[int, ...]:
     """Apps `user` may see whose client id is `text`, or whose name or client id contains it."""
-    return matching_app_ids(text, owner_id=None if user.role == Role.ADMIN else user.id, limit=MATCH_LIMIT)
+    return store().apps.matching_ids(text, owner_id=None if user.role == Role.ADMIN else user.id, limit=MATCH_LIMIT)
 
 
 def _matching_members(text: str) -> tuple[str, ...]:
@@ -97,7 +97,7 @@ def audit():
 def activity_overview():
     """The provider's sign-ins, consents and active members per day, and the busiest apps."""
     since = utcnow() - timedelta(days=DAYS)
-    top_apps = busiest_apps(SIGN_IN, since, limit=10)
+    top_apps = store().apps.busiest(SIGN_IN, since, limit=10)
     return render_template("console/activity.html", act=activity(), chart=bar_chart, top_apps=top_apps)
 
 

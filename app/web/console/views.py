@@ -28,7 +28,7 @@ from app.services.audit import AuditFilter, audit_page, describe, who
 from app.services.fees import CURRENCY, MONTHLY_FEE, POLICY, FeeError, Month, ledger
 from app.services.members import MemberError, find_member
 from app.services.registration import RegistrationError, registration_problems
-from app.store.tokens import live_token_count
+from app.store import store
 from app.web.charts import bar_chart
 from app.web.console import once
 from app.web.console.blueprint import bp, console_page, console_user, page_number
@@ -137,7 +137,7 @@ def app_detail(client_id: str):
     """A deleted app's page stays readable (it is in the ledger); its actions are gone."""
     client = app_for(console_user(), client_id, include_deleted=True)
     now = utcnow()
-    live_tokens = live_token_count(client.id, now)
+    live_tokens = store().tokens.live_count(client.id, now)
     consents = db.session.scalar(db.select(db.func.count(Consent.id)).where(Consent.client_id == client.id))
     events = audit_page(AuditFilter(client=client), size=10).items
     return render_template(

@@ -10,8 +10,8 @@ from sqlalchemy import Select, Table, and_, bindparam, select
 
 from app.models import AuditEvent, Interaction, LoginSession, User
 from app.models.base import sha256_hex, utcnow
-from app.store.database import execute, on_postgresql, prefixed, rows_for_each, run_first
 from app.store.members import Member, member_from, member_joined
+from app.store.statements import first, run
 
 _sessions, _users = LoginSession.__table__, User.__table__
 _events, _requests = AuditEvent.__table__, Interaction.__table__
@@ -90,88 +90,69 @@ class Login:
     user: Member
 
 
-def live_login(session_id: str) -> Login | None:
-    """The live session whose cookie carries `session_id`, with its member."""
-    row = run_first(_LIVE_BY_HASH, login_params(session_id))
-    return None if row is None else login_from(row)
+def login_row(session_id: str, member: Member, values: dict[str, Any]) -> dict[str, Any]:
+    """The columns of a new login session (its id as a hash only)."""
+    return {"session_hash": sha256_hex(session_id), "user_id": member.id, "last_seen_at": values["auth_time"], **values}
 
 
-def start_login(
-    session_id: str,
-    member: Member,
-    values: dict[str, Any],
-    event: dict[str, Any] | None = None,
-    attach_to: str | None = None,
-) -> Login:
-    """Store a new session for `member` (`values`: auth_time, expires_at, amr, ip, user_agent),
-    with its audit line (`event`: audit.event_row) and, when the member signed in for a pending
-    request (`attach_to`: its id), the login attached to that request: it satisfies `prompt=login`
-    and `max_age`, and a disconnect of the app closes the request.
+def started(pk: int, member: Member, values: dict[str, Any]) -> Login:
+    """The Login a start stored under row id `pk`."""
+    return Login(pk, member.id, values["auth_time"], values["expires_at"], values["amr"], values["auth_time"], member)
 
-    With an event, on PostgreSQL the three writes are one statement (data-modifying CTEs: the
-    INSERT's RETURNING feeds the other two), two round trips and two statements through SQLAlchemy
-    fewer for every sign-in; still in the request's transaction. SQLite has no INSERT inside WITH:
-    there they are three statements."""
-    row = {"session_hash": sha256_hex(session_id), "user_id": member.id, "last_seen_at": values["auth_time"], **values}
-    if event is not None and on_postgresql():
-        params = prefixed("login_", row) | prefixed("event_", event)
-        started = run_first(_STARTED_IN_ONE, {**params, "request_id": attach_to})
-        assert started is not None  # the INSERT's row, always one
-        pk = started[0]
-    else:
-        inserted = run_first(_INSERT, row)
+
+class SqlLogins:
+    """Login sessions, in SQL: a start is three statements; PostgreSQL's is one (app/store/postgresql.py)."""
+
+    def live(self, session_id: str) -> Login | None:
+        """The live session whose cookie carries `session_id`, with its member."""
+        row = first(_LIVE_BY_HASH, login_params(session_id))
+        return None if row is None else login_from(row)
+
+    def start(
+        self,
+        session_id: str,
+        member: Member,
+        values: dict[str, Any],
+        event: dict[str, Any] | None = None,
+        attach_to: str | None = None,
+    ) -> Login:
+        """Store a new session for `member` (`values`: auth_time, expires_at, amr, ip, user_agent),
+        with its audit line (`event`: audit.event_row) and, when the member signed in for a pending
+        request (`attach_to`: its id), the login attached to that request: it satisfies `prompt=login`
+        and `max_age`, and a disconnect of the app closes the request. Three statements here; one on
+        PostgreSQL (app/store/postgresql.py)."""
+        row = login_row(session_id, member, values)
+        inserted = first(_INSERT, row)
         assert inserted is not None  # RETURNING's row, always one
         pk = inserted[0]
         if event is not None:
-            run_first(_EVENT, event)
+            first(_EVENT, event)
         if attach_to is not None:
-            run_first(_ATTACH, {"request_id": attach_to, "pk": pk, "member": member.id})
-    return Login(
-        int(pk), member.id, values["auth_time"], values["expires_at"], values["amr"], values["auth_time"], member
-    )
+            first(_ATTACH, {"request_id": attach_to, "pk": pk, "member": member.id})
+        return started(int(pk), member, values)
 
+    def end(self, pk: int) -> bool:
+        """End one session on the server; False when it had ended already."""
+        result = run(_END, {"pk": pk, "now": utcnow()})
+        return bool(result.rowcount)
 
-def _started_in_one() -> Select[Any]:
-    """`start_login`'s PostgreSQL statement (binds `login_`, `event_` + each column, `request_id`)."""
-    login_columns = [c.name for c in _sessions.columns if c.name not in ("id", "ended_at")]  # a new session
-    started = (
-        _sessions.insert()
-        .values({c: bindparam(f"login_{c}", type_=_sessions.c[c].type) for c in login_columns})
-        .returning(_sessions.c.id)
-        .cte("started")
-    )
-    event_columns = [c.name for c in _events.columns if c.name != "id"]
-    logged = _events.insert().from_select(event_columns, rows_for_each(started, _events, event_columns, "event_"))
-    attached = (
-        _requests.update()
-        .where(_requests.c.id == bindparam("request_id"))
-        .values(login_session_id=select(started.c.id).scalar_subquery(), user_id=bindparam("login_user_id"))
-    )
-    return select(started.c.id).add_cte(logged.cte("logged"), attached.cte("attached"))
+    def end_all_of(self, user_id: str, only: int | None = None) -> int:
+        """End every live session of a member (sign out everywhere, a new password, a suspension), or
+        just session `only` of theirs (the account page's list). Returns how many ended."""
+        statement = _sessions.update().where(_sessions.c.user_id == user_id, _sessions.c.ended_at.is_(None))
+        if only is not None:
+            statement = statement.where(_sessions.c.id == only)
+        result = run(statement.values(ended_at=utcnow()))
+        return int(result.rowcount)
 
+    def note_seen(self, pk: int, when: datetime) -> None:
+        """The session was used (an app sign-in, the account page)."""
+        run(_TOUCH, {"pk": pk, "now": when})
 
-_STARTED_IN_ONE = _started_in_one()
-
-
-def end_login(pk: int) -> bool:
-    """End one session on the server; False when it had ended already."""
-    result = execute(_END, {"pk": pk, "now": utcnow()})
-    return bool(result.rowcount)
-
-
-def end_logins_of(user_id: str, only: int | None = None) -> int:
-    """End every live session of a member (sign out everywhere, a new password, a suspension), or
-    just session `only` of theirs (the account page's list). Returns how many ended."""
-    statement = _sessions.update().where(_sessions.c.user_id == user_id, _sessions.c.ended_at.is_(None))
-    if only is not None:
-        statement = statement.where(_sessions.c.id == only)
-    result = execute(statement.values(ended_at=utcnow()))
-    return int(result.rowcount)
-
-
-def note_seen(pk: int, when: datetime) -> None:
-    """The session was used (an app sign-in, the account page)."""
-    execute(_TOUCH, {"pk": pk, "now": when})
+    def live_of(self, user_id: str) -> list[SessionSeen]:
+        """Every live session of a member (the account page's list)."""
+        rows = run(_LIVE_OF_MEMBER, {"user_id": user_id, "now": utcnow()}).all()
+        return [SessionSeen(r.id, r.user_agent, r.ip, r.auth_time, r.last_seen_at) for r in rows]
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,9 +173,3 @@ _LIVE_OF_MEMBER = select(
     _sessions.c.ended_at.is_(None),
     _sessions.c.expires_at > bindparam("now"),
 )
-
-
-def live_logins_of(user_id: str) -> list[SessionSeen]:
-    """Every live session of a member (the account page's list)."""
-    rows = execute(_LIVE_OF_MEMBER, {"user_id": user_id, "now": utcnow()}).all()
-    return [SessionSeen(r.id, r.user_agent, r.ip, r.auth_time, r.last_seen_at) for r in rows]

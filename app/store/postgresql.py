@@ -1,0 +1,261 @@
+"""The store on PostgreSQL: the SQL implementations (app/store/<aggregate>.py), with what PostgreSQL
+does better in their place. This module is the one place a dialect is spelled out.
+
+- **Several writes in one statement** (data-modifying CTEs): a code redeemed or a refresh token
+  rotated with the pair it buys stored (`FoldedSpendAndStore`), a login started with its audit line
+  and its pending request attached, a consent page's answer with the consent, its audit line and
+  the code. Each is one round trip where SQLite needs two to four, still in the request's
+  transaction, and each writes nothing unless its first step matched.
+- **Revocation wins every race with a rotation in flight** (app/store/tokens.py's docstring says
+  why it must): storing a pair share-locks the member's and the app's rows first, and ending grants
+  locks the member's (or the app's) row before anything else, so whichever comes second waits for
+  the first to commit and then sees what it did.
+- **Apps kept between requests** while LISTEN/NOTIFY vouches for them (app/store/app_cache.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    CTE,
+    Column,
+    ColumnElement,
+    Delete,
+    Engine,
+    Select,
+    Table,
+    Update,
+    bindparam,
+    event,
+    exists,
+    func,
+    select,
+    true,
+)
+from sqlalchemy.dialects import postgresql
+
+from app.models import AuditEvent, AuthorizationCode, Client, Consent, Interaction, LoginSession, Token, User
+from app.store import app_cache
+from app.store.apps import App, Key, SqlApps
+from app.store.codes import REDEMPTION, SqlCodes
+from app.store.logins import Login, SqlLogins, login_row, started
+from app.store.members import MEMBER_COLUMNS, Member, member_joined
+from app.store.pending_requests import CONSUMED, SqlPendingRequests
+from app.store.statements import first
+from app.store.tokens import _ACTIVE, COPIED, DRAWN, ROTATION, Spent, SqlTokens
+from app.store.unit_of_work import has_written
+
+_users, _clients, _tokens = User.__table__, Client.__table__, Token.__table__
+_events, _codes, _consents = AuditEvent.__table__, AuthorizationCode.__table__, Consent.__table__
+_sessions, _requests = LoginSession.__table__, Interaction.__table__
+
+
+def rows_for_each(source: CTE, table: Table, columns: Sequence[str], prefix: str) -> Select[Any]:
+    """One row of bound values for each row of `source` (none or one), to INSERT ... SELECT into
+    `table`: a write that happens only when the statement's first step matched. Each of `columns`
+    is bound as `prefix` + its name, typed as `table`'s column (`prefixed` makes the parameters)."""
+    values = (bindparam(f"{prefix}{name}", type_=table.c[name].type) for name in columns)
+    return select(*values).select_from(source)
+
+
+def prefixed(prefix: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """`row`'s values as the parameters `rows_for_each` binds."""
+    return {f"{prefix}{name}": value for name, value in row.items()}
+
+
+# -- a code redeemed, a refresh token rotated -------------------------------------------------------
+
+
+class FoldedSpendAndStore:
+    """Spend one credential and store its successor pair in one statement. Its first step, `held`,
+    finds the credential's member and app and share-locks both rows (FOR SHARE, with the member's
+    columns the answer needs), only while the member is not suspended and the app active; the
+    UPDATE names that member, so it runs after the lock and spends nothing when `held` found
+    nobody in good standing. That lock is what `end_grants` waits for."""
+
+    def __init__(self, spend: Update, returning: tuple[ColumnElement[Any], ...]) -> None:
+        self._names = [c.name for c in returning if isinstance(c, Column)]
+        table, found = spend.table, spend.whereclause
+        assert isinstance(table, Table) and found is not None  # a code's or a token's, by its hash
+        tokens = _tokens
+        held = (
+            select(table.c.user_id, *member_joined())
+            .join_from(table, _users, _users.c.id == table.c.user_id)
+            .join(_clients, _clients.c.id == table.c.client_id)
+            .where(found, _users.c.suspended_at.is_(None), _clients.c.status == _ACTIVE)
+            .with_for_update(read=True, of=[_users, _clients])
+            .cte("held")
+        )
+        spent = (
+            spend.where(table.c.user_id == select(held.c.user_id).scalar_subquery()).returning(*returning).cte("spent")
+        )
+        # (Parameters named like a column would join the UPDATE's SET clause: hence `new_`.)
+        drawn = [bindparam(f"new_{name}", type_=tokens.c[name].type) for name in DRAWN]
+        scope = func.coalesce(bindparam("new_scope", type_=tokens.c.scope.type), spent.c.scope)
+        successor = (
+            tokens.insert()
+            .from_select([*COPIED, "scope", *DRAWN], select(*(spent.c[name] for name in COPIED), scope, *drawn))
+            .returning(tokens.c.id)
+            .cte("successor")
+        )
+        self._in_one = (
+            select(
+                *(spent.c[name] for name in self._names),
+                successor.c.id.label("successor_id"),
+                *(held.c[f"member_{name}"] for name in MEMBER_COLUMNS),
+            )
+            .select_from(spent)
+            .join(successor, true())
+            .join(held, true())
+        )
+
+    def __call__(self, params: dict[str, Any], successor: dict[str, Any], scope: str | None = None) -> Spent | None:
+        drawn = {f"new_{name}": value for name, value in successor.items()}
+        row = first(self._in_one, {**params, **drawn, "new_scope": scope})
+        return None if row is None else Spent(row, row.successor_id)
+
+
+class PostgresCodes(SqlCodes):
+    """Codes on PostgreSQL: a redemption is one statement, behind the member's and the app's locks."""
+
+    def __init__(self) -> None:
+        self._redeem = FoldedSpendAndStore(*REDEMPTION)
+
+
+class PostgresTokens(SqlTokens):
+    """Tokens on PostgreSQL: a rotation is one statement behind the member's and the app's locks,
+    and ending grants takes the member's (or the app's) row first."""
+
+    def __init__(self) -> None:
+        self._rotate = FoldedSpendAndStore(*ROTATION)
+
+    def _held_while_ending(self, codes: Delete, user_id: str | None, client_id: int | None) -> Delete:
+        """The codes' DELETE, locking the member's row (the app's, when no member is named) first: it
+        waits for every redemption and rotation of theirs under way, which share-lock that row until
+        they commit, and from then until this transaction commits none can start. The token UPDATE,
+        a later statement, then sees (and revokes) every pair those stored. FOR NO KEY UPDATE waits
+        only for those share locks, not for the key-share locks that foreign keys take."""
+        holder, pk = (_users, user_id) if user_id is not None else (_clients, client_id)
+        held = select(holder.c.id).where(holder.c.id == pk).with_for_update(key_share=True).cte("held")
+        # A one-time filter: PostgreSQL takes the lock before it looks at any code, codes or none.
+        return codes.where(exists(select(held.c.id)))
+
+
+# -- a login started ----------------------------------------------------------------------------------
+
+
+def _started_in_one() -> Select[Any]:
+    """`start`'s statement (binds `login_`, `event_` + each column, `request_id`)."""
+    login_columns = [c.name for c in _sessions.columns if c.name not in ("id", "ended_at")]  # a new session
+    inserted = (
+        _sessions.insert()
+        .values({c: bindparam(f"login_{c}", type_=_sessions.c[c].type) for c in login_columns})
+        .returning(_sessions.c.id)
+        .cte("started")
+    )
+    event_columns = [c.name for c in _events.columns if c.name != "id"]
+    logged = _events.insert().from_select(event_columns, rows_for_each(inserted, _events, event_columns, "event_"))
+    attached = (
+        _requests.update()
+        .where(_requests.c.id == bindparam("request_id"))
+        .values(login_session_id=select(inserted.c.id).scalar_subquery(), user_id=bindparam("login_user_id"))
+    )
+    return select(inserted.c.id).add_cte(logged.cte("logged"), attached.cte("attached"))
+
+
+_STARTED_IN_ONE = _started_in_one()
+
+
+class PostgresLogins(SqlLogins):
+    """Logins on PostgreSQL: a start with its audit line is one statement."""
+
+    def start(
+        self,
+        session_id: str,
+        member: Member,
+        values: dict[str, Any],
+        event: dict[str, Any] | None = None,
+        attach_to: str | None = None,
+    ) -> Login:
+        if event is None:
+            return super().start(session_id, member, values, event, attach_to)
+        params = prefixed("login_", login_row(session_id, member, values)) | prefixed("event_", event)
+        row = first(_STARTED_IN_ONE, {**params, "request_id": attach_to})
+        assert row is not None  # the INSERT's row, always one
+        return started(int(row[0]), member, values)
+
+
+# -- a consent page's answer -------------------------------------------------------------------------
+
+
+def _answered_in_one() -> Select[Any]:
+    """`answer`'s statement: the UPDATE that consumes, with the three INSERTs selecting from its
+    RETURNING, so they write a row only when it matched."""
+    consent_columns = ["user_id", "client_id", "scope", "granted_at", "updated_at"]
+    remembered = postgresql.insert(_consents).from_select(
+        consent_columns, rows_for_each(CONSUMED, _consents, consent_columns, "consent_")
+    )
+    remembered = remembered.on_conflict_do_update(
+        index_elements=["user_id", "client_id"],
+        set_={"scope": remembered.excluded.scope, "updated_at": remembered.excluded.updated_at},
+    )
+    event_columns = [c.name for c in _events.columns if c.name != "id"]
+    logged = _events.insert().from_select(event_columns, rows_for_each(CONSUMED, _events, event_columns, "event_"))
+    code_columns = [c.name for c in _codes.columns if c.name not in ("id", "used_at")]  # a new code
+    issued = _codes.insert().from_select(code_columns, rows_for_each(CONSUMED, _codes, code_columns, "code_"))
+    return (
+        select(func.count())
+        .select_from(CONSUMED)
+        .add_cte(remembered.cte("remembered"), logged.cte("logged"), issued.cte("issued"))
+    )
+
+
+_ANSWERED_IN_ONE = _answered_in_one()
+
+
+class PostgresPendingRequests(SqlPendingRequests):
+    """Pending requests on PostgreSQL: an answer is one statement."""
+
+    def answer(self, uid: str, consent: dict[str, Any], event: dict[str, Any], code: dict[str, Any]) -> bool:
+        params = {"uid": uid, "now": consent["updated_at"]}
+        params |= prefixed("consent_", consent) | prefixed("event_", event) | prefixed("code_", code)
+        answered = first(_ANSWERED_IN_ONE, params)  # the count of requests it consumed: 1 or 0
+        return answered is not None and answered[0] == 1
+
+
+# -- apps kept between requests -------------------------------------------------------------------
+
+
+class PostgresApps(SqlApps):
+    """Apps on PostgreSQL: read from this process's copy while the database vouches for it
+    (app/store/app_cache.py); a read inside a transaction (which may see the request's own,
+    uncommitted change) is never kept; a change this process writes drops the copies at once."""
+
+    def __init__(self, cache: app_cache.AppCache[App] | None) -> None:
+        self.cache = cache
+
+    def _read(self, key: Key, statement: Select[Any], params: dict[str, Any]) -> App | None:
+        cache = self.cache
+        if cache is None:
+            return super()._read(key, statement, params)
+        kept = cache.get(key)
+        if kept is not None:
+            return kept
+        generation = cache.generation
+        written = has_written()
+        app = super()._read(key, statement, params)
+        if app is not None and not written:
+            cache.keep(app, generation)
+        return app
+
+
+def postgresql_apps(engine: Engine, seconds: float, connect_timeout: int) -> PostgresApps:
+    """The apps store, keeping copies for `seconds` (0: none, as behind a pooler that does not
+    carry LISTEN)."""
+    if seconds <= 0:
+        return PostgresApps(None)
+    cache: app_cache.AppCache[App] = app_cache.AppCache(app_cache.listener_connect(engine, connect_timeout), seconds)
+    event.listen(engine, "after_cursor_execute", app_cache.forget_on_write(cache))
+    return PostgresApps(cache)
