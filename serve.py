@@ -149,7 +149,7 @@ def tool_server_options(environ: os._Environ | dict = os.environ) -> dict[str, A
     del options["blocking_threads"]
     return {
         **options,
-        "target": "app.web.toolserver.asgi:create_tool_server",
+        "target": "asgi:create_tool_server",
         "factory": True,
         "interface": Interfaces.ASGI,
         "address": address[0],

@@ -12,11 +12,11 @@ import time
 import pytest
 import redis
 import requests
-from app.web.toolserver.tools import TOOLS
 from mcp import MCPError
 
 from app.core.extensions import db
 from app.services.apikeys import revoke_key
+from app.web.toolserver.tools import TOOLS
 from tests.api_support import make_catalog, uid
 from tests.conftest import redis_test_url, unavailable
 from tests.key_support import index_catalog, make_key

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from app.web.toolserver.tools import TOOLS
 
+from app.web.toolserver.tools import TOOLS
 from tests.api_support import make_catalog
 from tests.interop.conftest import tool_unavailable
 from tests.key_support import make_key

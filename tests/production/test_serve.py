@@ -71,7 +71,7 @@ def test_the_tool_server_is_granian_in_asgi_mode_on_its_own_port():
             tool_server_bind({"MCP_BIND": bad})
     options = tool_server_options({"MCP_BIND": "0.0.0.0:9001", "MCP_CONCURRENCY": "3", "WEB_GRACEFUL_TIMEOUT": "12"})
     assert (options["address"], options["port"], options["workers"]) == ("0.0.0.0", 9001, 3)
-    assert options["target"] == "app.web.toolserver.asgi:create_tool_server" and options["factory"] is True
+    assert options["target"] == "asgi:create_tool_server" and options["factory"] is True
     assert options["interface"].value == "asgi"
     assert options["workers_kill_timeout"] == 12 and options["log_access"] is False
     assert "blocking_threads" not in options

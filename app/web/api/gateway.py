@@ -238,7 +238,7 @@ def pass_workspace(surface: str | None, roster_route: bool, profile_id: str | No
     key = presented_key()
     if key is None or not key.is_workspace:
         raise GatewayError(401, UNAUTHORIZED)
-    _spend_budget(key)  # 60 a minute and 10,000 a UTC day; before reach, as for every key
+    spend_budget(key)  # 60 a minute and 10,000 a UTC day; before reach, as for every key
     if surface != API or not roster_route or not reaches(key.roster_id, profile_id):
         raise GatewayError(403, CANNOT_CONSUME)
     return KeyCaller(key)

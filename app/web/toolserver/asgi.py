@@ -1,6 +1,6 @@
 """The tool server's ASGI application: what granian serves on the tool server's own port
 (`python serve.py` starts it beside the provider; `serve.py tools` alone), built per worker by
-`create_tool_server` (granian's factory mode).
+asgi.py's `create_tool_server` (granian's factory mode).
 
 The provider stays a WSGI app: its sign-in is not put behind an ASGI adapter. The tool server is
 ASGI because the SDK's Streamable HTTP transport is; it builds the same Flask app as the provider
@@ -8,8 +8,6 @@ ASGI because the SDK's Streamable HTTP transport is; it builds the same Flask ap
 
 from __future__ import annotations
 
-import gc
-import logging
 from urllib.parse import urlsplit
 
 from flask import Flask
@@ -55,23 +53,3 @@ def tool_server_app(flask_app: Flask) -> Door:
         max_request_body_size=MAX_BODY_BYTES,
     )
     return Door(starlette, flask_app, path)
-
-
-def create_tool_server() -> Door:
-    """granian's factory, once per worker process."""
-    from app import create_app
-    from app.core.config import ConfigError, refusal
-
-    try:
-        flask_app = create_app()
-    except ConfigError as exc:
-        raise refusal(exc) from None
-    application = tool_server_app(flask_app)
-    # As wsgi.py does for the provider: the objects loaded so far live as long as the process, so
-    # the cyclic collector stops walking them; logging skips what our JSON lines never print.
-    gc.freeze()
-    logging._srcfile = None
-    logging.logThreads = False
-    logging.logProcesses = False
-    logging.logMultiprocessing = False
-    return application
