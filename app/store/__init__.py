@@ -32,7 +32,8 @@ from app.store.codes import SqlCodes
 from app.store.consents import SqlConsents
 from app.store.logins import SqlLogins
 from app.store.pending_requests import SqlPendingRequests
-from app.store.ports import Apps, Codes, Consents, Logins, PendingRequests, Tokens
+from app.store.ports import Apps, Codes, Consents, Logins, PendingRequests, Rosters, Tokens
+from app.store.rosters import SqlRosters
 from app.store.tokens import SqlTokens
 
 EXTENSION = "credits_id.store"
@@ -48,12 +49,13 @@ class Store:
     logins: Logins
     requests: PendingRequests
     consents: Consents
+    rosters: Rosters
 
 
 def sql_store() -> Store:
     """The SQL implementation (SQLite's, and the base of PostgreSQL's)."""
     apps = SqlApps()
-    return Store(apps, SqlCodes(), SqlTokens(), SqlLogins(), SqlPendingRequests(apps), SqlConsents())
+    return Store(apps, SqlCodes(), SqlTokens(), SqlLogins(), SqlPendingRequests(apps), SqlConsents(), SqlRosters())
 
 
 def init_store(app: Flask) -> None:
@@ -73,6 +75,7 @@ def init_store(app: Flask) -> None:
             pg.PostgresLogins(),
             pg.PostgresPendingRequests(apps),
             SqlConsents(),
+            pg.PostgresRosters(),
         )
     else:
         chosen = sql_store()

@@ -16,6 +16,7 @@ does better in their place. This module is the one place a dialect is spelled ou
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -36,14 +37,25 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 
-from app.models import AuditEvent, AuthorizationCode, Client, Consent, Interaction, LoginSession, Token, User
+from app.models import (
+    AuditEvent,
+    AuthorizationCode,
+    Client,
+    Consent,
+    Interaction,
+    LoginSession,
+    RosterProfile,
+    Token,
+    User,
+)
 from app.store import app_cache
 from app.store.apps import App, Key, SqlApps
 from app.store.codes import REDEMPTION, SqlCodes
 from app.store.logins import Login, SqlLogins, login_row, started
 from app.store.members import MEMBER_COLUMNS, Member, member_joined
 from app.store.pending_requests import CONSUMED, SqlPendingRequests
-from app.store.statements import first
+from app.store.rosters import SqlRosters
+from app.store.statements import first, run
 from app.store.tokens import _ACTIVE, COPIED, DRAWN, ROTATION, Spent, SqlTokens
 from app.store.unit_of_work import has_written
 
@@ -223,6 +235,19 @@ class PostgresPendingRequests(SqlPendingRequests):
         params |= prefixed("consent_", consent) | prefixed("event_", event) | prefixed("code_", code)
         answered = first(_ANSWERED_IN_ONE, params)  # the count of requests it consumed: 1 or 0
         return answered is not None and answered[0] == 1
+
+
+# -- a profile put on a roster ------------------------------------------------------------------------
+
+
+class PostgresRosters(SqlRosters):
+    """Rosters on PostgreSQL: its spelling of an insert that ignores a duplicate."""
+
+    def add(self, roster_id: str, profile_id: str, at: datetime) -> bool:
+        statement = postgresql.insert(RosterProfile.__table__).values(
+            roster_id=roster_id, profile_id=profile_id, added_at=at
+        )
+        return bool(run(statement.on_conflict_do_nothing()).rowcount)
 
 
 # -- apps kept between requests -------------------------------------------------------------------

@@ -13,11 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, exists, func, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.models import ApiKey, KeyKind, Profile, Roster, RosterProfile
-from app.store.database import execute, on_postgresql
+from app.store.statements import run
 
 _rosters, _entries, _profiles, _keys = (
     Roster.__table__,
@@ -124,65 +123,57 @@ def _roster(row: Any) -> StoredRoster:
     return StoredRoster(row.id, row.owner_id, row.name, row.created_at, row.profiles, row.live_keys)
 
 
-def insert_roster(owner_id: str, name: str, roster_id: str, at: datetime) -> StoredRoster:
-    execute(_rosters.insert().values(id=roster_id, owner_id=owner_id, name=name, created_at=at))
-    return StoredRoster(roster_id, owner_id, name, at, 0, 0)
+class SqlRosters:
+    """Rosters, in SQL (SQLite's spelling of an insert that ignores a duplicate; PostgreSQL's: app/store/postgresql.py)."""
 
+    def insert(self, owner_id: str, name: str, roster_id: str, at: datetime) -> StoredRoster:
+        run(_rosters.insert().values(id=roster_id, owner_id=owner_id, name=name, created_at=at))
+        return StoredRoster(roster_id, owner_id, name, at, 0, 0)
 
-def rosters_of(owner_id: str) -> list[StoredRoster]:
-    """A member's rosters by name, with their counts: one query."""
-    return [_roster(row) for row in execute(_OF_OWNER, {"owner_id": owner_id})]
+    def of_owner(self, owner_id: str) -> list[StoredRoster]:
+        """A member's rosters by name, with their counts: one query."""
+        return [_roster(row) for row in run(_OF_OWNER, {"owner_id": owner_id})]
 
+    def by_id(self, roster_id: str) -> StoredRoster | None:
+        row = run(_BY_ID, {"roster_id": roster_id}).first()
+        return None if row is None else _roster(row)
 
-def roster_by_id(roster_id: str) -> StoredRoster | None:
-    row = execute(_BY_ID, {"roster_id": roster_id}).first()
-    return None if row is None else _roster(row)
+    def delete(self, roster_id: str) -> None:
+        """The roster and its profiles gone, and the keys that reached it (revoked by the caller first)
+        detached: the statements the foreign keys' actions would run, written out because SQLite
+        enforces no foreign key here."""
+        run(_keys.update().where(_keys.c.roster_id == roster_id).values(roster_id=None))
+        run(_entries.delete().where(_entries.c.roster_id == roster_id))
+        run(_rosters.delete().where(_rosters.c.id == roster_id))
 
+    def catalog_profile(self, profile_id: str) -> CatalogProfile | None:
+        row = run(_PROFILE, {"profile_id": profile_id}).first()
+        return None if row is None else CatalogProfile(row.id, row.name)
 
-def delete_roster(roster_id: str) -> None:
-    """The roster and its profiles gone, and the keys that reached it (revoked by the caller first)
-    detached: the statements the foreign keys' actions would run, written out because SQLite
-    enforces no foreign key here."""
-    execute(_keys.update().where(_keys.c.roster_id == roster_id).values(roster_id=None))
-    execute(_entries.delete().where(_entries.c.roster_id == roster_id))
-    execute(_rosters.delete().where(_rosters.c.id == roster_id))
+    def size(self, roster_id: str) -> int:
+        return int(run(_COUNT, {"roster_id": roster_id}).scalar_one())
 
+    def add(self, roster_id: str, profile_id: str, at: datetime) -> bool:
+        """Put a profile on the roster; False when it already was (two submissions of one form)."""
+        statement = sqlite_insert(_entries).values(roster_id=roster_id, profile_id=profile_id, added_at=at)
+        return bool(run(statement.on_conflict_do_nothing()).rowcount)
 
-def catalog_profile(profile_id: str) -> CatalogProfile | None:
-    row = execute(_PROFILE, {"profile_id": profile_id}).first()
-    return None if row is None else CatalogProfile(row.id, row.name)
+    def remove(self, roster_id: str, profile_id: str) -> bool:
+        """Take a profile off the roster; False when it was not on it."""
+        return bool(run(_REMOVE, {"roster_id": roster_id, "profile_id": profile_id}).rowcount)
 
+    def holds(self, roster_id: str, profile_id: str) -> bool:
+        """Whether the profile is on the roster: the key door's reach check, by primary key."""
+        return bool(run(_ON_ROSTER, {"roster_id": roster_id, "profile_id": profile_id}).scalar())
 
-def roster_size(roster_id: str) -> int:
-    return int(execute(_COUNT, {"roster_id": roster_id}).scalar_one())
+    def entries(self, roster_id: str) -> list[RosterEntry]:
+        """Every profile on the roster, by name (a roster holds a bounded number)."""
+        return [RosterEntry(*row) for row in run(_ENTRIES, {"roster_id": roster_id})]
 
-
-def add_to_roster(roster_id: str, profile_id: str, at: datetime) -> bool:
-    """Put a profile on the roster; False when it already was (two submissions of one form)."""
-    insert = pg_insert if on_postgresql() else sqlite_insert
-    statement = insert(_entries).values(roster_id=roster_id, profile_id=profile_id, added_at=at)
-    return bool(execute(statement.on_conflict_do_nothing()).rowcount)
-
-
-def remove_from_roster(roster_id: str, profile_id: str) -> bool:
-    """Take a profile off the roster; False when it was not on it."""
-    return bool(execute(_REMOVE, {"roster_id": roster_id, "profile_id": profile_id}).rowcount)
-
-
-def on_roster(roster_id: str, profile_id: str) -> bool:
-    """Whether the profile is on the roster: the key door's reach check, by primary key."""
-    return bool(execute(_ON_ROSTER, {"roster_id": roster_id, "profile_id": profile_id}).scalar())
-
-
-def roster_entries(roster_id: str) -> list[RosterEntry]:
-    """Every profile on the roster, by name (a roster holds a bounded number)."""
-    return [RosterEntry(*row) for row in execute(_ENTRIES, {"roster_id": roster_id})]
-
-
-def roster_profile_ids(roster_id: str, limit: int, offset: int) -> tuple[int, list[str]]:
-    """A page of the roster's profile ids in the roster's order, and how many it holds."""
-    total = roster_size(roster_id)
-    if offset >= total:
-        return total, []
-    rows = execute(_PROFILE_IDS, {"roster_id": roster_id, "limit": limit, "offset": offset}).scalars()
-    return total, list(rows)
+    def profile_ids(self, roster_id: str, limit: int, offset: int) -> tuple[int, list[str]]:
+        """A page of the roster's profile ids in the roster's order, and how many it holds."""
+        total = self.size(roster_id)
+        if offset >= total:
+            return total, []
+        rows = run(_PROFILE_IDS, {"roster_id": roster_id, "limit": limit, "offset": offset}).scalars()
+        return total, list(rows)

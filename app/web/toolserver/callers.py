@@ -21,7 +21,7 @@ from typing import Protocol
 
 from app.models import ApiKey
 from app.services.metering import meter_request
-from app.store.database import commit
+from app.store.unit_of_work import commit
 from app.web.api.gateway import CANNOT_CONSUME, TOOLS, GatewayError, entitled, known_key, presented_key, spend_budget
 from app.web.api.limits import count_request
 

@@ -38,7 +38,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.core import logs
 from app.core.extensions import db
-from app.store.database import runs_again_after
+from app.store.unit_of_work import runs_again_after
 from app.web.api.envelope import STATUS_MESSAGES, ApiError
 from app.web.api.gateway import GatewayError
 from app.web.api.limits import GATEWAY_REQUEST_ID, Window
