@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from itsdangerous import URLSafeTimedSerializer
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from werkzeug.exceptions import HTTPException
 
 from app.core.extensions import db, limiter
 from app.models import Interaction, LoginSession
@@ -521,9 +522,13 @@ def redirect_problem(world: World, case: dict, location: str) -> str | None:
     return None
 
 
-def is_rejected(response, path: str) -> bool:
+def is_rejected(world: World, response, case: dict) -> bool:
+    path = case["path"]
     if path.startswith(API_PREFIXES) and response.status_code == 404:
         # A lookup that matched nothing is an answered call, metered like data (docs/catalog-api.md).
+        if case["method"] == "HEAD":
+            # HEAD has no body to tell a lookup miss from an unknown path: a route that matched is a miss.
+            return not route_matches(world, path)
         return (response.get_json(silent=True) or {}).get("result") != "error"
     if response.status_code >= 400:
         return True
@@ -531,6 +536,14 @@ def is_rejected(response, path: str) -> bool:
     query = urlsplit(location).query
     # The member's own "Deny" is an answer, not a rejected request (it consumes the interaction).
     return "error=" in query and "error=access_denied" not in query
+
+
+def route_matches(world: World, path: str) -> bool:
+    try:
+        world.app.url_map.bind("localhost").match(path, method="GET")
+    except HTTPException:
+        return False
+    return True
 
 
 def check(world: World, case: dict) -> None:
@@ -548,7 +561,7 @@ def check(world: World, case: dict) -> None:
     if 300 <= response.status_code < 400:
         problem = redirect_problem(world, case, response.headers.get("Location", ""))
         assert problem is None, f"{target}: {problem} for {case!r}"
-    if is_rejected(response, case["path"]):
+    if is_rejected(world, response, case):
         assert not world.writes, f"{target}: rejected ({response.status_code}) but wrote {world.writes} for {case!r}"
 
 

@@ -75,7 +75,7 @@ def test_the_sealed_response_is_not_readable_from_the_database(grace_server, app
     monkeypatch.setitem(app.config, "REFRESH_GRACE_SECONDS", GRACE)
     issued = issue(grace_server)
     body = issued.rp.refresh(issued.refresh_token).json()
-    old = family(issued.refresh_token)[0]
+    old = store().tokens.find(family(issued.refresh_token)[0].id)
     row = db.session.get(RefreshReplay, old.id)
     assert row is not None
     sealed = bytes(row.sealed)
