@@ -13,7 +13,7 @@ one statement (`UPDATE ... RETURNING`), so exactly one concurrent caller gets th
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Protocol
 
 from sqlalchemy import Select
@@ -148,3 +148,20 @@ class Rosters(Protocol):
     def holds(self, roster_id: str, profile_id: str) -> bool: ...
     def entries(self, roster_id: str) -> list[RosterEntry]: ...
     def profile_ids(self, roster_id: str, limit: int, offset: int) -> tuple[int, list[str]]: ...
+
+
+class Meter(Protocol):
+    """The `api_requests` meter: a counter per API key and UTC day."""
+
+    def count(self, key_id: str, day: date) -> None: ...
+    def days(self, key_ids: Collection[str], first: date, following: date) -> list[tuple[str, date, int]]: ...
+    def last_used(self, key_ids: Collection[str]) -> dict[str, date]: ...
+
+
+class AuditTrail(Protocol):
+    """The audit trail counted by UTC day (the console's activity pictures)."""
+
+    def counts_per_day(
+        self, actions: Collection[str], since: datetime, client_id: int | None
+    ) -> list[tuple[str, str, int]]: ...
+    def actors_per_day(self, action: str, since: datetime, client_id: int | None) -> list[tuple[str, int]]: ...
