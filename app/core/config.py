@@ -266,7 +266,7 @@ class SQLiteConnection(sqlite3.Connection):
     failure, never corrupted; production runs PostgreSQL. Measured: the commit of a token
     exchange dropped from an fsync (milliseconds) to a write (see docs/performance.md)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.execute("PRAGMA journal_mode=WAL")
         self.execute("PRAGMA synchronous=NORMAL")

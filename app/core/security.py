@@ -125,7 +125,9 @@ def refuse_nul_bytes() -> None:
 def init_security(app: Flask) -> None:
     hops = int(app.config.get("TRUSTED_PROXY_HOPS", 0))
     if hops > 0:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops, x_prefix=hops)
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+            app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops, x_prefix=hops
+        )
     https = app.config["ISSUER_URL"].startswith("https://")
     app.before_request(refuse_nul_bytes)
     app.after_request(lambda response: apply_security_headers(response, https))

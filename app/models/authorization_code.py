@@ -7,11 +7,11 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
-class AuthorizationCode(db.Model):
+class AuthorizationCode(Model):
     """A code as stored (its rules are its record's, app/store/codes.py's RedeemedCode)."""
 
     __tablename__ = "authorization_codes"

@@ -6,7 +6,7 @@ import hmac
 import ipaddress
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import ClientMixin
@@ -14,7 +14,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.capabilities import DEFAULT_SECRET_AUTH_METHOD, GRANT_TYPES, RESPONSE_TYPES
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.core.scopes import scope_list
 from app.models.base import UTCDateTime, sha256_hex, utcnow
 
@@ -96,7 +96,7 @@ class ClientRules(ClientMixin):
         return self.status == ClientStatus.DELETED
 
     @property
-    def client_metadata(self) -> dict:
+    def client_metadata(self) -> dict[str, Any]:
         """RFC 7591 metadata Authlib consults (signed userinfo is not offered: plain JSON)."""
         return {}
 
@@ -142,7 +142,7 @@ class ClientRules(ClientMixin):
         return grant_type in GRANT_TYPES
 
 
-class Client(db.Model, ClientRules):
+class Client(Model, ClientRules):
     __tablename__ = "clients"
 
     id: Mapped[int] = mapped_column(primary_key=True)

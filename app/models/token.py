@@ -7,11 +7,11 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
-class Token(db.Model):
+class Token(Model):
     """One issued pair. Rotation marks the old row's refresh as used and adds a new row with the
     same `grant_id`; reuse of a used refresh token revokes every row of that grant. The rules a
     token answers to are its record's, app/store/tokens.py's StoredToken: this class maps the

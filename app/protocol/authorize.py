@@ -281,13 +281,13 @@ def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str]
         if not answer_request(interaction.id, login.user, client, scope, event, code.columns):
             raise _answered_already()
         answered = True
-        metrics.consent_answered(allow, login.user, client)
+        metrics.consent_answered(allow, login.user.id, client.client_id)
         return _issue_code(oauth_request, grant, login, granted)
     except OAuth2Error as error:
         if not answered:  # denied, or no longer valid: the request is consumed all the same
             if not store().requests.consume(interaction.id):
                 raise _answered_already() from None
-            metrics.consent_answered(allow, login.user, client)
+            metrics.consent_answered(allow, login.user.id, client.client_id)
         db.session.commit()  # the request stays answered: a second answer is refused
         return error_redirect(oauth_request, error, redirect_uri)
 

@@ -139,7 +139,7 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
             # RFC 6749 4.1.2: a code used twice revokes the tokens issued from it (and so does
             # losing a race with a concurrent redemption of the same code). Committed at once: the
             # revocation stands although this request is refused.
-            metrics.reuse_detected("code", spent)
+            metrics.reuse_detected("code", spent.grant_id, spent.user_id)
             store().tokens.revoke_grant(spent.grant_id)
             commit()
         return None
@@ -196,7 +196,7 @@ class RefreshTokenGrant(PairStoredAsSpent, grants.RefreshTokenGrant):
             return None
         if refresh_grace.replay(row, refresh_token) is not None:
             return row  # answered again in create_token_response
-        metrics.reuse_detected("refresh_token", row)
+        metrics.reuse_detected("refresh_token", row.grant_id, row.user_id)
         store().tokens.revoke_grant(row.grant_id)
         commit()  # the revocation stands although this request is refused
         return None

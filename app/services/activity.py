@@ -6,6 +6,7 @@ the days are grouped in the database, so a busy provider returns at most 90 smal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -49,7 +50,7 @@ def activity(client_id: int | None = None, now: datetime | None = None, days: in
     active = dict(trail.actors_per_day(SIGN_IN, since, client_id))
     calendar = [first + timedelta(days=n) for n in range(days)]
 
-    def series(key: str, label: str, unit: str, read) -> Series:
+    def series(key: str, label: str, unit: str, read: Callable[[str], int]) -> Series:
         return Series(key, label, unit, calendar, [read(d.isoformat()) for d in calendar])
 
     return Activity(

@@ -31,6 +31,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from flask import Flask, current_app, request
 from limits import RateLimitItem, parse
@@ -87,7 +88,7 @@ _fallback = SweptMemoryStorage()  # where sign-in counts while Redis is unreacha
 _store_failed_at = 0.0
 
 
-def _store(op: str, *args):
+def _store(op: str, *args: Any) -> Any:
     """One operation on the counter store (Flask-Limiter's: Redis when configured), falling back
     to this process's memory when it fails: sign-in keeps working and keeps counting. After a
     failure the store is left alone for RETRY_STORE_AFTER seconds, so an unreachable Redis costs

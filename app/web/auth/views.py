@@ -171,7 +171,7 @@ def begin_session(
     session_row = start_login(user, amr=amr, event=event, attach_to=interaction.id if interaction else None)
     if notice is not None:
         flash(*notice)
-    metrics.login_succeeded(user)
+    metrics.login_succeeded(user.id)
     if interaction is not None:
         return signed_in_for(interaction, session_row)
     return None
