@@ -263,8 +263,7 @@ def check_settings(settings: dict[str, Any]) -> None:
 class SQLiteConnection(sqlite3.Connection):
     """SQLite in WAL mode with synchronous=NORMAL: a commit appends to the log without an fsync
     (checkpoints still sync), and readers never wait for the writer. A commit may be lost on power
-    failure, never corrupted; production runs PostgreSQL. Measured: the commit of a token
-    exchange dropped from an fsync (milliseconds) to a write (see docs/performance.md)."""
+    failure, never corrupted; production runs PostgreSQL. A commit costs a write, not an fsync."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

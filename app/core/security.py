@@ -93,7 +93,7 @@ def apply_security_headers(response: Response, https: bool) -> Response:
 def add_missing(headers: Headers, wanted: list[tuple[str, str]]) -> None:
     """Each of `wanted` added unless the response set its own. The names present are read once:
     werkzeug's `Headers.setdefault` scans the list and builds an HTTP error inside for every header
-    it then adds, about 5 µs each (in-process), five of them on every page."""
+    it then adds, five of them on every page."""
     present = {name.lower() for name, _ in headers.items()}
     for name, value in wanted:
         if name.lower() not in present:

@@ -111,7 +111,7 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
     def generate_authorization_code(self) -> str:
         """The code the consent answer drew and stored (`draw_code`), else 256 random bits, like
         every other secret we issue. Authlib's generator draws each of its 48 characters with its
-        own call to the system's random source: 47 us against 1 us here."""
+        own call to the system's random source; one call for all of them here."""
         drawn: DrawnCode | None = getattr(self.request, "new_code", None)
         return drawn.value if drawn is not None else new_secret(32)
 

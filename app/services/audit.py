@@ -78,8 +78,8 @@ MEMBER_ACTIONS = frozenset(
 
 
 # One statement, built once. An INSERT rather than an ORM object added to the session: the unit
-# of work's bookkeeping for one row cost more than the statement (about 0.2 ms per sign-in event,
-# in-process), and nothing reads the event back in the request that writes it.
+# of work's bookkeeping for one row costs more than the statement, and nothing reads the event back
+# in the request that writes it.
 EVENTS = AuditEvent.__table__  # also for a step that writes its event in its own statement (`event_row`)
 _INSERT = insert(EVENTS)
 
