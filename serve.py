@@ -173,7 +173,9 @@ def start_tool_server(log: logging.Logger) -> subprocess.Popen:
     stops too, so that whatever supervises serve.py restarts both (a half-served platform is not
     left running)."""
     child = subprocess.Popen(  # noqa: S603 - our own interpreter and file
-        [sys.executable, str(ROOT / "serve.py"), "tools"], cwd=ROOT, preexec_fn=_die_with_parent
+        [sys.executable, str(ROOT / "serve.py"), "tools"],
+        cwd=ROOT,
+        preexec_fn=_die_with_parent,  # noqa: PLW1509 - no thread runs yet
     )
 
     def watch() -> None:

@@ -93,7 +93,7 @@ def _store(op: str, *args: Any) -> Any:
     to this process's memory when it fails: sign-in keeps working and keeps counting. After a
     failure the store is left alone for RETRY_STORE_AFTER seconds, so an unreachable Redis costs
     one timeout, not one per counter of every sign-in."""
-    global _store_failed_at
+    global _store_failed_at  # noqa: PLW0603 - one timestamp for the process, read on every count
     if time.monotonic() - _store_failed_at >= RETRY_STORE_AFTER:
         try:
             return getattr(limiter.storage, op)(*args)
@@ -109,7 +109,7 @@ def _store(op: str, *args: Any) -> Any:
 
 def reset_fallback() -> None:
     """Forget the in-memory counts and try the store again at once (tests; a store back up)."""
-    global _store_failed_at
+    global _store_failed_at  # noqa: PLW0603
     _store_failed_at = 0.0
     _fallback.reset()
 

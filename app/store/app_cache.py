@@ -31,6 +31,7 @@ SQLAlchemy coherent by LISTEN/NOTIFY.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -173,10 +174,8 @@ class AppCache(Generic[A]):
         listener, self._listener = self._listener, None
         self._forget()
         if listener is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 listener.close()
-            except psycopg.Error:
-                pass
 
 
 def forget_on_write(cache: AppCache[Any]) -> Callable[..., None]:

@@ -45,5 +45,5 @@ class SqlMeter:
             select(_usage.c.key_id, func.max(_usage.c.day))
             .where(_usage.c.key_id.in_(list(key_ids)))
             .group_by(_usage.c.key_id)
-        )
-        return {key_id: day for key_id, day in rows}
+        ).all()
+        return dict(rows)

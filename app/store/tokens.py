@@ -419,7 +419,7 @@ class SqlTokens:
             .where(_tokens.c.user_id == user_id)
             .group_by(_tokens.c.client_id)
         ).all()
-        return {client_pk: issued for client_pk, issued in rows}
+        return dict(rows)
 
     def live_grants_by_app(self, user_id: str, now: datetime) -> dict[int, LiveGrant]:
         """The apps holding a live token of the member, with what they hold, in one query."""

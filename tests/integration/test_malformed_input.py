@@ -180,9 +180,9 @@ def world(sweep_app, restore_keys):
 
     def after_execute(conn, cursor, statement, parameters, context, executemany):
         verb = statement.lstrip().split(" ", 1)[0].upper()
-        if world.recording and (verb == "INSERT" or (verb in ("UPDATE", "DELETE") and cursor.rowcount > 0)):
-            if "INTO audit_events" not in statement:  # refused sign-ins are audited on purpose
-                world.pending.append(statement.split("\n")[0][:100])
+        changed = verb == "INSERT" or (verb in ("UPDATE", "DELETE") and cursor.rowcount > 0)
+        if world.recording and changed and "INTO audit_events" not in statement:  # refused sign-ins are audited
+            world.pending.append(statement.split("\n")[0][:100])
 
     def on_commit(conn):
         if world.recording:

@@ -112,7 +112,7 @@ def test_a_member_adds_a_passkey_and_signs_in_with_it_alone(live_server):
 
     rp, browser, login = app_and_browser(live_server)
     assert "Sign in with a passkey" not in login.text  # an IP-address issuer (see add_passkey)
-    callback, answer, page = passwordless(browser, login, authenticator)
+    callback, answer, _page = passwordless(browser, login, authenticator)
     assert callback.status_code == 302, alerts(callback.text)
     token = claims(rp.exchange(query(callback.headers["Location"])["code"]).json()["id_token"])
     assert token["sub"] == member.sub and token["amr"] == ["hwk"] and token["acr"] == MFA
@@ -143,7 +143,7 @@ def test_a_passkey_is_the_second_step_after_the_password(live_server):
     member, other = make_member(), make_member()
     _, authenticator = add_passkey(live_server, member)
     _, other_authenticator = add_passkey(live_server, other)
-    rp, browser, login = app_and_browser(live_server)
+    rp, browser, _login = app_and_browser(live_server)
     step = browser.login(member.email)
     assert step.url.endswith("/login/second-factor") and "Use a passkey" in step.text
     assert "Recovery code" in step.text and "Lost your passkey?" in step.text  # no app: codes only

@@ -134,7 +134,7 @@ def no_header_parameters(name: str) -> None:
     """What the transport checks `Mcp-Param-*` headers against (2026-07-28): no tool's schema marks
     an argument to be sent as a header (`x-mcp-header`), so nothing - rather than the SDK running
     the tool listing for every call to find that out."""
-    return None
+    return
 
 
 async def note_method(ctx: ServerRequestContext, call_next: CallNext) -> HandlerResult:
