@@ -20,7 +20,7 @@ from app.models import AuditEvent, Role, User
 from app.models.base import utcnow
 from app.store import store
 from app.store.apps import App, RegisteredApp
-from app.store.members import Member
+from app.store.members import MemberFacts
 from app.store.statements import first
 
 # Every action the trail knows, with how the console words it.
@@ -86,7 +86,7 @@ _INSERT = insert(EVENTS)
 
 def event_row(
     action: str,
-    actor: User | Member | None = None,
+    actor: MemberFacts | None = None,
     client: App | None = None,
     subject: User | None = None,
     source: str | None = None,
@@ -114,7 +114,7 @@ def event_row(
 
 def record(
     action: str,
-    actor: User | Member | None = None,
+    actor: MemberFacts | None = None,
     client: App | None = None,
     subject: User | None = None,
     source: str | None = None,
