@@ -146,7 +146,8 @@ def test_a_passkey_is_the_second_step_after_the_password(live_server):
     rp, browser, login = app_and_browser(live_server)
     step = browser.login(member.email)
     assert step.url.endswith("/login/second-factor") and "Use a passkey" in step.text
-    assert "Recovery code" in step.text and "Lost your passkey?" in step.text  # no app: codes only
+    assert "Use a recovery code" in step.text and "Lost your passkey?" in step.text  # no app: codes only
+    assert 'name="code"' not in step.text  # the recovery code has a step of its own (a text keyboard)
     options = options_on(step.text)
     allowed = [c["id"] for c in options["allowCredentials"]]
     assert len(allowed) == 1
@@ -207,9 +208,11 @@ def test_a_member_whose_only_second_factor_is_a_lost_passkey_uses_a_recovery_cod
     assert "Two-step verification: on" in browser.get("/account").text
     rp, stranger, _ = app_and_browser(live_server)
     step = stranger.login(member.email)
-    assert "Lost your passkey?" in step.text and 'name="code"' in step.text
+    assert "Lost your passkey?" in step.text and 'href="/login/second-factor/recovery"' in step.text
+    recovery = stranger.get("/login/second-factor/recovery")
+    assert 'name="code"' in recovery.text and 'inputmode="text"' in recovery.text
     done = stranger.follow(
-        stranger.post("/login/second-factor", data={"csrf_token": csrf_token(step.text), "code": codes[0]})
+        stranger.post("/login/second-factor/recovery", data={"csrf_token": csrf_token(recovery.text), "code": codes[0]})
     )
     assert done.status_code == 302
     token = claims(rp.exchange(query(done.headers["Location"])["code"]).json()["id_token"])
