@@ -5,15 +5,26 @@ from __future__ import annotations
 
 from functools import partial
 
-from flask import Blueprint, Response, current_app, flash, make_response, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    flash,
+    jsonify,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, HiddenField, PasswordField
 from wtforms.validators import DataRequired, EqualTo, Length, ValidationError
 
 from app.core.email_address import InvalidEmail, stored_form
 from app.core.extensions import db
-from app.models import LinkPurpose
-from app.services import links, throttle
+from app.models import LinkPurpose, User
+from app.services import links, password_strength, throttle
 from app.services.devices import remember_device
 from app.services.mail import send_later
 from app.services.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, MemberError
@@ -38,6 +49,30 @@ class ForgotForm(FlaskForm):
             raise ValidationError(str(error)) from None
 
 
+PASSWORD_HELP = (
+    f"At least {MIN_PASSWORD_LENGTH} characters, and not easily guessed: a few uncommon words together work well."
+)
+
+
+def refuse_weak(field: PasswordField, words: list[str]) -> None:
+    """The form's side of the strength rule: zxcvbn's reason as the field's error (the length
+    rule answers first: a short password gets one error, not two)."""
+    if field.data and MIN_PASSWORD_LENGTH <= len(field.data) <= MAX_PASSWORD_LENGTH:
+        reason = password_strength.weakness(field.data, words)
+        if reason is not None:
+            raise ValidationError(reason)
+
+
+def new_password_context(user: User) -> dict[str, object]:
+    """What a page with a new-password field needs: the lengths, and the member's own words for
+    the strength hint."""
+    return {
+        "max_length": MAX_PASSWORD_LENGTH,
+        "min_length": MIN_PASSWORD_LENGTH,
+        "strength_words": f"{user.email} {user.name}",
+    }
+
+
 class NewPasswordForm(FlaskForm):
     """Choosing a new password, after a forgotten one (ResetForm) or knowing the current one (the
     account page's PasswordForm): the same rules and words in both."""
@@ -52,7 +87,7 @@ class NewPasswordForm(FlaskForm):
                 message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
             ),
         ],
-        description=f"At least {MIN_PASSWORD_LENGTH} characters.",
+        description=PASSWORD_HELP,
     )
     confirm = PasswordField(
         "New password again", validators=[DataRequired(), EqualTo("new", message="The two new passwords differ.")]
@@ -61,6 +96,13 @@ class NewPasswordForm(FlaskForm):
         "Also disconnect every app",
         description=("If someone else may have used your password: every app loses access and must ask you again."),
     )
+
+    # The member's own words (address, name), which the strength check is told: set by the view.
+    strength_words: list[str] = []
+
+    def validate_new(self, field: PasswordField) -> None:
+        """Not easily guessed (app/services/password_strength.py): the reason under the field."""
+        refuse_weak(field, self.strength_words)
 
 
 class ResetForm(NewPasswordForm):
@@ -94,6 +136,24 @@ def forgot() -> Response | str:
     )
 
 
+@bp.post("/password/strength")
+def strength() -> Response:
+    """The hint under a new-password field as the member types (static/passwords.js): the same
+    estimator the form's rule uses, so the hint and the refusal never disagree. The password is
+    checked and forgotten: nothing is stored or logged. `words` is the member's address and name
+    as the page shows them (so their own name counts as guessable)."""
+    password = (request.form.get("password") or "")[:MAX_PASSWORD_LENGTH]
+    words = (request.form.get("words") or "")[:500].split()
+    result = password_strength.estimate(
+        password, password_strength.member_words(*(words[:1] or [None]), " ".join(words[1:]))
+    )
+    if 0 < len(password) < MIN_PASSWORD_LENGTH:
+        result = password_strength.Strength(
+            result.score, result.label, False, f"Use at least {MIN_PASSWORD_LENGTH} characters."
+        )
+    return jsonify(score=result.score, label=result.label, acceptable=result.acceptable, reason=result.reason)
+
+
 def _link_invalid() -> Response:
     return make_response(
         render_template("auth/link_invalid.html", again=url_for("recovery.forgot"), what="password reset"), 400
@@ -107,19 +167,20 @@ def reset() -> Response | str:
     link = reset_link(token)
     if link is None:
         return _link_invalid()
+    form.strength_words = password_strength.member_words(link.user.email, link.user.name)
     if request.method == "GET":
         form.token.data = token
-        return render_template("auth/reset.html", form=form, email=link.user.email, max_length=MAX_PASSWORD_LENGTH)
+        return render_template("auth/reset.html", form=form, email=link.user.email, **new_password_context(link.user))
     if not form.validate_on_submit():
         return make_response(
-            render_template("auth/reset.html", form=form, email=link.user.email, max_length=MAX_PASSWORD_LENGTH), 400
+            render_template("auth/reset.html", form=form, email=link.user.email, **new_password_context(link.user)), 400
         )
     try:
         ended = complete_reset(link, form.new.data, form.disconnect_apps.data)
     except MemberError as exc:  # refused before anything was written: the link stays usable
         return make_response(
             render_template(
-                "auth/reset.html", form=form, email=link.user.email, error=str(exc), max_length=MAX_PASSWORD_LENGTH
+                "auth/reset.html", form=form, email=link.user.email, error=str(exc), **new_password_context(link.user)
             ),
             400,
         )
