@@ -20,6 +20,7 @@ from app.services.members import MAX_PASSWORD_LENGTH
 from app.services.notices import security_notice
 from app.services.sessions import current_user
 from app.web.account import sudo
+from app.web.qr_code import qr_svg
 
 bp = Blueprint("two_step", __name__, url_prefix="/account/two-step")
 
@@ -52,6 +53,8 @@ def setup() -> Response:
     elif secret is None:  # submitted without a key shown first (or it was replaced): start over
         return redirect(url_for("two_step.setup"), 303)
 
+    uri = second_factor.provisioning_uri(user, secret)
+
     def page(error: str | None = None, status: int = 200) -> Response:
         return make_response(
             render_template(
@@ -60,7 +63,10 @@ def setup() -> Response:
                 error=error,
                 max_length=MAX_PASSWORD_LENGTH,
                 secret=" ".join(secret[i : i + 4] for i in range(0, len(secret), 4)),
-                uri=second_factor.provisioning_uri(user, secret),
+                raw_secret=secret,
+                email=user.email,
+                uri=uri,
+                qr=qr_svg(uri, "QR code to add Credits ID to your authenticator app"),
                 sudo_form=sudo.ConfirmForm(),
                 confirmed=sudo.fresh(),
             ),
