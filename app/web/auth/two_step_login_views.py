@@ -24,7 +24,15 @@ from app.protocol.authorize import find_interaction
 from app.protocol.untrusted import UntrustedRequest
 from app.services import passkeys, second_factor, throttle
 from app.services.audit import record
-from app.web.auth.views import PENDING_SECOND_FACTOR, SUSPENDED, begin_session, onward, throttled, too_many_attempts
+from app.web.auth.views import (
+    PENDING_SECOND_FACTOR,
+    SUSPENDED,
+    begin_session,
+    interaction_or_restart,
+    onward,
+    throttled,
+    too_many_attempts,
+)
 
 bp = Blueprint("two_step_login", __name__)
 
@@ -52,10 +60,11 @@ def _pending() -> tuple[User, object, str] | None:
     if user is None or user.is_suspended:
         return None
     try:
-        interaction = find_interaction(data["i"]) if data.get("i") else None
+        interaction, restart = interaction_or_restart(data.get("i") or None)
     except UntrustedRequest:
-        interaction = None
-    return user, interaction, data.get("n") or ""
+        interaction, restart = None, None
+    # An app's request that expired meanwhile is started again once the second step is done.
+    return user, interaction, restart or data.get("n") or ""
 
 
 def _start_again() -> Response:
