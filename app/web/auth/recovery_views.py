@@ -15,6 +15,7 @@ from flask import (
     redirect,
     render_template,
     request,
+    session,
     url_for,
 )
 from flask_wtf import FlaskForm
@@ -24,18 +25,21 @@ from wtforms.validators import DataRequired, EqualTo, Length, ValidationError
 from app.core.email_address import InvalidEmail, stored_form
 from app.core.extensions import db
 from app.models import LinkPurpose, User
+from app.protocol.authorize import find_interaction
+from app.protocol.untrusted import UntrustedRequest
 from app.services import links, password_strength, throttle
 from app.services.devices import remember_device
 from app.services.mail import send_later
 from app.services.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, MemberError
 from app.services.notices import security_notice
 from app.services.recovery import complete_reset, request_reset, reset_link
-from app.web.auth.views import throttled
+from app.web.auth.views import safe_next, throttled
 from app.web.background import run_after_response
 
 bp = Blueprint("recovery", __name__)
 
 TOO_MANY_REQUESTS = "Too many requests for links from your network. Try again later."
+AFTER_RESET = "after_reset"  # session key: the login page of the app's sign-in the reset was asked from
 
 
 class ForgotForm(FlaskForm):
@@ -116,23 +120,56 @@ def mail_ip_wait() -> int:
     return 0 if spent is None or spent.allowed else spent.reset
 
 
+def _app_sign_in(uid: str | None) -> tuple[str | None, str | None]:
+    """Started from an app's sign-in (the login page's `interaction`): the login page that goes
+    on with it, and the app's name; (None, None) without one, or for one this browser cannot go
+    on with. An expired request still counts when it can be rebuilt: the login page starts it again."""
+    if not uid:
+        return None, None
+    uid = uid[:64]
+    try:
+        interaction = find_interaction(uid)
+    except UntrustedRequest as error:
+        if error.restart is None:
+            return None, None
+        return url_for("auth.login", interaction=uid), error.app_name
+    return url_for("auth.login", interaction=uid), interaction.app.name
+
+
 @bp.route("/password/forgot", methods=["GET", "POST"])
 def forgot() -> Response | str:
+    """Ask for a reset link. Started from an app's sign-in, the way back to it is kept in this
+    browser's session: after the new password, the login page goes on with the app's request."""
     form = ForgotForm()
+    uid = request.values.get("interaction") or None
+    back, app_name = _app_sign_in(uid)
+
+    def page(**extra: object) -> str:
+        return render_template(
+            "auth/forgot.html", form=form, back=back or url_for("auth.login"), app_name=app_name, uid=uid, **extra
+        )
+
     if request.method == "GET":
         form.email.data = request.args.get("email", "")[:254]
-        return render_template("auth/forgot.html", form=form)
+        return page()
     if not form.validate_on_submit():
         error = form.email.errors[0] if form.email.errors else "Enter your email address."
-        return make_response(render_template("auth/forgot.html", form=form, error=error), 400)
+        return make_response(page(error=error), 400)
     wait = mail_ip_wait()
     if wait:
-        return throttled(render_template("auth/forgot.html", form=form, error=TOO_MANY_REQUESTS), wait)
+        return throttled(page(error=TOO_MANY_REQUESTS), wait)
+    if back is not None:
+        session[AFTER_RESET] = {"p": back, "a": app_name}
     # The lookup, the link and the mail run after the answer: the same answer, and as quick,
     # whether or not a member has the address.
     run_after_response(partial(request_reset, form.email.data), "reset-link")
     return render_template(
-        "auth/forgot_sent.html", email=form.email.data.strip(), minutes=links.lifetime(LinkPurpose.RESET) // 60
+        "auth/forgot_sent.html",
+        email=form.email.data.strip(),
+        minutes=links.lifetime(LinkPurpose.RESET) // 60,
+        back=back or url_for("auth.login"),
+        app_name=app_name,
+        uid=uid,
     )
 
 
@@ -189,6 +226,10 @@ def reset() -> Response | str:
     remember_device(link.user)  # this browser proved the mailbox: a known browser for the account
     db.session.commit()
     send_later(security_notice(link.user, "Your password was reset with a link sent to this address"))
+    # Asked for from an app's sign-in in this browser: the login page goes on with it.
+    after = session.pop(AFTER_RESET, None)
+    back = safe_next(after.get("p")) if isinstance(after, dict) else None
+    app_name = after.get("a") if back and isinstance(after.get("a"), str) else None
     flash(
         "Your password is changed and you are signed out everywhere"
         + (", and every app is disconnected" if "tokens_revoked" in ended else "")
@@ -197,6 +238,7 @@ def reset() -> Response | str:
             if "email_change_cancelled" in ended
             else ""
         )
-        + ". Sign in with your new password."
+        + ". Sign in with your new password"
+        + (f" to continue to {app_name}." if app_name else ".")
     )
-    return redirect(url_for("auth.login"), 303)
+    return redirect(back or url_for("auth.login"), 303)
