@@ -85,6 +85,13 @@ KNOWN_PROMPTS = {"none", "login", "consent", "select_account"}
 ANSWERED_ALREADY = "Your first answer was sent to the application: go back to it."
 
 
+UNKNOWN_CLIENT_HINT = (
+    "No app has this client_id: it is matched exactly (no spaces, same case). Copy it from the app's "
+    "page in the Credits ID console, and check that the app points at this issuer (its discovery URL) "
+    "and not another environment's. A deleted app's client_id stays refused."
+)
+MISSING_CLIENT_HINT = "Send the app's client_id (from its page in the Credits ID console) with the authorization request."
+
 REDIRECT_HINT = (
     "Redirect URIs are matched exactly (scheme, host, port, path and query). Register this address "
     "for the app in the Credits ID console (its page, then Edit), or send one of the addresses "
@@ -96,10 +103,19 @@ def trusted_destination(payload: Any) -> tuple[App, str]:
     """The client and the redirect_uri errors may be sent to, or UntrustedRequest."""
     client_id = payload.data.get("client_id")
     if not client_id:
-        raise UntrustedRequest("Missing application", "The sign-in link does not name an application (client_id).")
+        raise UntrustedRequest(
+            "Missing application",
+            "The sign-in link does not name an application (client_id).",
+            developer_hint=MISSING_CLIENT_HINT,
+        )
     client = store().apps.by_client_id(str(client_id)[:64])
     if client is None or client.is_deleted:
-        raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
+        raise UntrustedRequest(
+            "Unknown application",
+            "The application that sent you here is not registered with Credits ID.",
+            client_id=str(client_id),
+            developer_hint=UNKNOWN_CLIENT_HINT,
+        )
     if not client.is_active:
         raise UntrustedRequest(
             "Application disabled",
