@@ -90,7 +90,9 @@ UNKNOWN_CLIENT_HINT = (
     "page in the Credits ID console, and check that the app points at this issuer (its discovery URL) "
     "and not another environment's. A deleted app's client_id stays refused."
 )
-MISSING_CLIENT_HINT = "Send the app's client_id (from its page in the Credits ID console) with the authorization request."
+MISSING_CLIENT_HINT = (
+    "Send the app's client_id (from its page in the Credits ID console) with the authorization request."
+)
 
 REDIRECT_HINT = (
     "Redirect URIs are matched exactly (scheme, host, port, path and query). Register this address "

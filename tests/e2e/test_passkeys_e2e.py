@@ -62,6 +62,7 @@ def test_add_a_passkey_then_sign_in_with_it_alone(localhost_server, page, shots)
     assert 'Passkey "Test laptop" added' in page.locator("main").inner_text()
     assert page.locator("#recovery-codes li").count() == 10  # for when the device is lost
     shots.take("recovery-codes")
+    page.get_by_role("link", name="Download .txt").click()  # "I have saved them" waits for a copy kept
     page.get_by_role("link", name="I have saved them").click()
     page.wait_for_url("**/account")
     assert page.get_by_text("Test laptop").first.is_visible()

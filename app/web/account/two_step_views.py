@@ -7,12 +7,16 @@ commits its unit of work once, and only then mails the security notice."""
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from wtforms import HiddenField, StringField
 from wtforms.validators import DataRequired, Length
 
 from app.core.extensions import db
+from app.models import User
+from app.models.base import utcnow
 from app.services import passkeys, second_factor
 from app.services.audit import record
 from app.services.mail import send_later
@@ -88,7 +92,34 @@ def setup() -> Response:
     if not codes:  # recovery codes from an earlier passkey stay as they are
         flash("Two-step verification with your authenticator app is on. Your recovery codes stay the same.")
         return redirect(url_for("account.show"), 303)
-    return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=True))
+    return _recovery_codes_page(user, codes, new_setup=True)
+
+
+def recovery_codes_text(user: User, codes: list[str]) -> str:
+    """The recovery codes as the .txt file the page offers to download (and print shows)."""
+    return (
+        f"Credits ID recovery codes for {user.email}\n"
+        f"Made {utcnow():%Y-%m-%d %H:%M} UTC. Each code signs you in once, in place of your\n"
+        "authenticator app or passkey. Keep them somewhere safe; making new ones voids these.\n\n"
+        + "\n".join(codes)
+        + "\n"
+    )
+
+
+def _recovery_codes_page(user: User, codes: list[str], new_setup: bool, passkey: str | None = None) -> Response:
+    """The codes, shown once, with ways to keep them: copy and print (static/recovery_codes.js),
+    and a .txt download that needs no script (a data: link: the codes are never stored in the
+    clear, so there is nothing to fetch later). "I have saved them" waits for one of the three."""
+    text = recovery_codes_text(user, codes)
+    return make_response(
+        render_template(
+            "account/recovery_codes.html",
+            codes=codes,
+            new_setup=new_setup,
+            passkey=passkey,
+            download_href="data:text/plain;charset=utf-8," + quote(text),
+        )
+    )
 
 
 @bp.post("/recovery-codes")
@@ -106,7 +137,7 @@ def recovery_codes() -> Response:
     record("2fa.recovery_codes_renewed", actor=user, subject=user)
     db.session.commit()
     send_later(security_notice(user, "New recovery codes were made (the previous ones no longer work)"))
-    return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=False))
+    return _recovery_codes_page(user, codes, new_setup=False)
 
 
 @bp.post("/remove")
@@ -204,9 +235,7 @@ def add_passkey() -> Response:
     db.session.commit()
     send_later(security_notice(user, f'A passkey ("{passkey.name}") was added'))
     if codes:  # the first second factor: recovery codes for when the device is lost
-        return make_response(
-            render_template("account/recovery_codes.html", codes=codes, new_setup=True, passkey=passkey.name)
-        )
+        return _recovery_codes_page(user, codes, new_setup=True, passkey=passkey.name)
     flash(f'Passkey "{passkey.name}" added: use it to sign in without your password, or after it.')
     return redirect(url_for("account.show"), 303)
 
