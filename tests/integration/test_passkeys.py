@@ -17,7 +17,7 @@ from app.models import AuditEvent, LoginSession, Passkey, RecoveryCode, Webauthn
 from app.models.base import utcnow
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import Browser, RelyingParty, csrf_token, hidden, query
-from tests.integration.console_support import alerts, flashes, fresh, signed_in
+from tests.integration.console_support import age_confirmation, alerts, flashes, fresh, signed_in
 from tests.soft_authenticator import SoftAuthenticator, unb64url
 
 MFA = "https://refeds.org/profile/mfa"
@@ -188,8 +188,15 @@ def test_removing_the_passkey(live_server):
     assert refused.status_code == 303
     fresh()
     assert Passkey.query.filter_by(user_id=member.id).count() == 1
-    removed = browser.post(
+    asked = browser.post(
         f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": csrf_token(account.text)}
+    )
+    assert asked.status_code == 200 and "Remove the passkey “Laptop”?" in asked.text  # never in one click
+    fresh()
+    assert Passkey.query.count() == 1
+    removed = browser.post(
+        f"/account/two-step/passkeys/{passkey_id}/remove",
+        data={"csrf_token": csrf_token(asked.text), "confirm": "yes"},
     )
     assert removed.status_code == 303
     fresh()
@@ -221,7 +228,8 @@ def test_a_member_whose_only_second_factor_is_a_lost_passkey_uses_a_recovery_cod
     fresh()
     passkey_id = Passkey.query.filter_by(user_id=member.id).one().id
     browser.post(
-        f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": csrf_token(browser.get("/account").text)}
+        f"/account/two-step/passkeys/{passkey_id}/remove",
+        data={"csrf_token": csrf_token(browser.get("/account").text), "confirm": "yes"},
     )
     fresh()
     assert RecoveryCode.query.filter_by(user_id=member.id).count() == 0
@@ -383,3 +391,36 @@ def test_a_cloned_authenticators_stale_count_is_refused(live_server):
     page = passkey_page(clone)
     refused = clone.post("/login/passkey", data=answer_form(page, authenticator.get(options_on(page.text), count=1)))
     assert refused.status_code == 401 and "could not be checked" in alerts(refused.text)
+
+
+def test_a_members_passkeys_have_unique_names_and_adding_follows_the_removal_rule(live_server):
+    member = make_member()
+    browser, authenticator = add_passkey(live_server, member, name="Laptop")
+    account = browser.get("/account")
+    ask = browser.post("/account/two-step/passkeys/new", data={"csrf_token": csrf_token(account.text)})
+    taken = browser.post(
+        "/account/two-step/passkeys/new", data={"csrf_token": csrf_token(ask.text), "name": " laptop "}
+    )
+    assert taken.status_code == 400 and 'You have a passkey called "laptop" already' in unescape(taken.text)
+    assert 'data-webauthn="create"' not in taken.text
+    # A name left blank is numbered when "Passkey" is taken; one taken meanwhile (another tab) too.
+    fresh()
+    db.session.add(Passkey(user_id=member.id, credential_id=f"{member.id}-old", public_key=b"cose", name="Passkey"))
+    db.session.commit()
+    create = browser.post("/account/two-step/passkeys/new", data={"csrf_token": csrf_token(ask.text), "name": ""})
+    assert create.status_code == 200 and 'data-webauthn="create"' in create.text
+    # The confirmation lapses during the ceremony: the answer is held until the member confirms.
+    age_confirmation(browser, 601)
+    answer = SoftAuthenticator(live_server.url).create(options_on(create.text))
+    held = browser.post(
+        "/account/two-step/passkeys", data={"csrf_token": csrf_token(create.text), "name": "", "credential": answer}
+    )
+    assert held.status_code == 200 and "Confirm it is you" in held.text and "To add a passkey" in held.text
+    assert 'name="credential"' in held.text  # carried through
+    done = browser.post(
+        "/account/two-step/passkeys",
+        data={"csrf_token": csrf_token(held.text), "name": "", "credential": answer, "current": PASSWORD},
+    )
+    assert done.status_code == 303
+    fresh()
+    assert sorted(p.name for p in Passkey.query.filter_by(user_id=member.id)) == ["Laptop", "Passkey", "Passkey 2"]

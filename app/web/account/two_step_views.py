@@ -28,6 +28,7 @@ from app.web.qr_code import qr_svg
 
 bp = Blueprint("two_step", __name__, url_prefix="/account/two-step")
 
+ADD_PASSKEY = "add a passkey"
 WRONG_CODE = (
     "That code is not right: type the 6 digits the app shows now (check the phone's clock if it keeps failing)."
 )
@@ -183,12 +184,13 @@ def new_passkey() -> Response:
         return _signed_out()
     form = PasskeyForm()
 
-    def page(error: str | None = None, status: int = 200) -> Response:
+    def page(error: str | None = None, status: int = 200, name_error: str | None = None) -> Response:
         return make_response(
             render_template(
                 "account/passkey_new.html",
                 form=form,
                 error=error,
+                name_error=name_error,
                 max_length=MAX_PASSWORD_LENGTH,
                 sudo_form=sudo.ConfirmForm(),
                 confirmed=sudo.fresh(),
@@ -201,7 +203,10 @@ def new_passkey() -> Response:
         return page()  # the account page's button: ask for a name (and the proof)
     if not form.validate_on_submit():
         return page(status=400)
-    refused = sudo.required(user, "add a passkey")
+    name = (form.name.data or "").strip()
+    if name and passkeys.name_in_use(user, name):
+        return page(status=400, name_error=f'You have a passkey called "{name}" already: choose another name.')
+    refused = sudo.required(user, ADD_PASSKEY)
     if refused is not None:
         return refused
     try:
@@ -225,6 +230,11 @@ def add_passkey() -> Response:
     form = CredentialForm()
     if not form.validate_on_submit():
         return redirect(url_for("account.show"), 303)
+    # The same rule as removing one: a confirmation of less than SUDO_MODE_LIFETIME ago. Lapsed
+    # during the ceremony, the confirmation page carries the new passkey's answer through.
+    refused = sudo.required(user, ADD_PASSKEY)
+    if refused is not None:
+        return refused
     try:
         passkey = passkeys.register(user, form.credential.data, form.name.data)
     except passkeys.PasskeyError as exc:  # refused before any passkey was written
@@ -240,20 +250,44 @@ def add_passkey() -> Response:
     return redirect(url_for("account.show"), 303)
 
 
+class RemoveForm(FlaskForm):
+    """The removal confirmation: `confirm` says the member saw the page that names the passkey."""
+
+    confirm = HiddenField()
+
+
 @bp.post("/passkeys/<int:passkey_id>/remove")
 def remove_passkey(passkey_id: int) -> Response:
+    """Remove a passkey, never in one click: the account page's button leads to a page that names
+    it (and says what goes with it), whose button - with the proof, unless confirmed lately, the
+    rule adding one follows - removes it."""
     user = current_user()
     if user is None:
         return _signed_out()
     passkey = next((p for p in passkeys.passkeys_of(user) if p.id == passkey_id), None)
-    if not FlaskForm().validate_on_submit() or passkey is None:
+    form = RemoveForm()
+    if not form.validate_on_submit() or passkey is None:
         flash("That passkey is not registered for your account.", "error")
         return redirect(url_for("account.show"), 303)
+    if form.confirm.data != "yes":
+        others = len(passkeys.passkeys_of(user)) - 1
+        return make_response(
+            render_template(
+                "account/passkey_remove.html",
+                passkey=passkey,
+                form=form,
+                sudo_form=sudo.ConfirmForm(),
+                confirmed=sudo.fresh(),
+                has_totp=second_factor.has_totp(user),
+                last_factor=others == 0 and not second_factor.has_totp(user),
+                max_length=MAX_PASSWORD_LENGTH,
+            )
+        )
     refused = sudo.required(user, f'remove the passkey "{passkey.name}"')
     if refused is not None:
         return refused
     passkeys.remove(user, passkey_id, actor=user)
     db.session.commit()
-    send_later(security_notice(user, "A passkey was removed"))
-    flash("The passkey is removed: it no longer signs you in.")
+    send_later(security_notice(user, f'A passkey ("{passkey.name}") was removed'))
+    flash(f'The passkey "{passkey.name}" is removed: it no longer signs you in.')
     return redirect(url_for("account.show"), 303)
