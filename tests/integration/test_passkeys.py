@@ -424,3 +424,12 @@ def test_a_members_passkeys_have_unique_names_and_adding_follows_the_removal_rul
     assert done.status_code == 303
     fresh()
     assert sorted(p.name for p in Passkey.query.filter_by(user_id=member.id)) == ["Laptop", "Passkey", "Passkey 2"]
+
+
+def test_the_autofill_options_need_the_pages_token_and_a_host_name_issuer(live_server):
+    browser = Browser(live_server.url)
+    login = browser.get("/login")
+    assert "webauthn" not in login.text  # an IP-address issuer offers no passkeys: no autofill either
+    assert browser.post("/login/passkey/options").status_code == 400  # no CSRF token
+    answer = browser.post("/login/passkey/options", headers={"X-CSRFToken": csrf_token(login.text)})
+    assert answer.status_code == 404 and answer.json()["error"]

@@ -12,7 +12,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    Response,
+    flash,
+    jsonify,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask_wtf import FlaskForm
 from wtforms import HiddenField, StringField
 from wtforms.validators import DataRequired, Length
@@ -244,6 +255,19 @@ def passkey_sign_in() -> Response:
     interaction = begin_session(user, interaction, amr=("hwk",))
     db.session.commit()  # with the challenge used and the passkey's new signature count
     return onward(interaction, form.next.data)
+
+
+@bp.post("/login/passkey/options")
+def passkey_autofill_options() -> Response:
+    """The options of a passkey sign-in offered in the login page's email field (conditional
+    mediation: the browser lists this site's passkeys in its autofill): fetched by
+    static/passkeys.js, with the page's CSRF token, only where the browser can do it. The
+    challenge is kept server-side like the passkey page's; the answer goes to /login/passkey."""
+    if not passkeys.available():
+        return make_response(jsonify(error="passkeys are not offered on this issuer"), 404)
+    options = passkeys.authentication_options(None, "signin")
+    db.session.commit()  # the challenge
+    return make_response(options, 200, {"Content-Type": "application/json"})
 
 
 class PasswordlessForm(FlaskForm):
