@@ -203,3 +203,13 @@ def test_the_strength_hint_answers_as_the_rule_does(live_server):
     assert strong["acceptable"] is True and strong["score"] >= 3 and strong["label"] in ("Strong", "Very strong")
     # Without the page's CSRF token the hint is refused like any other POST.
     assert browser.post("/password/strength", data={"password": "x"}).status_code == 400
+
+
+def test_the_strength_hint_is_budgeted_per_address(live_server):
+    browser = Browser(live_server.url)
+    token = csrf_token(browser.get("/password/forgot").text)
+    answers = [
+        browser.post("/password/strength", data={"csrf_token": token, "password": "x" * 12}).status_code
+        for _ in range(125)
+    ]
+    assert answers[:100] == [200] * 100 and answers[-1] == 429  # 120 a minute per address

@@ -39,6 +39,8 @@ from app.web.background import run_after_response
 bp = Blueprint("recovery", __name__)
 
 TOO_MANY_REQUESTS = "Too many requests for links from your network. Try again later."
+# The strength hint asks once a quarter-second of typing at most: a person stays far below this.
+STRENGTH_IP_LIMIT = "120 per minute"
 AFTER_RESET = "after_reset"  # session key: the login page of the app's sign-in the reset was asked from
 
 
@@ -179,11 +181,12 @@ def strength() -> Response:
     estimator the form's rule uses, so the hint and the refusal never disagree. The password is
     checked and forgotten: nothing is stored or logged. `words` is the member's address and name
     as the page shows them (so their own name counts as guessable)."""
+    spent = throttle.spend(throttle.parsed_limit(STRENGTH_IP_LIMIT), "strength-ip", throttle.client_ip())
+    if spent is not None and not spent.allowed:  # a hint, not a password oracle for a script
+        return throttled(jsonify(error="too many strength checks"), spent.reset)
     password = (request.form.get("password") or "")[:MAX_PASSWORD_LENGTH]
-    words = (request.form.get("words") or "")[:500].split()
-    result = password_strength.estimate(
-        password, password_strength.member_words(*(words[:1] or [None]), " ".join(words[1:]))
-    )
+    email, _, name = (request.form.get("words") or "")[:500].partition(" ")  # "address name", as the page has it
+    result = password_strength.estimate(password, password_strength.member_words(email, name))
     if 0 < len(password) < MIN_PASSWORD_LENGTH:
         result = password_strength.Strength(
             result.score, result.label, False, f"Use at least {MIN_PASSWORD_LENGTH} characters."

@@ -1,6 +1,6 @@
 """The sign-in's pages after (or instead of) the password: the second step (a code from the
-authenticator app, a passkey, or - on a page of its own, with a text keyboard - a recovery code) and the passkey sign-in without password. The
-browser carries (in its signed session cookie) only who typed the right password, when, the
+authenticator app, a passkey, or - on a page of its own, with a text keyboard - a recovery code)
+and the passkey sign-in without password. The browser carries (in its signed session cookie) only who typed the right password, when, the
 pending request and the handle of its passkey challenge (the challenge is kept server-side:
 app/services/passkeys.py); the session starts once the second factor is right.
 
@@ -123,13 +123,19 @@ def _recovery_page(user: User, form: CodeForm, error: str | None = None, status:
 
 
 def _check(
-    user: User, form: CodeForm, page: Callable[..., Response], check: Callable[[str], str | None]
+    user: User,
+    form: CodeForm,
+    page: Callable[..., Response],
+    check: Callable[[str], str | None],
+    missing: str,
+    wrong: str,
 ) -> Response | str:
-    """The shared part of the two code steps: the form, the per-member throttle (guessing codes is
-    throttled like passwords from an unknown browser), then `check(code)`. Returns what was used
-    ("otp", "recovery"), or the page to answer (committed by the caller)."""
+    """The shared part of the two code steps: the form (`missing` when empty), the per-member
+    throttle (guessing codes is throttled like passwords from an unknown browser), then
+    `check(code)`. Returns what was used ("otp", "recovery"), or the page to answer, with `wrong`
+    or JUST_USED (committed by the caller)."""
     if not form.validate_on_submit():
-        return page(user, form, error=NO_CODE if page is _page else NO_RECOVERY_CODE, status=400)
+        return page(user, form, error=missing, status=400)
     attempt = throttle.Attempt("2fa:" + user.id)
     wait = attempt.wait()
     if wait:
@@ -141,10 +147,7 @@ def _check(
     attempt.failed()
     record("2fa.failed", actor=user, subject=user, **({"reason": "reused"} if used == "reused" else {}))
     metrics.login_failed()
-    if used == "reused":
-        error = JUST_USED
-    else:
-        error = WRONG_CODE if page is _page else WRONG_RECOVERY_CODE
+    error = JUST_USED if used == "reused" else wrong
     return page(user, form, error=error, status=throttle.FAILED_LOGIN_STATUS)
 
 
@@ -175,7 +178,7 @@ def code() -> Response:
         page = _page(user, form)
         db.session.commit()  # the page's passkey challenge
         return page
-    outcome = _check(user, form, _page, lambda code: second_factor.verify(user, code))
+    outcome = _check(user, form, _page, lambda code: second_factor.verify(user, code), NO_CODE, WRONG_CODE)
     if isinstance(outcome, str):
         return _signed_in(user, interaction, next_path, outcome)
     db.session.commit()  # a failed attempt's audit line stays, with the page's passkey challenge
@@ -193,7 +196,12 @@ def recovery_code() -> Response:
     if request.method == "GET":
         return _recovery_page(user, form)
     outcome = _check(
-        user, form, _recovery_page, lambda code: "recovery" if second_factor.use_recovery_code(user, code) else None
+        user,
+        form,
+        _recovery_page,
+        lambda code: "recovery" if second_factor.use_recovery_code(user, code) else None,
+        NO_RECOVERY_CODE,
+        WRONG_RECOVERY_CODE,
     )
     if isinstance(outcome, str):
         return _signed_in(user, interaction, next_path, outcome)
