@@ -1,4 +1,6 @@
-// Copy buttons for the console (the client id and the secret shown once). Loaded as a file:
+// Copy buttons for the console (the client id and the secret shown once) and the account's
+// authenticator set-up (the key; data-copy-value when what is copied differs from what is shown,
+// as the key without its grouping spaces). Loaded as a file:
 // the Content-Security-Policy allows no inline script. Without JavaScript the buttons stay
 // hidden and the values can be selected by hand.
 (function () {
@@ -20,7 +22,7 @@
   function copy(button) {
     var source = document.getElementById(button.getAttribute("data-copy"));
     if (!source) { return; }
-    var text = source.textContent.trim();
+    var text = button.getAttribute("data-copy-value") || source.textContent.trim();
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(text).then(function () {
         button.textContent = "Copied";

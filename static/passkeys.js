@@ -72,9 +72,35 @@
     });
   }
 
+  // The login page: this site's passkeys offered in the email field's autofill (conditional
+  // mediation), where the browser can. The options (with a fresh challenge, kept server-side) are
+  // fetched first; a passkey picked from the list sends the hidden form. Nothing is shown, and
+  // nothing is said, where the browser cannot: the password and the passkey button stay.
+  function autofill(form) {
+    var token = form.querySelector("input[name=csrf_token]").value;
+    fetch(form.getAttribute("data-options-url"), {
+      method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": token }
+    }).then(function (response) {
+      if (!response.ok) { throw new Error("no options"); }
+      return response.json();
+    }).then(function (options) {
+      return navigator.credentials.get({ publicKey: requestOptions(options), mediation: "conditional" });
+    }).then(function (credential) {
+      if (!credential) { return; }
+      form.querySelector("input[name=credential]").value = serialize(credential);
+      form.submit();
+    }, function () { /* cancelled, or not offered: the rest of the page is unchanged */ });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var supported = !!(window.PublicKeyCredential && navigator.credentials);
-    document.querySelectorAll("form[data-webauthn]").forEach(function (form) {
+    var conditional = document.querySelector("form[data-webauthn=conditional]");
+    if (conditional && supported && PublicKeyCredential.isConditionalMediationAvailable) {
+      PublicKeyCredential.isConditionalMediationAvailable().then(function (available) {
+        if (available) { autofill(conditional); }
+      });
+    }
+    document.querySelectorAll("form[data-webauthn=get], form[data-webauthn=create]").forEach(function (form) {
       var button = form.querySelector("button[data-webauthn-start]");
       if (!supported) {
         say(form, "This browser cannot use passkeys.");

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Integer, LargeBinary, String
+from sqlalchemy import ForeignKey, Integer, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.extensions import Model
@@ -44,6 +44,8 @@ class Passkey(Model):
     public key is stored."""
 
     __tablename__ = "passkeys"
+    # Told apart by name (the account page, the removal confirmation, security notices).
+    __table_args__ = (UniqueConstraint("user_id", "name", name="uq_passkeys_user_name"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)

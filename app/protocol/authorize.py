@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import (
@@ -35,6 +36,7 @@ from werkzeug.wrappers import Response
 
 from app.core import metrics
 from app.core.assurance import MFA, acr_for, wants_mfa
+from app.core.capabilities import AUTHORIZE_PATH
 from app.core.extensions import db
 from app.core.scopes import grantable, join, scope_list
 from app.models.base import new_secret, sha256_hex, utcnow
@@ -83,6 +85,15 @@ KNOWN_PROMPTS = {"none", "login", "consent", "select_account"}
 ANSWERED_ALREADY = "Your first answer was sent to the application: go back to it."
 
 
+UNKNOWN_CLIENT_HINT = (
+    "No app has this client_id: it is matched exactly (no spaces, same case). Copy it from the app's "
+    "page in the Credits ID console, and check that the app points at this issuer (its discovery URL) "
+    "and not another environment's. A deleted app's client_id stays refused."
+)
+MISSING_CLIENT_HINT = (
+    "Send the app's client_id (from its page in the Credits ID console) with the authorization request."
+)
+
 REDIRECT_HINT = (
     "Redirect URIs are matched exactly (scheme, host, port, path and query). Register this address "
     "for the app in the Credits ID console (its page, then Edit), or send one of the addresses "
@@ -94,10 +105,19 @@ def trusted_destination(payload: Any) -> tuple[App, str]:
     """The client and the redirect_uri errors may be sent to, or UntrustedRequest."""
     client_id = payload.data.get("client_id")
     if not client_id:
-        raise UntrustedRequest("Missing application", "The sign-in link does not name an application (client_id).")
+        raise UntrustedRequest(
+            "Missing application",
+            "The sign-in link does not name an application (client_id).",
+            developer_hint=MISSING_CLIENT_HINT,
+        )
     client = store().apps.by_client_id(str(client_id)[:64])
     if client is None or client.is_deleted:
-        raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
+        raise UntrustedRequest(
+            "Unknown application",
+            "The application that sent you here is not registered with Credits ID.",
+            client_id=str(client_id),
+            developer_hint=UNKNOWN_CLIENT_HINT,
+        )
     if not client.is_active:
         raise UntrustedRequest(
             "Application disabled",
@@ -384,12 +404,30 @@ def find_interaction(uid: str | None, with_login: bool = False) -> PendingReques
             app_name=app_name,
         )
     if not interaction.is_open():
+        minutes = max(1, int(current_app.config["INTERACTION_LIFETIME"]) // 60)
+        restart = restart_path(interaction)
         raise UntrustedRequest(
             "Sign-in request expired",
-            f"This sign-in request has expired. Go back to {app_name or 'the application'} and start again.",
+            f"This sign-in request to {app_name or 'the application'} was open for {minutes} minutes and has "
+            + ("expired. Start it again: you go on where you left off." if restart else "expired."),
             app_name=app_name,
+            restart=restart,
+            homepage=app.homepage_url if app.is_active else None,
         )
     return interaction
+
+
+def restart_path(interaction: PendingRequest) -> str | None:
+    """The authorization request of an expired `interaction` again, as a path on this site, when
+    it can be rebuilt: its app is still active and its parameters were parked whole (the app's
+    client_id among them). The endpoint checks it all again - redirect URI included - as for any
+    request, and the app gets its answer with the state it sent, so its own check still holds."""
+    params = {k: str(v) for k, v in interaction.params.items() if k in PARKED_PARAMS}
+    if not interaction.app.is_active or params.get("client_id") != interaction.app.client_id:
+        return None
+    if "response_type" not in params:
+        return None
+    return f"{AUTHORIZE_PATH}?{urlencode(params)}"
 
 
 def signed_in_for(interaction: PendingRequest, login: Login) -> PendingRequest:

@@ -18,6 +18,7 @@ import logging
 import re
 import smtplib
 import ssl
+import sys
 import threading
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -115,3 +116,7 @@ def _to_outbox(message: EmailMessage, outbox: Path) -> None:
         message["To"],
         " ".join(links) or "none",
     )
+    # And for the developer at the terminal (`make run`): each link alone on its own line, where
+    # a terminal makes it clickable (inside the JSON log line it ends with a quote).
+    lines = [f"mail to {message['To']}: {message['Subject']} ({path})", *(f"    {link}" for link in links)]
+    print("\n".join(lines), file=sys.stderr, flush=True)

@@ -15,7 +15,7 @@ from app.core.email_address import InvalidEmail, stored_form
 from app.core.extensions import db
 from app.models import LinkPurpose, Profile, Role, Tier, User
 from app.models.base import new_secret, utcnow
-from app.services import links
+from app.services import links, password_strength
 from app.services.audit import record
 from app.services.consent import revoke_consent, withdraw_beyond_tier
 from app.services.passwords import passwords
@@ -61,7 +61,7 @@ def create_member(
     if role not in {r.value for r in Role}:
         raise MemberError(f"role must be one of {', '.join(r.value for r in Role)}")
     if password is not None:
-        check_password_rules(password)
+        check_password_rules(password, email, name)
     if db.session.scalar(db.select(User.id).where(User.email == email)):
         raise MemberError(f"a member with email {email} already exists")
     profile_id = linkable_profile_id(profile_id)
@@ -108,7 +108,7 @@ def find_member(email: str) -> User:
 def set_password(user: User, password: str) -> None:
     """A new password and nothing else (demo data; a member's or support's change is
     `change_password`, which ends sessions and is audited). The caller commits."""
-    check_password_rules(password)
+    check_password_rules(password, user.email, user.name)
     user.password_hash = passwords.hash(password)
 
 
@@ -133,7 +133,7 @@ def change_password(
     reset links. Audited here, for every caller, as `action` (a reset by
     mail is `password.reset_completed`).
     Returns what ended; the caller commits."""
-    check_password_rules(password)
+    check_password_rules(password, user.email, user.name)
     user.password_hash = passwords.hash(password)
     ended: Ended = {"sessions_ended": end_all_logins(user)}
     if disconnect_apps:
@@ -146,11 +146,16 @@ def change_password(
     return ended
 
 
-def check_password_rules(password: str) -> None:
+def check_password_rules(password: str, email: str | None = None, name: str | None = None) -> None:
+    """A new password's rules: its length, and not easily guessed (app/services/password_strength.py,
+    told the member's address and name). MemberError says which rule, and why."""
     if len(password) < MIN_PASSWORD_LENGTH:
         raise MemberError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
     if len(password) > MAX_PASSWORD_LENGTH:
         raise MemberError(f"password must be at most {MAX_PASSWORD_LENGTH} characters")
+    reason = password_strength.weakness(password, password_strength.member_words(email, name))
+    if reason is not None:
+        raise MemberError(reason)
 
 
 def set_tier(user: User, tier: str, actor: User | None = None) -> bool:

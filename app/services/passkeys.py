@@ -93,6 +93,29 @@ def passkeys_of(user: User) -> list[Passkey]:
     return list(db.session.scalars(select(Passkey).where(Passkey.user_id == user.id).order_by(Passkey.created_at)))
 
 
+DEFAULT_NAME = "Passkey"
+MAX_NAME_LENGTH = 64
+
+
+def name_in_use(user: User, name: str) -> bool:
+    """One of the member's passkeys is called `name` already (whatever the capitals)."""
+    wanted = name.strip().lower()
+    return any(p.name.lower() == wanted for p in passkeys_of(user))
+
+
+def free_name(user: User, wanted: str | None) -> str:
+    """`wanted` (or "Passkey"), numbered ("Laptop 2", "Laptop 3"...) when the member has a passkey of
+    that name: a member's passkeys are told apart by name (unique per member, migration 0017)."""
+    base = (wanted or "").strip()[:MAX_NAME_LENGTH] or DEFAULT_NAME
+    taken = {p.name.lower() for p in passkeys_of(user)}
+    name, n = base, 1
+    while name.lower() in taken:
+        n += 1
+        suffix = f" {n}"
+        name = base[: MAX_NAME_LENGTH - len(suffix)] + suffix
+    return name
+
+
 def count(user: User) -> int:
     return db.session.scalar(select(func.count()).select_from(Passkey).where(Passkey.user_id == user.id)) or 0
 
@@ -194,7 +217,8 @@ def register(user: User, credential_json: str, name: str) -> Passkey:
         credential_id=credential_id,
         public_key=verified.credential_public_key,
         sign_count=verified.sign_count,
-        name=(name or "").strip()[:64] or "Passkey",
+        # Checked free on the name page; taken meanwhile (another tab), it is numbered.
+        name=free_name(user, name),
     )
     db.session.add(passkey)
     db.session.flush()

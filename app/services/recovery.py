@@ -58,7 +58,7 @@ def complete_reset(link: OneTimeLink, password: str, disconnect_apps: bool) -> E
     """Set the new password through the link (used up here). Raises MemberError for a password
     the rules refuse (the link stays usable), LinkAlreadyUsed when another request used it first."""
     user = link.user
-    check_password_rules(password)
+    check_password_rules(password, user.email, user.name)
     if not links.consume(link):
         raise links.LinkAlreadyUsed()
     ended = change_password(

@@ -19,7 +19,7 @@ import hmac
 import os
 import secrets
 import time
-from typing import Any
+from typing import Any, Literal
 
 import pyotp
 from cryptography.exceptions import InvalidTag
@@ -152,7 +152,7 @@ def confirm_totp(user: User, code: str) -> list[str] | None:
     once (an empty list when the member has some already, from a passkey), or None when the code
     is wrong."""
     factor = totp_factor(user)
-    if factor is None or factor.confirmed_at is not None or not _check_totp(factor, user, code):
+    if factor is None or factor.confirmed_at is not None or _check_totp(factor, user, code) != "otp":
         return None
     factor.confirmed_at = utcnow()
     codes = new_recovery_codes(user) if recovery_codes_left(user) == 0 else []
@@ -207,30 +207,48 @@ def recovery_codes_left(user: User) -> int:
 # -- sign-in ----------------------------------------------------------------------------------
 
 
-def verify(user: User, code: str) -> str | None:
-    """Check a code typed at sign-in: "otp" for a code from the app, "recovery" for a recovery code
-    (used up here, audited), None when it is neither."""
+# What a typed code turned out to be: a code from the app ("otp"), a recovery code ("recovery"),
+# a right code from the app that was used already ("reused": say so, and to wait for the next
+# one), or neither (None).
+Verdict = Literal["otp", "recovery", "reused"]
+
+
+def verify(user: User, code: str) -> Verdict | None:
+    """Check a code typed at sign-in: digits are a code from the app, anything else a recovery
+    code (used up here, audited)."""
     code = (code or "").strip()
     digits = code.replace(" ", "")
     if digits.isascii() and digits.isdigit():
-        factor = totp_factor(user)
-        return (
-            "otp"
-            if factor is not None and factor.confirmed_at is not None and _check_totp(factor, user, digits)
-            else None
-        )
-    if _use_recovery_code(user, code):  # kept only while the member has a second factor
-        record("2fa.recovery_code_used", actor=user, subject=user, left=recovery_codes_left(user))
-        return "recovery"
-    return None
+        return verify_app_code(user, digits)
+    return "recovery" if use_recovery_code(user, code) else None
 
 
-def _check_totp(factor: TotpFactor, user: User, code: str) -> bool:
+def verify_app_code(user: User, code: str) -> Literal["otp", "reused"] | None:
+    """A code from the member's confirmed authenticator app: "otp" when right (and now used up),
+    "reused" when right but already used, None otherwise."""
+    factor = totp_factor(user)
+    if factor is None or factor.confirmed_at is None:
+        return None
+    return _check_totp(factor, user, code.replace(" ", ""))
+
+
+def use_recovery_code(user: User, code: str) -> bool:
+    """A recovery code of the member's, used up here (each works once) and audited. Kept only
+    while the member has a second factor."""
+    if not _use_recovery_code(user, code or ""):
+        return False
+    record("2fa.recovery_code_used", actor=user, subject=user, left=recovery_codes_left(user))
+    return True
+
+
+def _check_totp(factor: TotpFactor, user: User, code: str) -> Literal["otp", "reused"] | None:
     """A 6-digit code of the current 30-second step or the one before or after it, accepted once:
-    the step is recorded with a conditional UPDATE, so a replayed (or raced) code fails."""
+    the step is recorded with a conditional UPDATE, so a replayed (or raced) code fails - as
+    "reused", which is worth telling the member (a right code, typed twice or too late after a
+    newer one), not as a wrong one."""
     secret = _unseal(factor.secret_sealed, user.id)
     if secret is None or len(code) != 6:
-        return False
+        return None
     totp, now = pyotp.TOTP(secret), int(time.time())
     for step in (now // 30, now // 30 - 1, now // 30 + 1):
         if hmac.compare_digest(totp.at(step * 30), code):
@@ -245,9 +263,9 @@ def _check_totp(factor: TotpFactor, user: User, code: str) -> bool:
             )
             if result.rowcount == 1:
                 factor.last_used_step = step
-                return True
-            return False
-    return False
+                return "otp"
+            return "reused"
+    return None
 
 
 def _normalized(code: str) -> str:

@@ -155,7 +155,7 @@ def invite(user: User) -> Mail:
 def accept_invitation(link: OneTimeLink, password: str) -> None:
     """Set the first password through the invitation link (used up here); verifies the address.
     Raises MemberError for a password the rules refuse, LinkAlreadyUsed when used already."""
-    check_password_rules(password)
+    check_password_rules(password, link.user.email, link.user.name)
     if not links.consume(link):
         raise links.LinkAlreadyUsed()
     user = link.user

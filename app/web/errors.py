@@ -66,6 +66,7 @@ def error_page(
     *,
     app_name: str | None = None,
     redirect_uri: str | None = None,
+    client_id: str | None = None,
     developer_hint: str | None = None,
     next_step: str | None = None,
     links: list[tuple[str, str]] | None = None,
@@ -81,6 +82,7 @@ def error_page(
         hint=hint,
         app_name=app_name,
         redirect_uri=redirect_uri,
+        client_id=client_id,
         developer_hint=developer_hint,
         next_step=next_step,
         links=links or [],
@@ -88,7 +90,22 @@ def error_page(
     ), status
 
 
+def _ways_on(error: UntrustedRequest) -> list[tuple[str, str]]:
+    """The buttons of a sign-in error page: start the same request again, when it can be
+    rebuilt; the app's homepage, when it has one."""
+    links = []
+    if error.restart:
+        links.append(("Start again", error.restart))
+    if error.homepage:
+        links.append((f"Go to {error.app_name or 'the application'}", error.homepage))
+    return links
+
+
 def _untrusted_next_step(error) -> str | None:
+    if error.restart:
+        return "Start again to sign in to " + (error.app_name or "the application") + ": nothing was shared yet."
+    if error.homepage:
+        return f"Go back to {error.app_name or 'the application'} and sign in from there again."
     if error.status == 403 and error.app_name:
         return f"Go back to {error.app_name} later, or ask its team when it will be available again."
     if error.redirect_uri is not None or error.developer_hint:
@@ -120,8 +137,10 @@ def register_error_handlers(app: Flask) -> None:
             hint=error.hint,
             app_name=error.app_name,
             redirect_uri=error.redirect_uri,
+            client_id=error.client_id,
             developer_hint=error.developer_hint,
             next_step=_untrusted_next_step(error),
+            links=_ways_on(error),
         )
 
     @app.errorhandler(CSRFError)

@@ -1,6 +1,7 @@
 """Dates and durations in words for the pages ("3 minutes ago", "on 24 Nov 2026", "24 hours"),
 with the exact UTC time kept in a `<time datetime=...>` and its title: people read the words,
-machines and the curious read the attribute."""
+machines and the curious read the attribute. The member's pages show moments in the member's own
+time zone (`local_time`: rewritten in the browser by static/local_time.js, UTC in the title)."""
 
 from __future__ import annotations
 
@@ -66,5 +67,24 @@ def time_tag(moment: datetime | str | None, now: datetime | None = None) -> Mark
     )
 
 
+def local_time(moment: datetime | None, date_only: bool = False) -> Markup:
+    """A moment for a member's page, to be read in their own time zone: the server knows none, so
+    the text is UTC ("2026-11-24 14:05 UTC") until static/local_time.js rewrites it in the
+    browser's zone ("24 Nov 2026, 15:05 CET"); the exact UTC time stays in the title either way."""
+    if moment is None:
+        return Markup('<span class="muted">never</span>')
+    moment = _aware(moment)
+    text = moment.strftime("%Y-%m-%d") if date_only else moment.strftime("%Y-%m-%d %H:%M UTC")
+    return Markup('<time datetime="{}" title="{}" data-local="{}">{}</time>').format(
+        moment.isoformat(), exact(moment), "date" if date_only else "datetime", text
+    )
+
+
+def local_date(moment: datetime | None) -> Markup:
+    return local_time(moment, date_only=True)
+
+
 def init_humanize(app: Flask) -> None:
-    app.jinja_env.filters.update(when=time_tag, duration=duration, exact_time=exact)
+    app.jinja_env.filters.update(
+        when=time_tag, duration=duration, exact_time=exact, local_time=local_time, local_date=local_date
+    )

@@ -83,3 +83,32 @@ def test_a_consent_answered_twice_names_the_app(live_server, callback, page, sho
     expect(page.locator("#error-app")).to_have_text("Liner Notes")
     shots.take("consent-answered-twice")
     assert len(callback.received) == 1
+
+
+def test_an_unknown_client_id_is_echoed_with_the_developers_section_on_a_phone(live_server, chromium):
+    from playwright.sync_api import expect
+
+    from tests.e2e.conftest import ARTIFACTS, TIMEOUT_MS, PageProblems, Shots
+
+    phone = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = phone.new_page()
+        page.problems = PageProblems(page)
+        shots = Shots(page, ARTIFACTS / "test_an_unknown_client_id_is_echoed_with_the_developers_section_on_a_phone")
+        refused = "liner-notes-staging-0123456789abcdef0123456789abcdef"
+        response = page.goto(
+            f"{live_server.url}{AUTHORIZE}?{urlencode({'response_type': 'code', 'client_id': refused})}"
+        )
+        assert response.status == 400
+        expect(page.get_by_role("heading", level=1)).to_have_text("Unknown application")
+        expect(page.locator("#error-client-id")).to_have_text(refused)
+        hint = page.locator("#developer-hint")
+        hint.locator("summary").click()
+        expect(hint).to_contain_text("No app has this client_id")
+        expect(page.locator("main")).to_contain_text("tell its team")
+        assert page.evaluate("() => document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+        shots.take("unknown-client-id-phone")
+        no_page_problems(page)
+    finally:
+        phone.close()

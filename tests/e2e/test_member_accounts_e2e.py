@@ -49,6 +49,7 @@ def test_forgot_password_then_an_authenticator_app(live_server, page, shots, mai
     sign_in(page, member.email, NEW)
     page.wait_for_url("**/account")
     page.get_by_role("link", name="Set up an authenticator app").click()
+    page.get_by_text("Can’t scan it?").click()  # the key under the QR code, for typing it in
     secret = page.locator("#totp-secret").inner_text().replace(" ", "")
     page.get_by_label("Code from the app").fill(pyotp.TOTP(secret).now())
     page.get_by_label("Your password").fill(NEW)
@@ -58,6 +59,7 @@ def test_forgot_password_then_an_authenticator_app(live_server, page, shots, mai
     codes = page.locator("#recovery-codes li").all_inner_texts()
     assert len(codes) == 10 and all(re.fullmatch(r"[a-z0-9]{4}(-[a-z0-9]{4}){3}", c) for c in codes)
     shots.take("recovery-codes")
+    page.get_by_role("link", name="Download .txt").click()  # "I have saved them" waits for a copy kept
     page.get_by_role("link", name="I have saved them").click()
     page.get_by_role("button", name="Sign out of this browser").click()
     page.wait_for_url("**/login")

@@ -194,7 +194,11 @@ def test_error_pages_say_what_happened_and_what_to_do(live_server, callback, pag
     assert response.status == 400
     main = page.locator("main").inner_text()
     assert "Unknown application" in main and "not registered" in main
-    assert "What you can do" in main and "start again from the app" in main
+    assert page.locator("#error-client-id").inner_text() == "no-such-app"  # the refused id, as text
+    assert "What you can do" in main and "tell its team" in main
+    developer = page.locator("#developer-hint")
+    developer.get_by_text("For the app's developer").click()
+    assert "No app has this client_id" in developer.inner_text() and "console" in developer.inner_text()
     shots.take("unknown-app")
 
     bad_redirect = dict(rp.auth_params("openid"), redirect_uri="https://evil.example/cb")

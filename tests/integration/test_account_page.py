@@ -54,7 +54,9 @@ def test_connected_apps_in_plain_words(live_server):
     page = signed_in(live_server.url, member.email, "/account").get("/account").text
     assert "Liner Notes" in page
     assert "See your name" in page and "Read your credits" in page and "See your email address" not in page
-    assert re.search(r"Connected <time datetime=\"[^\"]+\">\d{4}-\d\d-\d\d</time>", page)
+    assert re.search(
+        r'Connected <time datetime="[^"]+" title="[^"]+ UTC" data-local="date">\d{4}-\d\d-\d\d</time>', page
+    )
     assert re.search(r"last used <time", page)
     assert f"/account/apps/{client.client_id}/revoke" in page
 

@@ -4,6 +4,8 @@ the audit log."""
 
 from __future__ import annotations
 
+from html import unescape
+
 import pytest
 import requests
 
@@ -156,3 +158,58 @@ def test_guessing_the_current_password_spends_the_accounts_login_budget(live_ser
 def test_signed_out_visitors_are_sent_to_the_login_page(live_server):
     response = requests.get(live_server("/account/password"), allow_redirects=False, timeout=30)
     assert response.status_code == 302 and response.headers["Location"] == "/login?next=/account/password"
+
+
+@pytest.mark.parametrize(
+    "weak, reason",
+    [
+        ("password123", "this is a very common password"),
+        ("qwertyuiop", "common password"),
+        ("aaaaaaaaaaaa", 'repeats like "aaa"'),
+    ],
+)
+def test_a_common_or_easily_guessed_password_is_refused_with_the_reason(live_server, weak, reason):
+    member = make_member()
+    browser = signed_in(live_server.url, member.email, "/account")
+    response = change(browser, new=weak)
+    assert response.status_code == 400
+    assert "This password is too easy to guess" in response.text and reason in unescape(response.text)
+    assert 'minlength="10"' in response.text and 'autocomplete="new-password"' in response.text
+    fresh()
+    assert passwords.verify(db.session.get(User, member.id), PASSWORD)  # unchanged
+
+
+def test_the_members_own_name_and_address_count_as_guessable(live_server):
+    member = make_member(name="Casey Quartermaine", email="casey.quartermaine@example.test")
+    browser = signed_in(live_server.url, member.email, "/account")
+    response = change(browser, new="quartermaine2024")
+    assert response.status_code == 400 and "This password is too easy to guess" in response.text
+
+
+def test_the_strength_hint_answers_as_the_rule_does(live_server):
+    member = make_member()
+    browser = signed_in(live_server.url, member.email, "/account")
+    token = csrf_token(browser.get("/account/password").text)
+
+    def hint(password: str) -> dict:
+        answer = browser.post("/password/strength", data={"csrf_token": token, "password": password, "words": ""})
+        assert answer.status_code == 200 and answer.headers["Cache-Control"].startswith("no-store")
+        return answer.json()
+
+    weak = hint("password123")
+    assert weak["acceptable"] is False and weak["score"] <= 1 and "very common password" in weak["reason"]
+    assert hint("short")["reason"] == "Use at least 10 characters."
+    strong = hint(NEW)
+    assert strong["acceptable"] is True and strong["score"] >= 3 and strong["label"] in ("Strong", "Very strong")
+    # Without the page's CSRF token the hint is refused like any other POST.
+    assert browser.post("/password/strength", data={"password": "x"}).status_code == 400
+
+
+def test_the_strength_hint_is_budgeted_per_address(live_server):
+    browser = Browser(live_server.url)
+    token = csrf_token(browser.get("/password/forgot").text)
+    answers = [
+        browser.post("/password/strength", data={"csrf_token": token, "password": "x" * 12}).status_code
+        for _ in range(125)
+    ]
+    assert answers[:100] == [200] * 100 and answers[-1] == 429  # 120 a minute per address

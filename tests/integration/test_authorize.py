@@ -1,5 +1,7 @@
 """The authorization endpoint, login and consent hand-offs, over HTTP against the live server."""
 
+import html
+import re
 import time
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -482,3 +484,16 @@ def test_the_login_cookie_is_issued_at_sign_in_and_not_signed_again(app, live_se
         response = browser.get("/account")
         assert response.status_code == 200
         assert "credits_id_session=" not in response.headers.get("Set-Cookie", "")
+
+
+def test_an_unknown_client_id_is_echoed_as_text_with_the_developers_section(live_server):
+    refused = '<b>nope</b>"-' + "x" * 300
+    page = Browser(live_server.url).get(AUTHORIZE, params={"response_type": "code", "client_id": refused})
+    assert page.status_code == 400 and "Unknown application" in page.text
+    shown = re.search(r'id="error-client-id">([^<]*)<', page.text).group(1)
+    assert html.unescape(shown) == refused[:200]  # as sent (cut at 200), escaped, never markup
+    assert "<b>nope</b>" not in page.text
+    assert "For the app's developer" in page.text and "No app has this client_id" in page.text
+    missing = Browser(live_server.url).get(AUTHORIZE, params={"response_type": "code"})
+    assert missing.status_code == 400 and "Missing application" in missing.text
+    assert "Send the app's client_id" in html.unescape(missing.text)

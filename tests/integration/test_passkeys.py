@@ -17,7 +17,7 @@ from app.models import AuditEvent, LoginSession, Passkey, RecoveryCode, Webauthn
 from app.models.base import utcnow
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import Browser, RelyingParty, csrf_token, hidden, query
-from tests.integration.console_support import alerts, flashes, fresh, signed_in
+from tests.integration.console_support import age_confirmation, alerts, flashes, fresh, signed_in
 from tests.soft_authenticator import SoftAuthenticator, unb64url
 
 MFA = "https://refeds.org/profile/mfa"
@@ -146,7 +146,8 @@ def test_a_passkey_is_the_second_step_after_the_password(live_server):
     rp, browser, _login = app_and_browser(live_server)
     step = browser.login(member.email)
     assert step.url.endswith("/login/second-factor") and "Use a passkey" in step.text
-    assert "Recovery code" in step.text and "Lost your passkey?" in step.text  # no app: codes only
+    assert "Use a recovery code" in step.text and "Lost your passkey?" in step.text  # no app: codes only
+    assert 'name="code"' not in step.text  # the recovery code has a step of its own (a text keyboard)
     options = options_on(step.text)
     allowed = [c["id"] for c in options["allowCredentials"]]
     assert len(allowed) == 1
@@ -187,8 +188,15 @@ def test_removing_the_passkey(live_server):
     assert refused.status_code == 303
     fresh()
     assert Passkey.query.filter_by(user_id=member.id).count() == 1
-    removed = browser.post(
+    asked = browser.post(
         f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": csrf_token(account.text)}
+    )
+    assert asked.status_code == 200 and "Remove the passkey “Laptop”?" in asked.text  # never in one click
+    fresh()
+    assert Passkey.query.count() == 1
+    removed = browser.post(
+        f"/account/two-step/passkeys/{passkey_id}/remove",
+        data={"csrf_token": csrf_token(asked.text), "confirm": "yes"},
     )
     assert removed.status_code == 303
     fresh()
@@ -207,9 +215,11 @@ def test_a_member_whose_only_second_factor_is_a_lost_passkey_uses_a_recovery_cod
     assert "Two-step verification: on" in browser.get("/account").text
     rp, stranger, _ = app_and_browser(live_server)
     step = stranger.login(member.email)
-    assert "Lost your passkey?" in step.text and 'name="code"' in step.text
+    assert "Lost your passkey?" in step.text and 'href="/login/second-factor/recovery"' in step.text
+    recovery = stranger.get("/login/second-factor/recovery")
+    assert 'name="code"' in recovery.text and 'inputmode="text"' in recovery.text
     done = stranger.follow(
-        stranger.post("/login/second-factor", data={"csrf_token": csrf_token(step.text), "code": codes[0]})
+        stranger.post("/login/second-factor/recovery", data={"csrf_token": csrf_token(recovery.text), "code": codes[0]})
     )
     assert done.status_code == 302
     token = claims(rp.exchange(query(done.headers["Location"])["code"]).json()["id_token"])
@@ -218,7 +228,8 @@ def test_a_member_whose_only_second_factor_is_a_lost_passkey_uses_a_recovery_cod
     fresh()
     passkey_id = Passkey.query.filter_by(user_id=member.id).one().id
     browser.post(
-        f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": csrf_token(browser.get("/account").text)}
+        f"/account/two-step/passkeys/{passkey_id}/remove",
+        data={"csrf_token": csrf_token(browser.get("/account").text), "confirm": "yes"},
     )
     fresh()
     assert RecoveryCode.query.filter_by(user_id=member.id).count() == 0
@@ -380,3 +391,45 @@ def test_a_cloned_authenticators_stale_count_is_refused(live_server):
     page = passkey_page(clone)
     refused = clone.post("/login/passkey", data=answer_form(page, authenticator.get(options_on(page.text), count=1)))
     assert refused.status_code == 401 and "could not be checked" in alerts(refused.text)
+
+
+def test_a_members_passkeys_have_unique_names_and_adding_follows_the_removal_rule(live_server):
+    member = make_member()
+    browser, _authenticator = add_passkey(live_server, member, name="Laptop")
+    account = browser.get("/account")
+    ask = browser.post("/account/two-step/passkeys/new", data={"csrf_token": csrf_token(account.text)})
+    taken = browser.post(
+        "/account/two-step/passkeys/new", data={"csrf_token": csrf_token(ask.text), "name": " laptop "}
+    )
+    assert taken.status_code == 400 and 'You have a passkey called "laptop" already' in unescape(taken.text)
+    assert 'data-webauthn="create"' not in taken.text
+    # A name left blank is numbered when "Passkey" is taken; one taken meanwhile (another tab) too.
+    fresh()
+    db.session.add(Passkey(user_id=member.id, credential_id=f"{member.id}-old", public_key=b"cose", name="Passkey"))
+    db.session.commit()
+    create = browser.post("/account/two-step/passkeys/new", data={"csrf_token": csrf_token(ask.text), "name": ""})
+    assert create.status_code == 200 and 'data-webauthn="create"' in create.text
+    # The confirmation lapses during the ceremony: the answer is held until the member confirms.
+    age_confirmation(browser, 601)
+    answer = SoftAuthenticator(live_server.url).create(options_on(create.text))
+    held = browser.post(
+        "/account/two-step/passkeys", data={"csrf_token": csrf_token(create.text), "name": "", "credential": answer}
+    )
+    assert held.status_code == 200 and "Confirm it is you" in held.text and "To add a passkey" in held.text
+    assert 'name="credential"' in held.text  # carried through
+    done = browser.post(
+        "/account/two-step/passkeys",
+        data={"csrf_token": csrf_token(held.text), "name": "", "credential": answer, "current": PASSWORD},
+    )
+    assert done.status_code == 303
+    fresh()
+    assert sorted(p.name for p in Passkey.query.filter_by(user_id=member.id)) == ["Laptop", "Passkey", "Passkey 2"]
+
+
+def test_the_autofill_options_need_the_pages_token_and_a_host_name_issuer(live_server):
+    browser = Browser(live_server.url)
+    login = browser.get("/login")
+    assert "webauthn" not in login.text  # an IP-address issuer offers no passkeys: no autofill either
+    assert browser.post("/login/passkey/options").status_code == 400  # no CSRF token
+    answer = browser.post("/login/passkey/options", headers={"X-CSRFToken": csrf_token(login.text)})
+    assert answer.status_code == 404 and answer.json()["error"]

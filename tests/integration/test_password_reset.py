@@ -207,3 +207,27 @@ def test_the_browser_that_reset_the_password_is_a_known_browser(live_server, mai
         "/login", data={"csrf_token": csrf_token(page.text), "email": member.email, "password": NEW}
     )
     assert response.status_code == 302, alerts(response.text)
+
+
+def test_a_reset_asked_from_an_apps_sign_in_goes_back_to_it_in_that_browser_only(live_server, mailbox):
+    member = make_member()
+    client, secret = make_client(trusted=True, name="Liner Notes")
+    rp = RelyingParty(live_server.url, client.client_id, secret)
+    browser = Browser(live_server.url)
+    login = browser.authorize(rp.auth_params(scope="openid"))
+    uid = re.search(r'name="interaction" type="hidden" value="([^"]+)"', login.text).group(1)
+    assert f'href="/password/forgot?interaction={uid}"' in login.text
+    # Another browser cannot borrow the request: its forgot page names no app.
+    stranger = Browser(live_server.url).get(f"/password/forgot?interaction={uid}")
+    assert stranger.status_code == 200 and "Liner Notes" not in stranger.text
+    page = browser.get(f"/password/forgot?interaction={uid}")
+    assert "Then you go on signing in to" in page.text and "Liner Notes" in page.text
+    sent = browser.post(
+        "/password/forgot", data={"csrf_token": csrf_token(page.text), "email": member.email, "interaction": uid}
+    )
+    assert f'href="/login?interaction={uid}"' in sent.text
+    done = set_new_password(browser, mailbox.wait_for(member.email).link())
+    assert done.status_code == 303 and done.headers["Location"] == f"/login?interaction={uid}"
+    assert "to continue to Liner Notes" in " ".join(flashes(browser.get(done.headers["Location"]).text))
+    back = browser.login(member.email, NEW)
+    assert back.status_code == 302 and back.headers["Location"].startswith(rp.redirect_uri)

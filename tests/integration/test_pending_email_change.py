@@ -86,7 +86,8 @@ def test_the_account_page_shows_a_pending_change_and_cancels_it(live_server, mai
     fresh()
     asked_at = OneTimeLink.query.filter_by(user_id=member.id, purpose=LinkPurpose.VERIFY).one().created_at
     assert f"A change to <strong>{new}</strong> was asked for" in account
-    assert f'<time datetime="{asked_at.isoformat()}">{asked_at.strftime("%Y-%m-%d %H:%M UTC")}</time>' in account
+    assert f'<time datetime="{asked_at.isoformat()}" title="{asked_at.strftime("%Y-%m-%d %H:%M:%S UTC")}"' in account
+    assert f'data-local="datetime">{asked_at.strftime("%Y-%m-%d %H:%M UTC")}</time>' in account
     assert 'action="/account/email/cancel"' in account
 
     no_token = browser.post("/account/email/cancel", data={})

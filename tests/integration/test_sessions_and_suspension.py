@@ -107,7 +107,8 @@ def test_the_account_page_lists_sessions_and_signs_one_out(live_server):
 
     account = laptop.get("/account").text
     assert "Where you are signed in" in account
-    assert "Firefox on Linux" in account and "this browser" in account and "Safari on iPhone" in account
+    assert "Firefox on Linux" in account and "this browser" in account and "Safari on iOS" in account
+    assert '<span class="device">iPhone</span>' in account  # a device hint, where the browser names one
     assert "127.0.0.1" in account
     fresh()
     phone_row = LoginSession.query.filter_by(user_id=member.id, user_agent=PHONE).one()

@@ -34,7 +34,10 @@ def passkey_count(member) -> int:
 
 
 def remove(browser: Browser, passkey_id: int, token: str, **proof):
-    return browser.post(f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": token, **proof})
+    """The removal confirmation's button (the page that names the passkey was seen)."""
+    return browser.post(
+        f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": token, "confirm": "yes", **proof}
+    )
 
 
 def test_removing_a_passkey_asks_to_confirm_it_is_the_member(live_server):
@@ -55,7 +58,7 @@ def test_removing_a_passkey_asks_to_confirm_it_is_the_member(live_server):
     assert passkey_count(member) == 1
     removed = remove(browser, laptop, csrf_token(ask.text), current=PASSWORD)
     assert removed.status_code == 303
-    assert "The passkey is removed" in " ".join(flashes(browser.get("/account").text))
+    assert 'The passkey "Laptop" is removed' in unescape(" ".join(flashes(browser.get("/account").text)))
     assert passkey_count(member) == 0
     assert AuditEvent.query.filter_by(action="2fa.removed", subject_id=member.id).one().detail["passkey"] == "Laptop"
 

@@ -275,3 +275,30 @@ def test_support_turns_it_off_on_the_command_line(app, live_server):
     assert event.source == "cli" and event.actor_id is None and event.subject_id == member.id
     token_claims, *_ = sign_in_to_app(live_server, member, None)
     assert token_claims["amr"] == ["pwd"]
+
+
+def test_a_recovery_code_has_its_own_step_and_a_used_app_code_is_named(live_server):
+    member = make_member()
+    _, secret, codes = enroll(live_server, member)
+    browser = Browser(live_server.url)
+    page = browser.get("/login")
+    step = browser.follow(
+        browser.post("/login", data={"csrf_token": csrf_token(page.text), "email": member.email, "password": PASSWORD})
+    )
+    assert 'inputmode="numeric"' in step.text and 'href="/login/second-factor/recovery"' in step.text
+    # The set-up's code used its 30-second step: the same code again is "just used", not wrong.
+    reused = browser.post(SECOND_STEP, data={"csrf_token": csrf_token(step.text), "code": pyotp.TOTP(secret).now()})
+    assert reused.status_code == 401
+    assert "That code was just used" in alerts(reused.text)
+    recovery = browser.get(SECOND_STEP + "/recovery")
+    assert 'inputmode="text"' in recovery.text and 'inputmode="numeric"' not in recovery.text
+    # A code from the app is not a recovery code: the recovery step takes recovery codes only.
+    wrong = browser.post(
+        SECOND_STEP + "/recovery", data={"csrf_token": csrf_token(recovery.text), "code": code_at(secret, 1)}
+    )
+    assert wrong.status_code == 401 and "That recovery code is not right" in alerts(wrong.text)
+    done = browser.post(SECOND_STEP + "/recovery", data={"csrf_token": csrf_token(recovery.text), "code": codes[1]})
+    assert done.status_code == 302
+    fresh()
+    assert AuditEvent.query.filter_by(action="2fa.failed", subject_id=member.id).count() == 2
+    assert AuditEvent.query.filter_by(action="2fa.recovery_code_used", subject_id=member.id).count() == 1

@@ -7,12 +7,16 @@ commits its unit of work once, and only then mails the security notice."""
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from wtforms import HiddenField, StringField
 from wtforms.validators import DataRequired, Length
 
 from app.core.extensions import db
+from app.models import User
+from app.models.base import utcnow
 from app.services import passkeys, second_factor
 from app.services.audit import record
 from app.services.mail import send_later
@@ -20,9 +24,11 @@ from app.services.members import MAX_PASSWORD_LENGTH
 from app.services.notices import security_notice
 from app.services.sessions import current_user
 from app.web.account import sudo
+from app.web.qr_code import qr_svg
 
 bp = Blueprint("two_step", __name__, url_prefix="/account/two-step")
 
+ADD_PASSKEY = "add a passkey"
 WRONG_CODE = (
     "That code is not right: type the 6 digits the app shows now (check the phone's clock if it keeps failing)."
 )
@@ -52,6 +58,8 @@ def setup() -> Response:
     elif secret is None:  # submitted without a key shown first (or it was replaced): start over
         return redirect(url_for("two_step.setup"), 303)
 
+    uri = second_factor.provisioning_uri(user, secret)
+
     def page(error: str | None = None, status: int = 200) -> Response:
         return make_response(
             render_template(
@@ -60,7 +68,10 @@ def setup() -> Response:
                 error=error,
                 max_length=MAX_PASSWORD_LENGTH,
                 secret=" ".join(secret[i : i + 4] for i in range(0, len(secret), 4)),
-                uri=second_factor.provisioning_uri(user, secret),
+                raw_secret=secret,
+                email=user.email,
+                uri=uri,
+                qr=qr_svg(uri, "QR code to add Credits ID to your authenticator app"),
                 sudo_form=sudo.ConfirmForm(),
                 confirmed=sudo.fresh(),
             ),
@@ -82,7 +93,34 @@ def setup() -> Response:
     if not codes:  # recovery codes from an earlier passkey stay as they are
         flash("Two-step verification with your authenticator app is on. Your recovery codes stay the same.")
         return redirect(url_for("account.show"), 303)
-    return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=True))
+    return _recovery_codes_page(user, codes, new_setup=True)
+
+
+def recovery_codes_text(user: User, codes: list[str]) -> str:
+    """The recovery codes as the .txt file the page offers to download (and print shows)."""
+    return (
+        f"Credits ID recovery codes for {user.email}\n"
+        f"Made {utcnow():%Y-%m-%d %H:%M} UTC. Each code signs you in once, in place of your\n"
+        "authenticator app or passkey. Keep them somewhere safe; making new ones voids these.\n\n"
+        + "\n".join(codes)
+        + "\n"
+    )
+
+
+def _recovery_codes_page(user: User, codes: list[str], new_setup: bool, passkey: str | None = None) -> Response:
+    """The codes, shown once, with ways to keep them: copy and print (static/recovery_codes.js),
+    and a .txt download that needs no script (a data: link: the codes are never stored in the
+    clear, so there is nothing to fetch later). "I have saved them" waits for one of the three."""
+    text = recovery_codes_text(user, codes)
+    return make_response(
+        render_template(
+            "account/recovery_codes.html",
+            codes=codes,
+            new_setup=new_setup,
+            passkey=passkey,
+            download_href="data:text/plain;charset=utf-8," + quote(text),
+        )
+    )
 
 
 @bp.post("/recovery-codes")
@@ -100,7 +138,7 @@ def recovery_codes() -> Response:
     record("2fa.recovery_codes_renewed", actor=user, subject=user)
     db.session.commit()
     send_later(security_notice(user, "New recovery codes were made (the previous ones no longer work)"))
-    return make_response(render_template("account/recovery_codes.html", codes=codes, new_setup=False))
+    return _recovery_codes_page(user, codes, new_setup=False)
 
 
 @bp.post("/remove")
@@ -146,12 +184,13 @@ def new_passkey() -> Response:
         return _signed_out()
     form = PasskeyForm()
 
-    def page(error: str | None = None, status: int = 200) -> Response:
+    def page(error: str | None = None, status: int = 200, name_error: str | None = None) -> Response:
         return make_response(
             render_template(
                 "account/passkey_new.html",
                 form=form,
                 error=error,
+                name_error=name_error,
                 max_length=MAX_PASSWORD_LENGTH,
                 sudo_form=sudo.ConfirmForm(),
                 confirmed=sudo.fresh(),
@@ -164,7 +203,10 @@ def new_passkey() -> Response:
         return page()  # the account page's button: ask for a name (and the proof)
     if not form.validate_on_submit():
         return page(status=400)
-    refused = sudo.required(user, "add a passkey")
+    name = (form.name.data or "").strip()
+    if name and passkeys.name_in_use(user, name):
+        return page(status=400, name_error=f'You have a passkey called "{name}" already: choose another name.')
+    refused = sudo.required(user, ADD_PASSKEY)
     if refused is not None:
         return refused
     try:
@@ -188,6 +230,11 @@ def add_passkey() -> Response:
     form = CredentialForm()
     if not form.validate_on_submit():
         return redirect(url_for("account.show"), 303)
+    # The same rule as removing one: a confirmation of less than SUDO_MODE_LIFETIME ago. Lapsed
+    # during the ceremony, the confirmation page carries the new passkey's answer through.
+    refused = sudo.required(user, ADD_PASSKEY)
+    if refused is not None:
+        return refused
     try:
         passkey = passkeys.register(user, form.credential.data, form.name.data)
     except passkeys.PasskeyError as exc:  # refused before any passkey was written
@@ -198,27 +245,49 @@ def add_passkey() -> Response:
     db.session.commit()
     send_later(security_notice(user, f'A passkey ("{passkey.name}") was added'))
     if codes:  # the first second factor: recovery codes for when the device is lost
-        return make_response(
-            render_template("account/recovery_codes.html", codes=codes, new_setup=True, passkey=passkey.name)
-        )
+        return _recovery_codes_page(user, codes, new_setup=True, passkey=passkey.name)
     flash(f'Passkey "{passkey.name}" added: use it to sign in without your password, or after it.')
     return redirect(url_for("account.show"), 303)
 
 
+class RemoveForm(FlaskForm):
+    """The removal confirmation: `confirm` says the member saw the page that names the passkey."""
+
+    confirm = HiddenField()
+
+
 @bp.post("/passkeys/<int:passkey_id>/remove")
 def remove_passkey(passkey_id: int) -> Response:
+    """Remove a passkey, never in one click: the account page's button leads to a page that names
+    it (and says what goes with it), whose button - with the proof, unless confirmed lately, the
+    rule adding one follows - removes it."""
     user = current_user()
     if user is None:
         return _signed_out()
     passkey = next((p for p in passkeys.passkeys_of(user) if p.id == passkey_id), None)
-    if not FlaskForm().validate_on_submit() or passkey is None:
+    form = RemoveForm()
+    if not form.validate_on_submit() or passkey is None:
         flash("That passkey is not registered for your account.", "error")
         return redirect(url_for("account.show"), 303)
+    if form.confirm.data != "yes":
+        others = len(passkeys.passkeys_of(user)) - 1
+        return make_response(
+            render_template(
+                "account/passkey_remove.html",
+                passkey=passkey,
+                form=form,
+                sudo_form=sudo.ConfirmForm(),
+                confirmed=sudo.fresh(),
+                has_totp=second_factor.has_totp(user),
+                last_factor=others == 0 and not second_factor.has_totp(user),
+                max_length=MAX_PASSWORD_LENGTH,
+            )
+        )
     refused = sudo.required(user, f'remove the passkey "{passkey.name}"')
     if refused is not None:
         return refused
     passkeys.remove(user, passkey_id, actor=user)
     db.session.commit()
-    send_later(security_notice(user, "A passkey was removed"))
-    flash("The passkey is removed: it no longer signs you in.")
+    send_later(security_notice(user, f'A passkey ("{passkey.name}") was removed'))
+    flash(f'The passkey "{passkey.name}" is removed: it no longer signs you in.')
     return redirect(url_for("account.show"), 303)

@@ -15,7 +15,7 @@ from wtforms.validators import DataRequired, Length
 from app.core.extensions import db
 from app.core.scopes import SCOPES, tier_allows
 from app.models import Tier
-from app.services import passkeys, second_factor, verification
+from app.services import passkeys, password_strength, second_factor, verification
 from app.services.audit import record
 from app.services.connections import connections, is_connected
 from app.services.consent import revoke_consent
@@ -26,7 +26,7 @@ from app.services.session_list import end_session, live_sessions
 from app.services.sessions import current_login, current_user, end_all_logins, end_login, start_login, touch
 from app.store import store
 from app.web.account import sudo
-from app.web.auth.recovery_views import NewPasswordForm
+from app.web.auth.recovery_views import NewPasswordForm, new_password_context
 from app.web.auth.views import password_refusal
 
 bp = Blueprint("account", __name__, url_prefix="/account")
@@ -147,7 +147,8 @@ WRONG_CURRENT_PASSWORD = "Your current password is not right."
 
 def _password_page(form: PasswordForm, error: str | None = None, status: int = 200) -> Response:
     return make_response(
-        render_template("account/password.html", form=form, error=error, max_length=MAX_PASSWORD_LENGTH), status
+        render_template("account/password.html", form=form, error=error, **new_password_context(current_user())),
+        status,
     )
 
 
@@ -161,6 +162,7 @@ def password() -> Response:
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.password")))
     form = PasswordForm()
+    form.strength_words = password_strength.member_words(user.email, user.name)
     if request.method == "GET":
         return _password_page(form)
     if not form.validate_on_submit():
@@ -169,7 +171,10 @@ def password() -> Response:
     if refused is not None:
         return refused
     amr = tuple(current_login().amr.split())  # this browser keeps how it signed in
-    ended = change_password(user, form.new.data, actor=user, disconnect_apps=form.disconnect_apps.data)
+    try:
+        ended = change_password(user, form.new.data, actor=user, disconnect_apps=form.disconnect_apps.data)
+    except MemberError as exc:  # the form checked the same rules: refused before anything was written
+        return _password_page(form, error=str(exc), status=400)
     start_login(user, amr=amr)
     db.session.commit()
     send_later(security_notice(user, "Your password was changed"))

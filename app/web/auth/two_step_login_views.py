@@ -1,6 +1,6 @@
 """The sign-in's pages after (or instead of) the password: the second step (a code from the
-authenticator app, a recovery code, or a passkey) and the passkey sign-in without password. The
-browser carries (in its signed session cookie) only who typed the right password, when, the
+authenticator app, a passkey, or - on a page of its own, with a text keyboard - a recovery code)
+and the passkey sign-in without password. The browser carries (in its signed session cookie) only who typed the right password, when, the
 pending request and the handle of its passkey challenge (the challenge is kept server-side:
 app/services/passkeys.py); the session starts once the second factor is right.
 
@@ -10,8 +10,20 @@ here commits its unit of work once."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-from flask import Blueprint, Response, flash, make_response, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    Response,
+    flash,
+    jsonify,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask_wtf import FlaskForm
 from wtforms import HiddenField, StringField
 from wtforms.validators import DataRequired, Length
@@ -23,12 +35,26 @@ from app.protocol.authorize import find_interaction
 from app.protocol.untrusted import UntrustedRequest
 from app.services import passkeys, second_factor, throttle
 from app.services.audit import record
-from app.web.auth.views import PENDING_SECOND_FACTOR, SUSPENDED, begin_session, onward, throttled, too_many_attempts
+from app.web.auth.views import (
+    PENDING_SECOND_FACTOR,
+    SUSPENDED,
+    begin_session,
+    interaction_or_restart,
+    onward,
+    throttled,
+    too_many_attempts,
+)
 
 bp = Blueprint("two_step_login", __name__)
 
 PENDING_LIFETIME = 300  # seconds between the right password and the code
-WRONG_CODE = "That code is not right. Type the 6 digits your app shows now, or one of your recovery codes."
+WRONG_CODE = "That code is not right. Type the 6 digits your app shows now."
+# A right code from the app, but its 30-second step was used already (typed twice, or an older
+# code after a newer one): the member needs to wait, not to doubt the app.
+JUST_USED = "That code was just used. Wait for your app to show the next one (every 30 seconds), then type it."
+WRONG_RECOVERY_CODE = "That recovery code is not right, or it was used already: each works once."
+NO_CODE = "Type the code from your authenticator app."
+NO_RECOVERY_CODE = "Type one of your recovery codes."
 
 
 class CodeForm(FlaskForm):
@@ -45,10 +71,17 @@ def _pending() -> tuple[User, object, str] | None:
     if user is None or user.is_suspended:
         return None
     try:
-        interaction = find_interaction(data["i"]) if data.get("i") else None
+        interaction, restart = interaction_or_restart(data.get("i") or None)
     except UntrustedRequest:
-        interaction = None
-    return user, interaction, data.get("n") or ""
+        interaction, restart = None, None
+    # An app's request that expired meanwhile is started again once the second step is done.
+    return user, interaction, restart or data.get("n") or ""
+
+
+def _start_again() -> Response:
+    session.pop(PENDING_SECOND_FACTOR, None)
+    flash("Sign in again: the sign-in took too long, or was not started.", "error")
+    return redirect(url_for("auth.login"), 303)
 
 
 class CredentialForm(FlaskForm):
@@ -57,7 +90,8 @@ class CredentialForm(FlaskForm):
 
 def _page(user: User, form: CodeForm, error: str | None = None, status: int = 200) -> Response:
     """The second step: a code field if the member has an authenticator app, a passkey button if
-    they have passkeys (with a fresh challenge, kept server-side: the route commits it)."""
+    they have passkeys (with a fresh challenge, kept server-side: the route commits it), and the
+    way to the recovery-code step."""
     options = passkeys.authentication_options(user, "2fa")
     return make_response(
         render_template(
@@ -73,39 +107,51 @@ def _page(user: User, form: CodeForm, error: str | None = None, status: int = 20
     )
 
 
-@bp.route("/login/second-factor", methods=["GET", "POST"])
-def code() -> Response:
-    pending = _pending()
-    if pending is None:
-        session.pop(PENDING_SECOND_FACTOR, None)
-        flash("Sign in again: the sign-in took too long, or was not started.", "error")
-        return redirect(url_for("auth.login"), 303)
-    user, interaction, next_path = pending
-    form = CodeForm()
-    if request.method == "GET":
-        page = _page(user, form)
-        db.session.commit()  # the page's passkey challenge
-        return page
+def _recovery_page(user: User, form: CodeForm, error: str | None = None, status: int = 200) -> Response:
+    """The recovery-code step: its own page, with a text keyboard (the codes have letters; the app
+    code's field asks phones for a digits-only keypad)."""
+    return make_response(
+        render_template(
+            "auth/recovery_code.html",
+            form=form,
+            error=error,
+            totp=second_factor.has_totp(user),
+            passkey=bool(passkeys.passkeys_of(user)),
+        ),
+        status,
+    )
+
+
+def _check(
+    user: User,
+    form: CodeForm,
+    page: Callable[..., Response],
+    check: Callable[[str], str | None],
+    missing: str,
+    wrong: str,
+) -> Response | str:
+    """The shared part of the two code steps: the form (`missing` when empty), the per-member
+    throttle (guessing codes is throttled like passwords from an unknown browser), then
+    `check(code)`. Returns what was used ("otp", "recovery"), or the page to answer, with `wrong`
+    or JUST_USED (committed by the caller)."""
     if not form.validate_on_submit():
-        page = _page(user, form, error="Type the code from your authenticator app.", status=400)
-        db.session.commit()  # the page's passkey challenge
-        return page
-    # Guessing codes is throttled per member like passwords from an unknown browser.
+        return page(user, form, error=missing, status=400)
     attempt = throttle.Attempt("2fa:" + user.id)
     wait = attempt.wait()
     if wait:
-        page = throttled(_page(user, form, error=too_many_attempts(wait)), wait)
-        db.session.commit()  # the page's passkey challenge
-        return page
-    used = second_factor.verify(user, form.code.data)
-    if used is None:
-        attempt.failed()
-        record("2fa.failed", actor=user, subject=user)
-        page = _page(user, form, error=WRONG_CODE, status=throttle.FAILED_LOGIN_STATUS)
-        db.session.commit()  # the failed attempt's audit line stays, with the page's passkey challenge
-        metrics.login_failed()
-        return page
-    attempt.succeeded()
+        return throttled(page(user, form, error=too_many_attempts(wait)), wait)
+    used = check(form.code.data)
+    if used in ("otp", "recovery"):
+        attempt.succeeded()
+        return used
+    attempt.failed()
+    record("2fa.failed", actor=user, subject=user, **({"reason": "reused"} if used == "reused" else {}))
+    metrics.login_failed()
+    error = JUST_USED if used == "reused" else wrong
+    return page(user, form, error=error, status=throttle.FAILED_LOGIN_STATUS)
+
+
+def _signed_in(user: User, interaction, next_path: str, used: str) -> Response:
     notice = None
     if used == "recovery":
         left = second_factor.recovery_codes_left(user)
@@ -119,14 +165,56 @@ def code() -> Response:
     return onward(interaction, next_path)
 
 
+@bp.route("/login/second-factor", methods=["GET", "POST"])
+def code() -> Response:
+    """The code from the authenticator app (a recovery code typed here is still taken: some
+    members will, and it is as good as on its own page)."""
+    pending = _pending()
+    if pending is None:
+        return _start_again()
+    user, interaction, next_path = pending
+    form = CodeForm()
+    if request.method == "GET":
+        page = _page(user, form)
+        db.session.commit()  # the page's passkey challenge
+        return page
+    outcome = _check(user, form, _page, lambda code: second_factor.verify(user, code), NO_CODE, WRONG_CODE)
+    if isinstance(outcome, str):
+        return _signed_in(user, interaction, next_path, outcome)
+    db.session.commit()  # a failed attempt's audit line stays, with the page's passkey challenge
+    return outcome
+
+
+@bp.route("/login/second-factor/recovery", methods=["GET", "POST"])
+def recovery_code() -> Response:
+    """A recovery code in place of the app or passkey (lost phone): its own step, text keyboard."""
+    pending = _pending()
+    if pending is None:
+        return _start_again()
+    user, interaction, next_path = pending
+    form = CodeForm()
+    if request.method == "GET":
+        return _recovery_page(user, form)
+    outcome = _check(
+        user,
+        form,
+        _recovery_page,
+        lambda code: "recovery" if second_factor.use_recovery_code(user, code) else None,
+        NO_RECOVERY_CODE,
+        WRONG_RECOVERY_CODE,
+    )
+    if isinstance(outcome, str):
+        return _signed_in(user, interaction, next_path, outcome)
+    db.session.commit()  # a failed attempt's audit line stays
+    return outcome
+
+
 @bp.post("/login/second-factor/passkey")
 def passkey() -> Response:
     """The second step with a passkey of the member who typed the right password."""
     pending = _pending()
     if pending is None:
-        session.pop(PENDING_SECOND_FACTOR, None)
-        flash("Sign in again: the sign-in took too long, or was not started.", "error")
-        return redirect(url_for("auth.login"), 303)
+        return _start_again()
     user, interaction, next_path = pending
     form = CredentialForm()
     try:
@@ -175,6 +263,19 @@ def passkey_sign_in() -> Response:
     interaction = begin_session(user, interaction, amr=("hwk",))
     db.session.commit()  # with the challenge used and the passkey's new signature count
     return onward(interaction, form.next.data)
+
+
+@bp.post("/login/passkey/options")
+def passkey_autofill_options() -> Response:
+    """The options of a passkey sign-in offered in the login page's email field (conditional
+    mediation: the browser lists this site's passkeys in its autofill): fetched by
+    static/passkeys.js, with the page's CSRF token, only where the browser can do it. The
+    challenge is kept server-side like the passkey page's; the answer goes to /login/passkey."""
+    if not passkeys.available():
+        return make_response(jsonify(error="passkeys are not offered on this issuer"), 404)
+    options = passkeys.authentication_options(None, "signin")
+    db.session.commit()  # the challenge
+    return make_response(options, 200, {"Content-Type": "application/json"})
 
 
 class PasswordlessForm(FlaskForm):

@@ -10,12 +10,13 @@ from wtforms.validators import DataRequired, EqualTo, Length
 
 from app.core.extensions import db
 from app.models import LinkPurpose
-from app.services import links
+from app.services import links, password_strength
 from app.services.devices import remember_device
 from app.services.mail import send_later
 from app.services.members import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, MemberError
 from app.services.sessions import current_user
 from app.services.verification import accept_invitation, confirm
+from app.web.auth.recovery_views import PASSWORD_HELP, new_password_context, refuse_weak
 
 bp = Blueprint("verification", __name__)
 
@@ -36,11 +37,15 @@ class InvitationForm(FlaskForm):
                 message=f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
             ),
         ],
-        description=f"At least {MIN_PASSWORD_LENGTH} characters.",
+        description=PASSWORD_HELP,
     )
     confirm = PasswordField(
         "Password again", validators=[DataRequired(), EqualTo("new", message="The two passwords differ.")]
     )
+    strength_words: list[str] = []  # the member's address and name, set by the view
+
+    def validate_new(self, field: PasswordField) -> None:
+        refuse_weak(field, self.strength_words)
 
 
 def _invalid(what: str, again: str) -> Response:
@@ -90,11 +95,12 @@ def invitation() -> Response | str:
     link = links.find(token, LinkPurpose.INVITE)
     if link is None:
         return _invalid("invitation", url_for("recovery.forgot"))
+    form.strength_words = password_strength.member_words(link.user.email, link.user.name)
 
     def page(status: int = 200, error: str | None = None) -> Response:
         return make_response(
             render_template(
-                "auth/invitation.html", form=form, user=link.user, error=error, max_length=MAX_PASSWORD_LENGTH
+                "auth/invitation.html", form=form, user=link.user, error=error, **new_password_context(link.user)
             ),
             status,
         )

@@ -21,6 +21,7 @@ from app.core.extensions import db
 from app.core.security import allow_form_redirect
 from app.models import User
 from app.protocol.authorize import find_interaction, resume, signed_in_for
+from app.protocol.untrusted import UntrustedRequest
 from app.services import throttle
 from app.services.audit import event_row, record
 from app.services.devices import known_device, remember_device
@@ -60,6 +61,20 @@ class LoginForm(CheckedForm):
 # line breaks from a Location, so "/\t/evil.example" would become "//evil.example"), one leading
 # slash, no backslash (some browsers read "/\\evil.example" as a host).
 _LOCAL_PATH = re.compile(r"/(?!/)[\x21-\x5b\x5d-\x7e]*")  # printable ASCII without the backslash (\x5c)
+
+
+def interaction_or_restart(uid: str | None) -> tuple[PendingRequest | None, str | None]:
+    """The pending request `uid` of this browser (None without one), or, when it expired and can
+    be rebuilt, None and the path that starts it again (app/protocol/authorize.py `restart_path`):
+    an expired request is no dead end. Any other refusal is the error page."""
+    if not uid:
+        return None, None
+    try:
+        return find_interaction(uid), None
+    except UntrustedRequest as error:
+        if error.restart is None:
+            raise
+        return None, error.restart
 
 
 def safe_next(target: str | None) -> str | None:
@@ -107,7 +122,12 @@ def reauthentication_refusal(
 def login() -> Response | str:
     form = LoginForm()
     uid = request.values.get("interaction") or None
-    interaction = find_interaction(uid) if uid else None
+    interaction, restart = interaction_or_restart(uid)
+    if restart is not None:
+        if request.method == "GET":
+            return redirect(restart, 303)  # the same request, parked anew: the login page again
+        # The password was typed after the request expired: sign in, then start it again.
+        uid, form.next.data = None, restart
     if request.method == "GET":
         form.interaction.data = uid
         form.next.data = safe_next(request.args.get("next")) or ""
