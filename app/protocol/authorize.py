@@ -41,6 +41,7 @@ from app.models.base import new_secret, sha256_hex, utcnow
 from app.protocol.adapters import OnlyCodeResponseType, StoredAuthorizationRequest
 from app.protocol.endpoints import read_id_token_hint
 from app.protocol.grants import draw_code
+from app.protocol.resources import authorized_resource
 from app.protocol.server import issuer_parameter, server
 from app.protocol.untrusted import UntrustedRequest
 from app.services.audit import event_row
@@ -71,6 +72,7 @@ PARKED_PARAMS = (
     "claims_locales",
     "acr_values",
     "response_mode",
+    "resource",
 )
 MAX_PARAM_LENGTH = 4096
 # OIDC Core 3.1.2.1: seconds, a non-negative integer. ASCII digits only: str.isdigit() also
@@ -135,9 +137,10 @@ def trusted_destination(payload: Any) -> tuple[App, str]:
     return client, default
 
 
-def _validate_shape(payload: Any) -> None:
+def _validate_shape(oauth_request: OAuth2Request) -> None:
     """Checks Authlib leaves to us: request objects, response_type presence, sizes, prompt, max_age,
-    response_mode."""
+    response_mode, and the resource asked for (RFC 8707: one the provider protects)."""
+    payload = oauth_request.payload
     # OIDC Core 6.1 and 6.2: a provider that does not take request objects says so rather than
     # ignoring them (the parameters inside would be lost without a word). Checked first: a client
     # sending one may have put response_type inside it. Discovery advertises both as unsupported.
@@ -161,6 +164,7 @@ def _validate_shape(payload: Any) -> None:
         raise InvalidRequestError("'max_age' must be a non-negative integer.")
     if payload.data.get("response_mode") not in (None, "query"):
         raise InvalidRequestError("Only response_mode=query is supported.")
+    authorized_resource(oauth_request)
 
 
 def _hinted_subject(params: Mapping[str, Any]) -> str | None:
@@ -213,7 +217,7 @@ def run(oauth_request: OAuth2Request, interaction: PendingRequest | None = None)
     payload = oauth_request.payload
     client, redirect_uri = trusted_destination(payload)
     try:
-        _validate_shape(payload)
+        _validate_shape(oauth_request)
         login = current_login()
         user = login.user if login else None
         grant = server.get_consent_grant(request=oauth_request, end_user=user)

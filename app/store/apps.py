@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Label, Select, bindparam, func, or_, select
 
-from app.models import AuditEvent, Client, ClientStatus, Consent, User
+from app.models import AuditEvent, Client, ClientStatus, Consent, Registration, User
 from app.models.client import ClientRules
 from app.store.statements import first, run
 from app.store.unit_of_work import unit_of_work
@@ -48,6 +48,14 @@ class App(ClientRules):
     policy_url: str | None
     tos_url: str | None
     status: str
+    registration: str  # Registration: a developer's app, or an agent known by its metadata document
+    document_fetched_at: datetime | None  # an agent's document, when last read
+
+    @property
+    def is_agent(self) -> bool:
+        """An AI agent known by its Client ID Metadata Document rather than registered by a developer:
+        its name and redirect URIs are its own word, unverified (the consent page says so)."""
+        return self.registration == Registration.METADATA_DOCUMENT
 
     def __repr__(self) -> str:
         return f"<App {self.client_id}>"
@@ -266,9 +274,10 @@ class SqlApps:
         self, start: datetime, end: datetime, owner_id: str | None = None
     ) -> list[tuple[RegisteredApp, Owner | None]]:
         """Apps registered for some of [start, end) - created before its end, not deleted before its
-        start - oldest first, each with its owner (what the fee ledger bills)."""
+        start - oldest first, each with its owner (what the fee ledger bills). Registered apps only:
+        an agent known by its metadata document has no developer to bill."""
         stmt = (
-            _WITH_OWNER.where(_clients.c.created_at < end)
+            _WITH_OWNER.where(_clients.c.created_at < end, _clients.c.registration == Registration.CONSOLE.value)
             .where(or_(_clients.c.deleted_at.is_(None), _clients.c.deleted_at > start))
             .order_by(*_OLDEST_FIRST)
         )
