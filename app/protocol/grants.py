@@ -16,8 +16,8 @@ from app.core.capabilities import TOKEN_AUTH_METHODS
 from app.models import AuthorizationCode
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from app.protocol import refresh_grace
-from app.protocol.resources import authorized_resource, check_token_resource
 from app.protocol import tokens as issuing
+from app.protocol.resources import authorized_resource, check_token_resource
 from app.store import codes, store, tokens
 from app.store.apps import App
 from app.store.members import Member

@@ -6,6 +6,7 @@ from flask import Blueprint, Response, current_app, request
 from werkzeug.wrappers import Response as BaseResponse
 
 from app.core.capabilities import (
+    AS_METADATA_PATH,
     AUTHORIZE_PATH,
     DISCOVERY_PATH,
     INTROSPECTION_PATH,
@@ -35,6 +36,13 @@ def _cached_json(body: bytes, etag: str) -> Response:
 @bp.get(DISCOVERY_PATH)
 def discovery() -> Response:
     doc = current_app.extensions["discovery"]
+    return _cached_json(doc.body, doc.etag)
+
+
+@bp.get(AS_METADATA_PATH)
+def as_metadata() -> Response:
+    """RFC 8414 authorization server metadata: OIDC discovery's facts (app/protocol/metadata.py)."""
+    doc = current_app.extensions["as_metadata"]
     return _cached_json(doc.body, doc.etag)
 
 
