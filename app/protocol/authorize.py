@@ -44,7 +44,9 @@ from app.protocol.grants import draw_code
 from app.protocol.resources import authorized_resource
 from app.protocol.server import issuer_parameter, server
 from app.protocol.untrusted import UntrustedRequest
+from app.services.agent_clients import agent_app
 from app.services.audit import event_row
+from app.services.client_documents import DocumentRefused, looks_like_document_id
 from app.services.consent import answer_request, consented_scope, decide_granted, missing_scopes, remembered_scopes
 from app.services.second_factor import has_second_factor
 from app.services.sessions import browser_id, current_login, known_login, login_cookie, touch
@@ -92,12 +94,30 @@ REDIRECT_HINT = (
 )
 
 
+def _agent(client_id: str) -> App:
+    """An AI agent known by its Client ID Metadata Document (app/services/agent_clients.py), or
+    an error page saying why its document cannot be used (never a redirect: its redirect URIs
+    are what could not be checked)."""
+    try:
+        agent = agent_app(client_id)
+        db.session.commit()  # the copy just read is kept whatever this request's outcome (the cache)
+        return agent
+    except DocumentRefused as refused:
+        raise UntrustedRequest(
+            "Agent not recognised",
+            "The AI agent that sent you here could not be identified, so you were not signed in to it.",
+            developer_hint=f"Client ID Metadata Document {client_id[:255]}: {refused}",
+        ) from None
+
+
 def trusted_destination(payload: Any) -> tuple[App, str]:
     """The client and the redirect_uri errors may be sent to, or UntrustedRequest."""
     client_id = payload.data.get("client_id")
     if not client_id:
         raise UntrustedRequest("Missing application", "The sign-in link does not name an application (client_id).")
-    client = store().apps.by_client_id(str(client_id)[:64])
+    client = (
+        _agent(str(client_id)) if looks_like_document_id(str(client_id)) else store().apps.by_client_id(str(client_id))
+    )
     if client is None or client.is_deleted:
         raise UntrustedRequest("Unknown application", "The application that sent you here is not registered.")
     if not client.is_active:

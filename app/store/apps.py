@@ -141,7 +141,7 @@ class SqlApps:
     def by_client_id(self, client_id: str | None) -> App | None:
         """An app by its public id, active or not. Authlib validates an authorization request twice
         (consent step and response), and /authorize checks trust first: the request reads it once."""
-        if not client_id or len(client_id) > 64 or "\x00" in client_id:
+        if not client_id or len(client_id) > 255 or "\x00" in client_id:
             return None
         return self._remembered(("client_id", client_id), _APP_BY_CLIENT_ID, {"client_id": client_id})
 
@@ -190,6 +190,25 @@ class SqlApps:
         """Register an app (`values`: its columns, the secret as a hash only); returns it as stored,
         with the columns' defaults (status active, registered now)."""
         row = run(_clients.insert().values(**values).returning(*_COLUMNS)).first()
+        return _returned(row)
+
+    def keep_agent(self, client_id: str, values: dict[str, Any]) -> RegisteredApp:
+        """An agent known by its metadata document (`client_id`: the document's URL), its row
+        refreshed with what the document says now (`values`), or inserted the first time. Its
+        status is left as it is: an agent an administrator disabled stays disabled."""
+        agent = Registration.METADATA_DOCUMENT.value
+        stmt = (
+            _clients.update()
+            .where(_clients.c.client_id == client_id, _clients.c.registration == agent)
+            .values(**values)
+            .returning(*_COLUMNS)
+        )
+        row = run(stmt).first()
+        if row is None:
+            return self.insert({**values, "client_id": client_id, "registration": agent})
+        memo = unit_of_work().memo
+        memo.pop(("id", row.id), None)
+        memo.pop(("client_id", client_id), None)
         return _returned(row)
 
     def change(self, pk: int, values: dict[str, Any]) -> RegisteredApp:
