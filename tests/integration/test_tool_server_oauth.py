@@ -10,7 +10,9 @@ elsewhere, catalog-wide tools, a document that does not check out."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextvars
+import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs, urlsplit
 
@@ -330,3 +332,37 @@ def test_an_unprotected_resource_or_an_unregistered_redirect_is_refused(servers,
     assert elsewhere.status_code == 400 and "Location" not in elsewhere.headers
     # The document was read once: the second request used the kept copy.
     assert documents.hits["/agents/good.json"] == 1
+
+
+def test_a_code_redeemed_for_another_resource_is_invalid_target_and_burnt(servers, documents):
+    member = make_member(tier="basic")
+    redirect_uri = "http://localhost:7303/callback"
+    url = documents.serve("/agents/burn.json", agent_document(documents.base + "/agents/burn.json", redirect_uri))
+    browser = Browser(servers.rest)
+    verifier = "v" * 50
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    response = browser.follow(
+        browser.get(
+            "/api/auth/oauth2/authorize",
+            params={
+                "response_type": "code",
+                "client_id": url,
+                "redirect_uri": redirect_uri,
+                "scope": "openid credits:read",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "resource": servers.mcp,
+            },
+        )
+    )
+    response = browser.login(member.email)
+    response = browser.consent(allow=True)
+    code = parse_qs(urlsplit(response.headers["Location"]).query)["code"][0]
+    token = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, "client_id": url}
+    token["code_verifier"] = verifier
+    wrong = requests.post(servers.rest + "/api/auth/oauth2/token", data={**token, "resource": servers.rest}, timeout=30)
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_target"
+    again = requests.post(servers.rest + "/api/auth/oauth2/token", data={**token, "resource": servers.mcp}, timeout=30)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"  # one try per code
+    db.session.remove()
+    assert db.session.scalar(db.select(db.func.count()).select_from(Token)) == 0
