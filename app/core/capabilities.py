@@ -24,6 +24,7 @@ JWKS_PATH: Final = "/api/auth/jwks"
 REVOCATION_PATH: Final = "/api/auth/oauth2/revoke"
 INTROSPECTION_PATH: Final = "/api/auth/oauth2/introspect"
 END_SESSION_PATH: Final = "/api/auth/oauth2/endsession"
+REGISTRATION_PATH: Final = "/api/auth/oauth2/register"  # RFC 7591, for AI agents (public clients only)
 
 # -- the flow -------------------------------------------------------------------------------------
 

@@ -150,6 +150,9 @@ DEFAULTS: dict[str, Setting] = {
     "CLIENT_DOCUMENT_FETCH_LIMIT": Setting(
         "30 per minute", "Client metadata documents read per host of their URL (fresh copies are not read again)."
     ),
+    "CLIENT_REGISTRATION_LIMIT": Setting(
+        "10 per hour", "Dynamic client registrations (RFC 7591, AI agents) allowed per client address."
+    ),
     "CLIENT_DOCUMENT_CA_FILE": Setting(
         "", "PEM certificates trusted for client metadata documents besides the system's (a development agent's)."
     ),
@@ -272,6 +275,7 @@ def check_settings(settings: dict[str, Any]) -> None:
         "MAIL_ACCOUNT_LIMIT",
         "MAIL_IP_LIMIT",
         "CLIENT_DOCUMENT_FETCH_LIMIT",
+        "CLIENT_REGISTRATION_LIMIT",
     ):
         try:
             parse_many(settings[name])

@@ -60,6 +60,8 @@ class Registration(StrEnum):
     # An AI agent whose client id is the https URL of its Client ID Metadata Document, read by the
     # provider when the agent first sends a member to sign in (app/services/agent_clients.py).
     METADATA_DOCUMENT = "metadata_document"
+    # An AI agent that registered itself at the registration endpoint (RFC 7591), within its limits.
+    DYNAMIC = "dynamic"
 
 
 class ClientStatus(StrEnum):

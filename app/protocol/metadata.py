@@ -22,6 +22,7 @@ from app.core.capabilities import (
     INTROSPECTION_PATH,
     JWKS_PATH,
     PROMPTS,
+    REGISTRATION_PATH,
     RESOURCE_METADATA_PATH,
     RESPONSE_MODES,
     RESPONSE_TYPES,
@@ -50,6 +51,8 @@ def discovery_document(config: Mapping[str, Any]) -> dict[str, Any]:
         "introspection_endpoint": issuer + INTROSPECTION_PATH,
         "introspection_endpoint_auth_methods_supported": list(INTROSPECTION_AUTH_METHODS),
         "end_session_endpoint": issuer + END_SESSION_PATH,
+        # RFC 7591, for AI agents without a metadata document: public clients only (app/protocol/registration.py).
+        "registration_endpoint": issuer + REGISTRATION_PATH,
         "scopes_supported": list(SUPPORTED_SCOPES),
         "response_types_supported": list(RESPONSE_TYPES),
         "response_modes_supported": list(RESPONSE_MODES),

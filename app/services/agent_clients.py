@@ -15,19 +15,21 @@ and not billed (no developer registered it)."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import current_app
 
 from app.core.capabilities import PUBLIC_AUTH_METHOD
-from app.models import ClientType
-from app.models.base import utcnow
+from app.models import ClientType, Registration
+from app.models.base import new_secret, utcnow
 from app.services import throttle
-from app.services.client_documents import DocumentFetcher, DocumentRefused
+from app.services.client_documents import AgentDocument, DocumentFetcher, DocumentRefused
 from app.store import store
-from app.store.apps import App
+from app.store.apps import App, RegisteredApp
 
 FETCH_SCOPE = "client-document"
+DYNAMIC_PREFIX = "agent_"  # a self-registered agent's client id (never a URL: the authorization endpoint's fork)
 
 
 def fetcher() -> DocumentFetcher:
@@ -51,27 +53,37 @@ def agent_app(client_id: str) -> App:
     """The agent `client_id` names, from a fresh copy of its document or a new read of it; else
     DocumentRefused. The caller commits (the row is written in the request's unit of work)."""
     known = store().apps.by_client_id(client_id)
-    if known is not None and known.is_agent and _fresh(known):
+    if known is not None and known.document_url is not None and _fresh(known):
         return known
     host = urlsplit(client_id).hostname or "?"
     limit = throttle.parsed_limit(current_app.config["CLIENT_DOCUMENT_FETCH_LIMIT"])
     spent = throttle.spend(limit, FETCH_SCOPE, host.lower()[:255])
     if spent is not None and not spent.allowed:
         raise DocumentRefused(f"Too many client metadata documents read from {host} lately; try again in a minute.")
-    document = fetcher().fetch(client_id)
-    return store().apps.keep_agent(
-        client_id,
-        {
-            "name": document.name,
-            "client_type": ClientType.PUBLIC.value,
-            "token_endpoint_auth_method": PUBLIC_AUTH_METHOD,
-            "redirect_uris": document.redirect_uris,
-            "post_logout_redirect_uris": [],
-            "allowed_scopes": document.scope,
-            "require_pkce": True,
-            "trusted": False,
-            "homepage_url": document.homepage_url,
-            "logo_url": None,  # a stranger's image on the consent page: not shown
-            "document_fetched_at": utcnow(),
-        },
+    return store().apps.keep_agent(client_id, {**_columns(fetcher().fetch(client_id)), "document_fetched_at": utcnow()})
+
+
+def register_agent(metadata: AgentDocument) -> RegisteredApp:
+    """An agent that registers itself (RFC 7591, app/protocol/registration.py): a new public client
+    under a random id, with the metadata it sent, checked as a document's would be. The caller
+    budgets the registrations and commits."""
+    client_id = DYNAMIC_PREFIX + new_secret(18)
+    return store().apps.insert(
+        {**_columns(metadata), "client_id": client_id, "registration": Registration.DYNAMIC.value}
     )
+
+
+def _columns(document: AgentDocument) -> dict[str, Any]:
+    """An agent's row, as its metadata describes it: a public client, never trusted."""
+    return {
+        "name": document.name,
+        "client_type": ClientType.PUBLIC.value,
+        "token_endpoint_auth_method": PUBLIC_AUTH_METHOD,
+        "redirect_uris": document.redirect_uris,
+        "post_logout_redirect_uris": [],
+        "allowed_scopes": document.scope,
+        "require_pkce": True,
+        "trusted": False,
+        "homepage_url": document.homepage_url,
+        "logo_url": None,  # a stranger's image on the consent page: not shown
+    }

@@ -225,15 +225,19 @@ def parse_document(client_id: str, body: bytes) -> AgentDocument:
         raise DocumentRefused("The client metadata document must be a JSON object.")
     if document.get("client_id") != client_id:
         raise DocumentRefused("The document's client_id must equal the URL it is served from.")
+    return agent_metadata(document, client_id, urlsplit(client_id).hostname or client_id)
+
+
+def agent_metadata(document: dict[str, Any], client_id: str, fallback_name: str) -> AgentDocument:
+    """An agent's client metadata (RFC 7591 2 names), checked: what a metadata document says,
+    and what an agent sends to the registration endpoint (app/protocol/registration.py)."""
     uris = document.get("redirect_uris")
     if not isinstance(uris, list) or not 1 <= len(uris) <= MAX_REDIRECT_URIS:
         raise DocumentRefused(f"'redirect_uris' must list 1 to {MAX_REDIRECT_URIS} redirect URIs.")
     redirect_uris = list(dict.fromkeys(_redirect_uri(uri) for uri in uris))
     method = document.get("token_endpoint_auth_method", PUBLIC_AUTH_METHOD)
     if method != PUBLIC_AUTH_METHOD:
-        raise DocumentRefused(
-            "Agents known by a metadata document are public clients: token_endpoint_auth_method 'none'."
-        )
+        raise DocumentRefused("AI agents are public clients: token_endpoint_auth_method 'none'.")
     grants = document.get("grant_types", ["authorization_code"])
     if not isinstance(grants, list) or "authorization_code" not in grants or not set(grants) <= set(GRANT_TYPES):
         raise DocumentRefused("'grant_types' must include authorization_code and name only it and refresh_token.")
@@ -245,5 +249,5 @@ def parse_document(client_id: str, body: bytes) -> AgentDocument:
     homepage = _text(document, "client_uri", MAX_URI_LENGTH)
     if homepage is not None and not homepage.startswith("https://"):
         homepage = None  # shown as a link on the consent page: https only
-    name = _text(document, "client_name", MAX_NAME_LENGTH) or (urlsplit(client_id).hostname or client_id)
+    name = _text(document, "client_name", MAX_NAME_LENGTH) or fallback_name
     return AgentDocument(client_id, name, redirect_uris, " ".join(scopes), homepage)

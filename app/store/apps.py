@@ -53,9 +53,15 @@ class App(ClientRules):
 
     @property
     def is_agent(self) -> bool:
-        """An AI agent known by its Client ID Metadata Document rather than registered by a developer:
-        its name and redirect URIs are its own word, unverified (the consent page says so)."""
-        return self.registration == Registration.METADATA_DOCUMENT
+        """An AI agent known by its Client ID Metadata Document or registered by itself (RFC 7591),
+        rather than registered by a developer: its name and redirect URIs are its own word,
+        unverified (the consent page says so), and nobody is billed for it."""
+        return self.registration != Registration.CONSOLE
+
+    @property
+    def document_url(self) -> str | None:
+        """Where an agent's metadata document lives (its client id), if it is known by one."""
+        return self.client_id if self.registration == Registration.METADATA_DOCUMENT else None
 
     def __repr__(self) -> str:
         return f"<App {self.client_id}>"

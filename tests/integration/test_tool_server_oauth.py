@@ -366,3 +366,82 @@ def test_a_code_redeemed_for_another_resource_is_invalid_target_and_burnt(server
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"  # one try per code
     db.session.remove()
     assert db.session.scalar(db.select(db.func.count()).select_from(Token)) == 0
+
+
+def test_an_agent_without_a_document_registers_itself_and_signs_a_member_in(servers: ToolServers):
+    """The SDK's dynamic registration path (RFC 7591): no client_metadata_url."""
+    catalog = make_catalog()
+    member = make_member(tier="basic", profile_id=catalog.mine)
+    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
+    browser = Browser(servers.rest)
+    seen: dict[str, str] = {}
+
+    def consent_in_the_browser(authorization_url: str) -> str:
+        browser.follow(browser.get(authorization_url))
+        response = browser.login(member.email)
+        seen["consent"] = response.text
+        return browser.consent(allow=True).headers["Location"]
+
+    async def redirect_handler(authorization_url: str) -> None:
+        seen["callback"] = await anyio.to_thread.run_sync(consent_in_the_browser, authorization_url)
+
+    async def callback_handler() -> AuthorizationCodeResult:
+        params = {k: v[0] for k, v in parse_qs(urlsplit(seen["callback"]).query).items()}
+        return AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
+
+    storage = Memory()
+    metadata = OAuthClientMetadata(
+        redirect_uris=[redirect_uri], client_name="Registered Agent", token_endpoint_auth_method="none"
+    )
+    provider = OAuthClientProvider(servers.mcp, metadata, storage, redirect_handler, callback_handler)
+
+    async def session():
+        async with httpx2.AsyncClient(auth=provider, timeout=60) as http:
+            async with Client(streamable_http_client(servers.mcp, http_client=http)) as client:
+                return await client.call_tool("get_profile_credits", {"id_value": catalog.mine})
+
+    credits = run_in_thread(session)
+    assert not credits.is_error and credits.structured_content["totalCount"] > 0
+    assert storage.client_info.client_id.startswith("agent_")
+    assert "Registered Agent" in seen["consent"] and "registered itself" in seen["consent"]
+    db.session.remove()
+    agent = db.session.scalar(db.select(ClientRow).where(ClientRow.client_id == storage.client_info.client_id))
+    assert agent.registration == Registration.DYNAMIC and agent.client_type == "public"
+    assert agent.client_secret_hash is None and not agent.trusted
+
+
+@pytest.mark.parametrize(
+    ("metadata", "error"),
+    [
+        ({"redirect_uris": ["http://evil.example.test/cb"]}, "invalid_redirect_uri"),
+        ({"redirect_uris": []}, "invalid_redirect_uri"),
+        (
+            {"redirect_uris": ["https://a.example.test/cb"], "token_endpoint_auth_method": "client_secret_basic"},
+            "invalid_client_metadata",
+        ),
+        (
+            {"redirect_uris": ["https://a.example.test/cb"], "grant_types": ["client_credentials"]},
+            "invalid_client_metadata",
+        ),
+        ([], "invalid_client_metadata"),
+    ],
+)
+def test_registrations_that_do_not_check_out(servers: ToolServers, metadata, error):
+    response = requests.post(servers.rest + "/api/auth/oauth2/register", json=metadata, timeout=30)
+    assert response.status_code == 400 and response.json()["error"] == error
+    db.session.remove()
+    assert db.session.scalar(db.select(db.func.count()).select_from(ClientRow)) == 0
+
+
+def test_registrations_have_their_own_budget(app, monkeypatch):
+    monkeypatch.setitem(app.config, "CLIENT_REGISTRATION_LIMIT", "3 per hour")
+    client = app.test_client()
+    metadata = {"redirect_uris": ["http://127.0.0.1:9/cb"], "client_name": "Budget Agent"}
+    answers = [
+        client.post("/api/auth/oauth2/register", json=metadata, environ_base={"REMOTE_ADDR": "198.51.100.7"})
+        for _ in range(4)
+    ]
+    assert [a.status_code for a in answers] == [201, 201, 201, 429]
+    assert answers[-1].json["error"] == "slow_down" and int(answers[-1].headers["Retry-After"]) > 0
+    assert answers[0].json["token_endpoint_auth_method"] == "none"
+    assert answers[0].json["redirect_uris"] == metadata["redirect_uris"]
