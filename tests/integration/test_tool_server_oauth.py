@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextvars
+import datetime
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs, urlsplit
@@ -166,6 +167,9 @@ def test_an_agent_signs_a_member_in_and_reads_only_their_own_data(servers: ToolS
     assert agent.client_type == "public" and agent.document_fetched_at is not None
     row = db.session.scalar(db.select(Token).where(Token.client_id == agent.id))
     assert row.resource == servers.mcp
+    # The member sees the agent among their connected apps, to disconnect it like any other.
+    account = browser.get("/account")
+    assert account.status_code == 200 and "Test Agent" in account.text
 
     # The agent's token is for the tool server alone: /v1 and userinfo refuse it.
     token = storage.tokens.access_token
@@ -445,3 +449,26 @@ def test_registrations_have_their_own_budget(app, monkeypatch):
     assert answers[-1].json["error"] == "slow_down" and int(answers[-1].headers["Retry-After"]) > 0
     assert answers[0].json["token_endpoint_auth_method"] == "none"
     assert answers[0].json["redirect_uris"] == metadata["redirect_uris"]
+
+
+def test_a_kept_document_is_read_again_once_stale_and_a_disable_stands(servers, documents):
+    redirect_uri = "http://localhost:7304/callback"
+    path = "/agents/stale.json"
+    url = documents.serve(path, agent_document(documents.base + path, redirect_uri))
+    assert _authorize(servers, url, redirect_uri).status_code == 302  # to the login page
+    assert documents.hits[path] == 1
+    documents.serve(path, agent_document(url, redirect_uri, client_name="Renamed Agent"))
+    assert _authorize(servers, url, redirect_uri).status_code == 302
+    assert documents.hits[path] == 1  # fresh: the kept copy answered
+    db.session.remove()
+    agent = db.session.scalar(db.select(ClientRow).where(ClientRow.client_id == url))
+    agent.document_fetched_at = agent.document_fetched_at - datetime.timedelta(hours=2)
+    agent.status = "disabled"
+    agent.disabled_by_admin = True
+    db.session.commit()
+    refused = _authorize(servers, url, redirect_uri)
+    assert documents.hits[path] == 2  # stale: read again
+    assert refused.status_code == 403 and "Application disabled" in refused.text
+    db.session.remove()
+    agent = db.session.scalar(db.select(ClientRow).where(ClientRow.client_id == url))
+    assert agent.name == "Renamed Agent" and agent.status == "disabled"  # the new name; still disabled
