@@ -220,6 +220,7 @@ def test_discovery_documents_lead_from_the_tool_server_to_the_provider(servers: 
     origin = servers.mcp.rsplit("/mcp", 1)[0]
     metadata_url = f"{origin}/.well-known/oauth-protected-resource/mcp"
     assert header.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in header
+    assert 'scope="openid profile credits:read analytics:read"' in header
     for url in (metadata_url, origin + "/.well-known/oauth-protected-resource"):
         document = requests.get(url, timeout=30)
         assert document.status_code == 200 and document.headers["Access-Control-Allow-Origin"] == "*"

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from flask import current_app, request
 
 from app.models import ApiKey
-from app.protocol.metadata import resource_metadata_url
+from app.protocol.metadata import AGENT_SCOPES, resource_metadata_url
 from app.protocol.tokens import bearer_value, live_bearer
 from app.services.metering import meter_request
 from app.store.tokens import StoredToken
@@ -120,8 +120,12 @@ CALLER: ContextVar[ToolCaller] = ContextVar("credits_id.tool_caller")
 
 def challenge(error: str | None = None, description: str | None = None) -> dict[str, str]:
     """The `WWW-Authenticate` of a 401 (RFC 9728 5.1, RFC 6750 3): where the tool server's
-    protected resource metadata is, and, for a token that was refused, why."""
-    params = [f'resource_metadata="{resource_metadata_url(current_app.config["MCP_URL"])}"']
+    protected resource metadata is, the scopes a sign-in for it asks, and, for a token that was
+    refused, why."""
+    params = [
+        f'resource_metadata="{resource_metadata_url(current_app.config["MCP_URL"])}"',
+        f'scope="{" ".join(AGENT_SCOPES)}"',  # what to ask for (MCP: the challenge's scope comes first)
+    ]
     if error:
         params.append(f'error="{error}"')
     if description:
