@@ -14,7 +14,7 @@ from app.models.catalog import (
     TrackIsrc,
     credit_role_links,
 )
-from app.models.client import Client, ClientStatus, ClientType
+from app.models.client import Client, ClientStatus, ClientType, Registration
 from app.models.consent import Consent
 from app.models.interaction import Interaction
 from app.models.login_session import LoginSession
@@ -50,6 +50,7 @@ __all__ = [
     "Profile",
     "RecoveryCode",
     "RefreshReplay",
+    "Registration",
     "Role",
     "Roster",
     "RosterProfile",

@@ -35,6 +35,9 @@ class AuthorizationCode(Model):
     issued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The resource (RFC 8707) the grant is bound to: the tool server's URL, or None for the
+    # provider's own APIs (userinfo, /v1). Tokens are accepted only where they are bound.
+    resource: Mapped[str | None] = mapped_column(String(500), nullable=True)
 
     client = relationship("Client", lazy="joined")
     user = relationship("User", lazy="joined")

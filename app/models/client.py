@@ -53,6 +53,17 @@ class ClientType(StrEnum):
     PUBLIC = "public"
 
 
+class Registration(StrEnum):
+    """How an app came to be known to the provider."""
+
+    CONSOLE = "console"  # registered by a developer in the console or with the CLI (billed)
+    # An AI agent whose client id is the https URL of its Client ID Metadata Document, read by the
+    # provider when the agent first sends a member to sign in (app/services/agent_clients.py).
+    METADATA_DOCUMENT = "metadata_document"
+    # An AI agent that registered itself at the registration endpoint (RFC 7591), within its limits.
+    DYNAMIC = "dynamic"
+
+
 class ClientStatus(StrEnum):
     ACTIVE = "active"
     DISABLED = "disabled"
@@ -146,7 +157,8 @@ class Client(Model, ClientRules):
     __tablename__ = "clients"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    client_id: Mapped[str] = mapped_column(String(64), unique=True)
+    # 255: an agent's client id is its metadata document's URL (Registration.METADATA_DOCUMENT).
+    client_id: Mapped[str] = mapped_column(String(255), unique=True)
     # SHA-256 of the secret: client secrets are 256-bit random values, so a fast hash is
     # safe, and a copy of the database does not let anyone authenticate as the client.
     client_secret_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -170,6 +182,11 @@ class Client(Model, ClientRules):
     # Disabled by an administrator (or the operator's CLI): only an administrator enables it
     # again, so a suspension is not undone by the app's own developer.
     disabled_by_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    registration: Mapped[str] = mapped_column(
+        String(24), default=Registration.CONSOLE.value, server_default=Registration.CONSOLE.value
+    )
+    # When an agent's metadata document was last read (the cache's age); None for console apps.
+    document_fetched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

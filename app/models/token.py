@@ -33,6 +33,9 @@ class Token(Model):
     refresh_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     refresh_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The resource (RFC 8707) the grant is bound to: the tool server's URL, or None for the
+    # provider's own APIs (userinfo, /v1). Tokens are accepted only where they are bound.
+    resource: Mapped[str | None] = mapped_column(String(500), nullable=True)
     # The member's login time, carried from the code so refreshed ID tokens keep auth_time.
     auth_time: Mapped[datetime] = mapped_column(UTCDateTime)
     # How the member signed in, carried from the code so refreshed ID tokens keep amr and acr.

@@ -17,6 +17,7 @@ from app.models import AuthorizationCode
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from app.protocol import refresh_grace
 from app.protocol import tokens as issuing
+from app.protocol.resources import authorized_resource, check_token_resource
 from app.store import codes, store, tokens
 from app.store.apps import App
 from app.store.members import Member
@@ -86,6 +87,7 @@ def code_columns(request: OAuth2Request, user_id: str) -> dict[str, Any]:
         "code_challenge_method": request.payload.data.get("code_challenge_method"),
         "auth_time": request.auth_time,
         "amr": getattr(request, "amr", None) or "pwd",
+        "resource": authorized_resource(request),  # checked at the authorization endpoint already
         "issued_at": now,
         "expires_at": now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
     }
@@ -147,12 +149,14 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
     def validate_token_request(self) -> None:
         """Authlib's checks. A code that the authenticated client presented and then failed a
         check on (its redirect_uri, or PKCE: a wrong, missing or malformed verifier) is burnt: a
-        failed redemption counts as the code's one use, so a stolen code gets one try. The pair
+        failed redemption counts as the code's one use, so a stolen code gets one try. So is a
+        `resource` other than the one the code was asked for (RFC 8707: `invalid_target`). The pair
         its redemption stored is deleted (never handed out) and the code stays spent, committed at
         once although the request is refused. A request that fails client authentication never
         reaches the code."""
         try:
             super().validate_token_request()
+            check_token_resource(self.request, self.request.authorization_code.resource)
         except OAuth2Error:
             if self.redeemed is not None:
                 store().codes.burn(self.redeemed)
@@ -200,6 +204,13 @@ class RefreshTokenGrant(PairStoredAsSpent, grants.RefreshTokenGrant):
         store().tokens.revoke_grant(row.grant_id)
         commit()  # the revocation stands although this request is refused
         return None
+
+    def validate_token_request(self) -> None:
+        """Authlib's checks, then the resource (RFC 8707 2.2): a refresh may name the resource its
+        grant is bound to, never another (the rotation this request made is rolled back with the
+        refusal)."""
+        super().validate_token_request()
+        check_token_resource(self.request, self.request.refresh_token.resource)
 
     def create_token_response(self) -> TokenResponse:
         old = self.request.refresh_token

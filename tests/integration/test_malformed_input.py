@@ -78,7 +78,12 @@ JSON_KINDS = {
     "a list body": '["keyword"]',
     "a string body": '"keyword"',
 }
-MACHINE = ("/api/auth/oauth2/token", "/api/auth/oauth2/revoke", "/api/auth/oauth2/introspect")
+MACHINE = (
+    "/api/auth/oauth2/token",
+    "/api/auth/oauth2/revoke",
+    "/api/auth/oauth2/introspect",
+    "/api/auth/oauth2/register",
+)
 API = ("/v1/", "/embed/v1/")
 # Files, not answers: they read no input (the widget's script: tests/unit/test_widget_script.py).
 SKIPPED_RULES = {"/static/<path:filename>", "/embed/v1/widget.js", "/embed/v1/widget.<digest>.js"}

@@ -62,6 +62,7 @@ def code_row(member, client) -> dict:
         "code_challenge_method": "S256",
         "auth_time": now,
         "amr": "pwd",
+        "resource": None,
         "issued_at": now,
         "expires_at": now + timedelta(minutes=1),
     }
