@@ -42,3 +42,36 @@ def test_create_copy_use_and_see_usage(live_server, context, page, shots):
     expect(page.locator("table.api-keys")).to_contain_text("Production server")
     shots.take("api-keys-list")
     assert page.problems.messages == [], f"the browser reported errors (CSP?): {page.problems.messages}"
+
+
+def test_revoke_asks_first_on_a_page_naming_the_key(live_server, page, shots):
+    """ "Revoke key" is a link to a confirmation page naming the key (its name and visible start);
+    Cancel leaves the key working, the page's own button revokes it. No script involved."""
+    from playwright.sync_api import expect
+
+    from tests.key_support import make_key
+
+    dev = make_member(role="developer")
+    key, value = make_key(owner=dev, name="Billing server")
+    page.goto(live_server(f"/login?next=/console/api-keys/{key.id}"))
+    page.get_by_label("Email").fill(dev.email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"**/console/api-keys/{key.id}")
+
+    page.get_by_role("link", name="Revoke key…").click()
+    expect(page.get_by_role("heading", name="Revoke Billing server?")).to_be_visible()
+    expect(page.locator("main")).to_contain_text(f"{key.prefix}…")
+    shots.take("revoke-confirm")
+    page.get_by_role("link", name="Cancel").click()
+    page.wait_for_url(f"**/console/api-keys/{key.id}")
+    assert requests.get(live_server("/v1/roles"), headers={"x-api-key": value}, timeout=30).status_code == 200
+
+    page.get_by_role("link", name="Revoke key…").click()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Revoke Billing server").click()
+    expect(page.locator(".flash").first).to_contain_text("Billing server is revoked")
+    expect(page.get_by_role("link", name="Revoke key…")).to_have_count(0)
+    shots.take("revoked")
+    assert requests.get(live_server("/v1/roles"), headers={"x-api-key": value}, timeout=30).status_code == 401
+    assert page.problems.messages == [], page.problems.messages

@@ -121,7 +121,6 @@ def api_key_detail(key_id: str):
         month=month,
         last_used=last_used([key]).get(key.id),
         rotate_form=RotateKeyForm(),
-        action_form=ActionForm(),
         plan_fees=PLAN_FEES,
         # The value was shown once: the snippet names the key by its visible start.
         snippet=widget_snippet(f"{key.prefix}…") if key.is_publishable and not key.is_revoked else None,
@@ -151,11 +150,19 @@ def rotate_api_key(key_id: str):
     return _value_page(key, value, created=False)
 
 
-@bp.post("/api-keys/<key_id>/revoke")
+@bp.route("/api-keys/<key_id>/revoke", methods=["GET", "POST"])
 @console_page()
 def revoke_api_key(key_id: str):
+    """Revoking cannot be undone, so the button on the key's page leads here first: a page naming
+    the key (its name, its visible start, when it was last used) and what revoking does, with the
+    one form that revokes. A plain link and a form: no script needed."""
     key = _key(key_id)
-    if not ActionForm().validate_on_submit():
+    form = ActionForm()
+    if request.method == "GET":
+        return render_template(
+            "console/api_key_revoke.html", key=key, form=form, last_used=last_used([key]).get(key.id)
+        )
+    if not form.validate_on_submit():
         abort(400)
     changed = revoke_key(key, actor=console_user())
     db.session.commit()
