@@ -184,7 +184,12 @@ def test_a_suspension_pauses_the_owners_keys_unmetered_and_lifting_it_resumes_th
     assert metered() == {secret_key.id: 1, widget_key.id: 1}
 
     page = admin.get(f"/console/users?q={dev.email}")
-    assert admin.post(f"/console/users/{dev.id}/suspend", data={"csrf_token": csrf_token(page.text)}).status_code == 303
+    assert (
+        admin.post(
+            f"/console/users/{dev.id}/suspend", data={"csrf_token": csrf_token(page.text), "reason": "Abuse report 42"}
+        ).status_code
+        == 303
+    )
     assert "3 API keys paused" in " ".join(flashes(admin.get(f"/console/users?q={dev.email}").text))
 
     for refused in (catalog_call(secret), catalog_call(doomed), widget_call()):

@@ -159,6 +159,19 @@ class MemberForm(FlaskForm):
     tier = SelectField("Membership", choices=[(t.value, t.value) for t in Tier])
 
 
+class SuspendForm(FlaskForm):
+    """Suspending ends a member's sessions and tokens at once: the admin says why, and the reason is
+    kept in the audit trail (`user.suspended`, detail `reason`)."""
+
+    reason = TextAreaField(
+        "Reason (kept in the audit log)",
+        validators=[
+            DataRequired("Say why the member is suspended: the reason is kept in the audit log."),
+            Length(min=3, max=200, message="The reason takes 3 to 200 characters."),
+        ],
+    )
+
+
 class ApiKeyForm(OnceForm):
     name = StringField(
         "Name",
