@@ -74,6 +74,11 @@ def test_what_a_client_sees_at_the_key_door(live_server, spec):
     assert found.json()["data"]["profiles"]["items"][0]["id"] == catalog.other
 
     gateway_body(validated(spec, session.get(f"{base}/v1/roles", timeout=30)), 401, "No API key found in request")
+    # The paths an access token may use too: the gateway's refusal, with the RFC 6750 challenge kept.
+    for path in (f"/v1/profile/{uid(1, 1)}", f"/v1/profile/{uid(1, 1)}/credits", f"/v1/profile/{uid(1, 1)}/charts"):
+        bare = validated(spec, session.get(f"{base}{path}", timeout=30))
+        gateway_body(bare, 401, "No API key found in request")
+        assert bare.headers["WWW-Authenticate"].startswith('Bearer realm="')
     gateway_body(
         validated(spec, session.get(f"{base}/v1/roles", headers={"x-api-key": "msk_nope"}, timeout=30)),
         401,

@@ -2,7 +2,9 @@
 for requests that carry an `x-api-key`.
 
 In order, each refusal in the gateway's own shape `{message, request_id}` (no envelope):
-  no key                                   -> 401 `No API key found in request`
+  no key                                   -> 401 `No API key found in request` (on a route an
+                                              access token may use too, with the RFC 6750
+                                              `WWW-Authenticate: Bearer realm=...` challenge)
   unknown, malformed or revoked key        -> 401 `Unauthorized`
   the key's per-plan budget spent          -> 429 with `Retry-After`, `RateLimit-Remaining: 0`
   key not entitled to the route            -> 403 `You cannot consume this service`
@@ -271,6 +273,10 @@ def door(bearer_scope: str | None = None, key: str | None = API, roster: bool = 
                 caller = _key_caller(key, roster, kwargs.get("profile_id"))
                 return answer_and_meter(view, caller, *args, **kwargs)
             if bearer_scope is not None:
+                if key is not None and bearer_value() is None:
+                    # Neither door's credential on a route with both: the spec's gateway refusal,
+                    # still carrying RFC 6750's bare challenge so an OAuth client knows to send a token.
+                    raise GatewayError(401, NO_KEY, challenge())
                 return view(authenticate(bearer_scope), *args, **kwargs)
             if key == WIDGET or bearer_value() is None:
                 raise GatewayError(401, NO_KEY)  # neither an API key nor an access token
