@@ -103,7 +103,12 @@ def test_what_a_client_sees_at_the_key_door(live_server, spec):
         spec,
         session.get(f"{base}/v1/profile/{catalog.mine}/credits?limit=51", headers={"x-api-key": secret}, timeout=30),
     )
-    assert too_big.json() == {"result": "error", "code": 400, "message": "Too big page, max page size is 50"}
+    assert too_big.json() == {  # the spec's message, and the offending parameter beside it (validated above)
+        "result": "error",
+        "code": 400,
+        "message": "Too big page, max page size is 50",
+        "param": "limit",
+    }
     bad = validated(
         spec,
         session.post(
@@ -113,7 +118,7 @@ def test_what_a_client_sees_at_the_key_door(live_server, spec):
             timeout=30,
         ),
     )
-    assert bad.json() == {"result": "error", "code": 400, "message": "Invalid parameters supplied"}
+    assert bad.json() == {"result": "error", "code": 400, "message": "Invalid parameters supplied", "param": "body"}
     missing = validated(spec, session.get(f"{base}/v1/album/upc/000", headers={"x-api-key": secret}, timeout=30))
     assert missing.json() == {"result": "error", "code": 404, "message": "Not found"}
 

@@ -38,12 +38,17 @@ def get(client, path, token=None, **kw):
     return client.get(path, headers=headers, **kw)
 
 
-def assert_error(response, status, message=None):
+def assert_error(response, status, message=None, param=None):
+    """The error envelope: no member but these (`param`, the offending input, only when one is to
+    blame); with `param` given, it must name that input."""
     assert response.status_code == status, response.get_data(as_text=True)
     body = response.get_json()
-    assert body["result"] == "error" and body["code"] == status and set(body) == {"result", "code", "message"}
+    assert body["result"] == "error" and body["code"] == status
+    assert set(body) <= {"result", "code", "message", "param"}, body
     if message is not None:
         assert body["message"] == message
+    if param is not None:
+        assert body["param"] == param
     return body
 
 

@@ -52,6 +52,10 @@ def _identifier(id_value: str) -> str | None:
     return value if value and len(value) <= 64 else None
 
 
+TRACK_ID_KEYS = ("id", "isrc", "spotify")  # the `idKey`s a track is found by
+ALBUM_ID_KEYS = ("id", "upc", "spotify")
+
+
 def find_track(id_key: str, id_value: str) -> Track | None:
     """A track by `id` (UUID), `isrc` or `spotify`; None for an unknown key or value."""
     value = _identifier(id_value)
