@@ -12,8 +12,9 @@ from app.store.unit_of_work import RetryingFlask
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     """config -> extensions -> oauth -> blueprints -> cli -> errors."""
-    settings = load_settings(overrides)
-    check_settings(settings)
+    problems: list[str] = []  # every setting that does not parse, then every rule broken: one report
+    settings = load_settings(overrides, problems)
+    check_settings(settings, problems)
 
     app = RetryingFlask(
         __name__,

@@ -83,7 +83,7 @@ def test_clients_create_shows_the_secret_once_and_stores_its_hash(app):
         "--auth-method",
         "client_secret_post",
         "--scope",
-        "openid credits:read bogus",
+        "openid credits:read",  # an unknown name is refused (tests/integration/test_cli_operator.py)
         "--json",
     )
     assert result.exit_code == 0, result.output
