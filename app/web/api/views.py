@@ -12,6 +12,8 @@ or both), asks who the caller reaches, and returns the reads' data.
 
 from __future__ import annotations
 
+import re
+
 from flask import Blueprint, Response, request
 
 from app.web.api import catalog, reads
@@ -133,7 +135,7 @@ def search(caller: KeyCaller) -> Response:
     if not isinstance(body, dict):
         raise ApiError(400, INVALID_PARAMETERS, param="body")  # not a JSON object at all
     keyword, types = body.get("keyword"), body.get("type", list(catalog.SEARCH_TYPES))
-    if not isinstance(keyword, str) or not keyword.strip() or len(keyword) > catalog.MAX_KEYWORD:
+    if not isinstance(keyword, str) or not VISIBLE.fullmatch(keyword) or len(keyword) > catalog.MAX_KEYWORD:
         raise ApiError(400, INVALID_PARAMETERS, param="keyword")
     if not isinstance(types, list) or not all(isinstance(t, str) and t in catalog.SEARCH_TYPES for t in types):
         raise ApiError(400, INVALID_PARAMETERS, param="type")
@@ -144,7 +146,7 @@ def search(caller: KeyCaller) -> Response:
 @door()
 def autocomplete(caller: KeyCaller) -> Response:
     values = request.args.getlist("q")
-    if len(values) != 1 or not values[0].strip() or len(values[0]) > catalog.MAX_KEYWORD:
+    if len(values) != 1 or not VISIBLE.fullmatch(values[0]) or len(values[0]) > catalog.MAX_KEYWORD:
         raise ApiError(400, INVALID_PARAMETERS, param="q")
     return ok(catalog.autocomplete(values[0].strip()))
 
@@ -153,6 +155,10 @@ def autocomplete(caller: KeyCaller) -> Response:
 @door()
 def roles(caller: KeyCaller) -> Response:
     return ok(catalog.roles_page())
+
+
+# The patterns openapi.yaml states for these inputs (app/web/api/catalog.py says why spelled out).
+VISIBLE = re.compile(catalog.VISIBLE_TEXT)
 
 
 def _list_arg(name: str, most: int) -> list[str]:
