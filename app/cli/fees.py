@@ -33,10 +33,13 @@ def _human(d: dict) -> str:
     out = [f"Fees for {d['from']} ({d['monthly_fee']} {CURRENCY} per app per month)"]
     out += [
         f"  {x['client_id']:<24} {x['app_name'][:30]:<30} {x['owner_email'] or '(no owner)':<30} "
-        f"{x['status']:<8} {x['amount']}"
+        f"{x['status']:<8} {x['amount']} {CURRENCY}"
         for x in d["lines"]
     ] or ["  no registered apps"]
     out.append("Per owner:")
-    out += [f"  {o['owner_email'] or '(no owner)':<30} {o['apps']} apps  {o['amount']}" for o in d["total_by_owner"]]
+    out += [
+        f"  {o['owner_email'] or '(no owner)':<30} {o['apps']} apps  {o['amount']} {CURRENCY}"
+        for o in d["total_by_owner"]
+    ]
     out.append(f"Total: {d['total']} {CURRENCY}")
     return "\n".join(out)

@@ -13,7 +13,7 @@ from app.models import ApiKey
 from app.services.apikeys import ApiKeyError, KeyNotFound, find_key, revoke_key, rotate_key, visible_keys
 from app.services.apikeys import create_key as create_api_key
 from app.services.fees import FeeError, Month
-from app.services.metering import BANDS, PLAN_FEES, last_used, usage_for, utc_day
+from app.services.metering import BANDS, PLAN_FEES, PLAN_RATE, last_used, usage_for, utc_day
 from app.web.api.widget_script import snippet as widget_snippet
 from app.web.console import once
 from app.web.console.blueprint import bp, console_page, console_user
@@ -43,6 +43,7 @@ def _list_page(form: ApiKeyForm, error: str | None = None, status: int = 200):
         month=_this_month(),
         bands=BANDS,
         plan_fees=PLAN_FEES,
+        plan_rate=PLAN_RATE,
     ), status
 
 

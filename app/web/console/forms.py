@@ -189,10 +189,10 @@ class ApiKeyForm(OnceForm):
     plan = SelectField(
         "Plan",
         choices=[
-            ("payg", "Pay as you go — 300 requests a minute"),
-            ("start", "Start — 5 requests a second"),
-            ("build", "Build — 25 a second; 500/month with 25,000 calls included"),
-            ("scale", "Scale — 100 a second; 3,000/month with 150,000 calls included"),
+            ("payg", "Pay as you go — 300 requests a minute; from 0.025 USD a call"),
+            ("start", "Start — 5 requests a second; from 0.025 USD a call"),
+            ("build", "Build — 25 a second; 500 USD a month with 25,000 calls included"),
+            ("scale", "Scale — 100 a second; 3,000 USD a month with 150,000 calls included"),
         ],
         default="payg",
     )
