@@ -44,7 +44,7 @@ from limits import RateLimitItemPerDay, RateLimitItemPerMinute
 from app.core import logs
 from app.core.extensions import db
 from app.models import ApiKey
-from app.services.apikeys import PLAN_LIMITS, WORKSPACE_PREFIX, PlanLimits, live_key
+from app.services.apikeys import PLAN_LIMITS, WORKSPACE_PREFIX, PlanLimits, domain_allows, live_key
 from app.services.metering import meter_request
 from app.services.rosters import reaches
 from app.services.throttle import spend
@@ -114,7 +114,7 @@ def _page_host() -> str | None:
 def entitled(key: ApiKey, surface: str) -> bool:
     if not key.is_publishable:
         return True  # a secret key reaches the paid API and the widget API from anywhere
-    return surface == WIDGET and _page_host() in (key.domains or [])
+    return surface == WIDGET and domain_allows(key.domains, _page_host())
 
 
 def spend_budget(key: ApiKey) -> None:

@@ -10,14 +10,14 @@ from flask import abort, flash, redirect, render_template, request, url_for
 
 from app.core.extensions import db
 from app.models import ApiKey
-from app.services.apikeys import ApiKeyError, KeyNotFound, find_key, revoke_key, rotate_key, visible_keys
+from app.services.apikeys import ApiKeyError, KeyNotFound, edit_key, find_key, revoke_key, rotate_key, visible_keys
 from app.services.apikeys import create_key as create_api_key
 from app.services.fees import FeeError, Month
 from app.services.metering import BANDS, PLAN_FEES, PLAN_RATE, last_used, usage_for, utc_day
 from app.web.api.widget_script import snippet as widget_snippet
 from app.web.console import once
 from app.web.console.blueprint import bp, console_page, console_user
-from app.web.console.forms import ActionForm, ApiKeyForm, RotateKeyForm, lines
+from app.web.console.forms import ActionForm, ApiKeyForm, EditKeyForm, RotateKeyForm, lines
 
 
 def _this_month() -> Month:
@@ -173,3 +173,30 @@ def revoke_api_key(key_id: str):
         else f"{key.name} was already revoked."
     )
     return redirect(url_for("console.api_key_detail", key_id=key.id))
+
+
+@bp.route("/api-keys/<key_id>/edit", methods=["GET", "POST"])
+@console_page()
+def edit_api_key(key_id: str):
+    """Rename a key, or change the domains a publishable key works from (its value stays)."""
+    key = _key(key_id)
+    if key.is_revoked:
+        flash(f"{key.name} is revoked: it cannot be changed.", "error")
+        return redirect(url_for("console.api_key_detail", key_id=key.id))
+    form = EditKeyForm()
+    if request.method == "GET":
+        form.name.data, form.domains.data = key.name, "\n".join(key.domains or [])
+        return render_template("console/api_key_edit.html", key=key, form=form)
+    if not form.validate_on_submit():
+        if form.csrf_token.errors:
+            abort(400)
+        return render_template("console/api_key_edit.html", key=key, form=form), 400
+    try:
+        changed = edit_key(key, form.name.data, lines(form.domains.data), actor=console_user())
+    except ApiKeyError as exc:  # checked before anything was written
+        field = form.domains if any(w in str(exc) for w in ("domain", "host", "wildcard", "origin")) else form.name
+        field.errors = [*field.errors, f"{str(exc)[:1].upper()}{str(exc)[1:]}."]
+        return render_template("console/api_key_edit.html", key=key, form=form), 400
+    db.session.commit()
+    flash(f"Saved: {', '.join(changed)}." if changed else "Nothing changed.")
+    return redirect(url_for("console.api_key_detail", key_id=key.id), 303)

@@ -159,6 +159,20 @@ class MemberForm(FlaskForm):
     tier = SelectField("Membership", choices=[(t.value, t.value) for t in Tier])
 
 
+class EditKeyForm(FlaskForm):
+    """A key's name and, for a publishable key, its domains: what may change without a new value."""
+
+    name = StringField("Name", validators=[DataRequired("A name is required."), Length(max=120)])
+    domains = TextAreaField(
+        "Domains (one per line)",
+        validators=[Optional(), Length(max=4000)],
+        description=(
+            "Host names of the pages that may use the key, e.g. shop.example.com or localhost:8080; "
+            "*.example.com for every subdomain of example.com."
+        ),
+    )
+
+
 class SuspendForm(FlaskForm):
     """Suspending ends a member's sessions and tokens at once: the admin says why, and the reason is
     kept in the audit trail (`user.suspended`, detail `reason`)."""
@@ -199,7 +213,10 @@ class ApiKeyForm(OnceForm):
     domains = TextAreaField(
         "Domains (publishable keys; one per line)",
         validators=[Optional(), Length(max=4000)],
-        description="Host names of the pages that may use the key, e.g. shop.example.com or localhost:8080.",
+        description=(
+            "Host names of the pages that may use the key, e.g. shop.example.com or localhost:8080; "
+            "*.example.com for every subdomain of example.com."
+        ),
     )
 
 
