@@ -72,7 +72,9 @@ class AppForm(OnceForm):
         description="Absolute, no fragment, no user name or password, no wildcard. https, or http on "
         "127.0.0.1 / [::1] / localhost, or a private-use scheme in reverse-DNS form "
         "(com.example.app:/callback) for native apps. A public app's loopback address is "
-        "127.0.0.1 or [::1] (not localhost), and matches any port.",
+        "127.0.0.1 or [::1] without a port, and matches any port; for development a public app may "
+        "also register http://localhost:<port>/... with its dev server's port (matched exactly; "
+        "localhost is a name the machine resolves, so not for production: RFC 8252 8.3).",
     )
     post_logout_redirect_uris = TextAreaField(
         "Post-logout redirect URIs (one per line, optional)", validators=[Optional(), Length(max=8000)]
