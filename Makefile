@@ -32,7 +32,7 @@ PORT ?= 5000
 DEMO_PORT ?= 5001
 TOOLS_PORT ?= 5002
 run: venv
-	export APP_ENV=development PORT=$(PORT) DEMO_PORT=$(DEMO_PORT) TOOLS_PORT=$(TOOLS_PORT); \
+	export APP_ENV=development PORT=$(PORT) DEMO_PORT=$(DEMO_PORT) TOOLS_PORT=$(TOOLS_PORT) LOG_STYLE="$${LOG_STYLE:-text}"; \
 	export ISSUER_URL="$${ISSUER_URL:-http://127.0.0.1:$(PORT)}" MCP_URL="$${MCP_URL:-http://127.0.0.1:$(TOOLS_PORT)/mcp}"; \
 	$(BIN)/flask db upgrade && \
 	$(BIN)/flask keys ensure && \

@@ -126,6 +126,11 @@ DEFAULTS: dict[str, Setting] = {
         "0 = read on every request (needed behind a pooler that does not carry LISTEN).",
     ),
     "LOG_LEVEL": Setting("INFO", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."),
+    "LOG_STYLE": Setting(
+        "json",
+        "`json` (one JSON object per line, for machines: production) or `text` (one readable line per "
+        "request, for a terminal: `make run` sets it).",
+    ),
     "METRICS_ENABLED": Setting(True, "Collect Prometheus metrics (served as METRICS_TOKEN and METRICS_BIND say)."),
     "METRICS_TOKEN": Setting(
         "", "/metrics on the main port answers only `Authorization: Bearer <token>`; empty: not served there (404)."
@@ -235,6 +240,8 @@ def check_settings(settings: dict[str, Any], problems: list[str] | None = None) 
     refuse = problems.append
     if settings["APP_ENV"] not in APP_ENVS:
         refuse(f"APP_ENV must be one of {', '.join(APP_ENVS)}, got {settings['APP_ENV']!r}")
+    if settings["LOG_STYLE"] not in ("json", "text"):
+        refuse(f"LOG_STYLE must be json or text, got {settings['LOG_STYLE']!r}")
     issuer = urlsplit(settings["ISSUER_URL"])
     if issuer.scheme not in {"http", "https"} or not issuer.hostname:
         refuse(f"ISSUER_URL must be an absolute http(s) URL, got {settings['ISSUER_URL']!r}")

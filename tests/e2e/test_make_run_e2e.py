@@ -64,7 +64,7 @@ def make_run(tmp_path):
                 pass
             assert time.monotonic() < deadline, "the servers did not answer:\n" + "".join(output[-60:])
             time.sleep(0.3)
-        yield ports, "".join(output)
+        yield ports, "".join(output), output
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -82,12 +82,19 @@ def password_of(banner: str, email: str) -> str:
 def test_make_run_on_chosen_ports_signs_in_through_the_demo_app_and_prints_an_admin(make_run, page, shots):
     from playwright.sync_api import expect
 
-    ports, banner = make_run
+    ports, banner, output = make_run
     provider, demo = f"http://127.0.0.1:{ports['PORT']}", f"http://127.0.0.1:{ports['DEMO_PORT']}"
     assert f"provider  {provider}" in banner and f"demo app  {demo}" in banner
     assert f"http://127.0.0.1:{ports['TOOLS_PORT']}/mcp" in banner
     discovery = requests.get(provider + "/.well-known/openid-configuration", timeout=30).json()
     assert discovery["issuer"] == provider
+    # The terminal reads one line per request (LOG_STYLE=text), not JSON (issue 50, item 16).
+    requests.get(provider + "/console", timeout=30, allow_redirects=False)
+    deadline = time.monotonic() + 10
+    while not any(re.search(r"^\d\d:\d\d:\d\d  GET +/console -> 302", line) for line in output):
+        assert time.monotonic() < deadline, "no readable request line:\n" + "".join(output[-30:])
+        time.sleep(0.2)
+    assert not [line for line in output if line.startswith('{"time"')], "make run printed JSON lines"
 
     page.goto(demo + "/")
     page.get_by_role("button", name="Sign in with Credits ID").click()
