@@ -32,9 +32,15 @@ lock: venv
 	  --python-platform x86_64-manylinux_2_28 --quiet --output-file requirements.lock \
 	  --custom-compile-command "make lock"
 
-## run: the provider at http://127.0.0.1:5000 (SQLite, keys, schema, demo data) and the demo app at :5001
+## run: the provider at http://127.0.0.1:$(PORT) (SQLite, keys, schema, demo data), the demo app at :$(DEMO_PORT), the tool server at :$(TOOLS_PORT)
+# Ports: `make run PORT=8000 DEMO_PORT=8001 TOOLS_PORT=8002` (or the same names in the environment;
+# on macOS, AirPlay Receiver holds 5000). The issuer follows PORT unless ISSUER_URL is set.
+PORT ?= 5000
+DEMO_PORT ?= 5001
+TOOLS_PORT ?= 5002
 run: venv
-	export APP_ENV=development; \
+	export APP_ENV=development PORT=$(PORT) DEMO_PORT=$(DEMO_PORT) TOOLS_PORT=$(TOOLS_PORT) LOG_STYLE="$${LOG_STYLE:-text}"; \
+	export ISSUER_URL="$${ISSUER_URL:-http://127.0.0.1:$(PORT)}" MCP_URL="$${MCP_URL:-http://127.0.0.1:$(TOOLS_PORT)/mcp}"; \
 	$(BIN)/flask db upgrade && \
 	$(BIN)/flask keys ensure && \
 	$(BIN)/flask demo seed --json | $(BIN)/python scripts/run_dev.py

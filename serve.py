@@ -66,7 +66,7 @@ ROOT = Path(__file__).resolve().parent
 # handler to the root logger in each worker, so these do not propagate (no line is written twice).
 JSON_LOGGING: dict[str, Any] = {
     "formatters": {
-        "json": {"()": "app.core.logs.json_formatter"},  # the app's own JSON format, one definition
+        "json": {"()": "app.core.logs.env_formatter"},  # the app's own format (JSON; LOG_STYLE=text: lines)
     },
     "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
     "loggers": {

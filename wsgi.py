@@ -2,14 +2,18 @@
 
 import gc
 import logging
+import sys
 
 from app import create_app
+from app.cli import asking_for_help, help_only_app
 from app.core.config import ConfigError, refusal
 
 try:
     app = create_app()
-except ConfigError as exc:  # `flask ...` and the server: one clear line, not a traceback
-    raise refusal(exc) from None
+except ConfigError as exc:  # `flask ...` and the server: the settings to fix, not a traceback
+    if not asking_for_help(sys.argv):
+        raise refusal(exc) from None
+    app = help_only_app(exc)  # `flask --help` works before anything is configured
 
 # Everything loaded so far (the app, its routes, SQLAlchemy's mappers, Authlib, the libraries:
 # a large heap) lives as long as the process. gc.freeze() moves it to a permanent generation that

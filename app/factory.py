@@ -12,8 +12,9 @@ from app.store.unit_of_work import RetryingFlask
 
 def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     """config -> extensions -> oauth -> blueprints -> cli -> errors."""
-    settings = load_settings(overrides)
-    check_settings(settings)
+    problems: list[str] = []  # every setting that does not parse, then every rule broken: one report
+    settings = load_settings(overrides, problems)
+    check_settings(settings, problems)
 
     app = RetryingFlask(
         __name__,
@@ -82,8 +83,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     from app.web.account.two_step_views import bp as two_step_bp
     from app.web.account.views import bp as account_bp
     from app.web.console import bp as console_bp
+    from app.web.developer_docs import bp as devdocs_bp
 
     app.register_blueprint(console_bp)
+    app.register_blueprint(devdocs_bp)
     app.register_blueprint(account_bp)
     app.register_blueprint(two_step_bp)
 

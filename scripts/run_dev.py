@@ -1,9 +1,11 @@
-"""`make run`'s last step: the provider on :5000, the demo app on :5001 and the tool server (MCP)
-on :5002, side by side.
+"""`make run`'s last step: the provider on PORT (5000), the demo app on DEMO_PORT (5001) and the
+tool server (MCP) on TOOLS_PORT (5002), side by side; `make run PORT=8000 DEMO_PORT=8001` moves them
+(macOS's AirPlay Receiver holds 5000).
 
-Reads `flask demo seed --json` on standard input, prints the demo credentials, and hands the demo
-app its client secret through the environment (the secret changes at every seed and is never
-written to disk). Ctrl-C (or SIGTERM) stops them all; if one stops, so do the others."""
+Reads `flask demo seed --json` on standard input (the seed registered the demo app's redirect and
+logout URIs for DEMO_PORT), prints the demo credentials, and hands the demo app its client secret
+through the environment (the secret changes at every seed and is never written to disk). Ctrl-C (or
+SIGTERM) stops them all; if one stops, so do the others."""
 
 from __future__ import annotations
 
@@ -16,11 +18,21 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PROVIDER = "http://127.0.0.1:5000"
-DEMO = "http://127.0.0.1:5001"
-TOOLS_BIND = "127.0.0.1:5002"
-TOOLS = f"http://{TOOLS_BIND}/mcp"  # MCP_URL's default (app/core/config.py)
 DEMO_CLIENT_ID = "demo-web-app"
+
+
+def port(name: str, default: int) -> int:
+    raw = os.environ.get(name) or str(default)
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        sys.exit(f"run_dev: {name} must be a port number (1-65535), got {raw!r}")
+    return int(raw)
+
+
+PORT, DEMO_PORT, TOOLS_PORT = port("PORT", 5000), port("DEMO_PORT", 5001), port("TOOLS_PORT", 5002)
+PROVIDER = os.environ.get("ISSUER_URL") or f"http://127.0.0.1:{PORT}"
+DEMO = f"http://127.0.0.1:{DEMO_PORT}"
+TOOLS_BIND = f"127.0.0.1:{TOOLS_PORT}"
+TOOLS = os.environ.get("MCP_URL") or f"http://{TOOLS_BIND}/mcp"
 
 
 def read_seed() -> dict:
@@ -46,6 +58,11 @@ def banner(seed: dict) -> str:
     for app in seed["apps"]:
         secret = f"secret: {app['client_secret']}" if app.get("client_secret") else "public: no secret"
         lines.append(f"  {app['client_id']:<16} {secret}")
+    if admin := seed.get("admin"):
+        lines.append(
+            f"Demo admin (console: members, signing keys, activity): {admin['email']}  password: {admin['password']}"
+        )
+        lines.append(f"  console: {PROVIDER}/console")
     if dev := seed.get("developer"):
         lines.append(f"Demo developer (console): {dev['email']}  password: {dev['password']}")
         lines.append(f"  catalog API key: {dev['api_key']}")
@@ -66,14 +83,14 @@ def main() -> int:
     print(banner(seed), flush=True)
 
     python = sys.executable
-    provider_argv = [python, "-m", "flask", "run", "--host", "127.0.0.1", "--port", "5000"]
+    provider_argv = [python, "-m", "flask", "run", "--host", "127.0.0.1", "--port", str(PORT)]
     provider = subprocess.Popen(  # noqa: S603 - fixed argv
         provider_argv,
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         env={**os.environ, "FLASK_APP": "wsgi"},
     )
-    demo_env = {**os.environ, "DEMO_CLIENT_SECRET": secret, "CREDITS_ID_ISSUER": PROVIDER}
+    demo_env = {**os.environ, "DEMO_CLIENT_SECRET": secret, "CREDITS_ID_ISSUER": PROVIDER, "DEMO_PORT": str(DEMO_PORT)}
     demo = subprocess.Popen(  # noqa: S603 - fixed argv
         [python, "-m", "examples.demo_app"],
         cwd=ROOT,

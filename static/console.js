@@ -37,7 +37,17 @@
     }
   }
 
+  // On a phone the navigation is one row that scrolls sideways: bring the current page's link into it.
+  function showCurrentSection() {
+    var nav = document.querySelector(".console-nav");
+    var current = nav && nav.querySelector('[aria-current="page"]');
+    if (current && nav.scrollWidth > nav.clientWidth) {
+      nav.scrollLeft = Math.max(0, current.offsetLeft - nav.offsetLeft - 16);
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    showCurrentSection();
     var buttons = document.querySelectorAll("button[data-copy]");
     Array.prototype.forEach.call(buttons, function (button) {
       button.hidden = false;

@@ -8,7 +8,7 @@ import click
 from app.cli.output import CommandGroup, emit, fail, json_option
 from app.core.extensions import db
 from app.services.catalog_seed import CatalogExists
-from app.services.demo import seed_accounts
+from app.services.demo import DEMO_PORT, seed_accounts
 
 demo = CommandGroup("demo", help="Demo data for a local run.")
 
@@ -23,11 +23,19 @@ demo = CommandGroup("demo", help="Demo data for a local run.")
     help="Credit rows in the demo catalog (e.g. 100000 for benchmarks).",
 )
 @click.option("--rebuild", is_flag=True, help="Replace an existing catalog (members keep their accounts).")
+@click.option(
+    "--demo-port",
+    type=click.IntRange(1, 65535),
+    default=DEMO_PORT,
+    show_default=True,
+    envvar="DEMO_PORT",
+    help="The demo app's port: its redirect and logout URIs are registered for it (env DEMO_PORT).",
+)
 @json_option
-def demo_seed(catalog_seed, credit_count, rebuild, as_json):
-    """Create (or refresh) the demo catalog, members and apps and print their credentials."""
+def demo_seed(catalog_seed, credit_count, rebuild, demo_port, as_json):
+    """Create (or refresh) the demo catalog, members, admin and apps and print their credentials."""
     try:
-        data = seed_accounts(catalog_seed=catalog_seed, credits=credit_count, rebuild=rebuild)
+        data = seed_accounts(catalog_seed=catalog_seed, credits=credit_count, rebuild=rebuild, demo_port=demo_port)
     except CatalogExists as exc:
         fail(str(exc))
     db.session.commit()
@@ -50,6 +58,10 @@ def _human(d: dict) -> str:
         secret = f"  secret: {a['client_secret']}" if a["client_secret"] else "  (public: no secret)"
         lines.append(f"  {a['name']}: client_id {a['client_id']}{secret}")
         lines.append(f"      redirect URIs: {' '.join(a['redirect_uris'])}")
+    admin = d["admin"]
+    lines.append(
+        f"Demo admin (console: members, signing keys, every app): {admin['email']}  password: {admin['password']}"
+    )
     dev = d["developer"]
     lines.append(f"Demo developer: {dev['email']}  password: {dev['password']}")
     lines.append(f"  secret API key ({dev['api_key_plan']}): {dev['api_key']}  (send it as x-api-key to /v1)")

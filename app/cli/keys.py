@@ -75,6 +75,9 @@ def keys_retire(kid, as_json):
 def keys_revoke(kid, yes, as_json):
     """A leaked or lost key: stop signing with KID and unpublish it at once. ID tokens it signed
     stop verifying immediately (rotate with --now first if it is the active key)."""
+    refusal = keystore.revoke_refusal(kid)  # before asking: a typo or the only signer is refused at once
+    if refusal:
+        fail(refusal)
     if not yes:
         click.confirm(f"Unpublish {kid} now? ID tokens it signed stop verifying at once.", abort=True)
     try:

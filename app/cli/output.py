@@ -14,6 +14,7 @@ import click
 from flask.cli import AppGroup
 
 from app.core.input_rules import storable_text
+from app.core.scopes import SCOPES, scope_list
 
 
 class CommandGroup(AppGroup):
@@ -58,3 +59,28 @@ def fail(message: str) -> NoReturn:
 def fields(d: dict) -> str:
     """A result as `key: value` lines, leaving out what is None."""
     return "\n".join(f"{k}: {v}" for k, v in d.items() if v is not None)
+
+
+def _known_scopes(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`--scope` refuses a scope it does not know, by name (registration would silently drop it)."""
+    if value is None:
+        return None
+    unknown = [s for s in scope_list(value) if s not in SCOPES]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown scope{'s' if len(unknown) > 1 else ''} {', '.join(repr(s) for s in unknown)}; "
+            f"the scopes are: {' '.join(SCOPES)}",
+            ctx,
+            param,
+        )
+    if not scope_list(value):
+        raise click.BadParameter(f"give at least one scope of: {' '.join(SCOPES)}", ctx, param)
+    return value
+
+
+scope_option = click.option(
+    "--scope",
+    default=None,
+    callback=_known_scopes,
+    help="Allowed scopes, space-separated (openid is always added); default: all. An unknown name is refused.",
+)

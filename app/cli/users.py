@@ -1,4 +1,4 @@
-"""`flask users create|invite|set-role|set-tier|set-password|suspend|unsuspend|remove-second-factor`:
+"""`flask users list|show|create|invite|set-role|set-tier|set-password|suspend|unsuspend|remove-second-factor`:
 members, from the command line. The same services and audit trail as the console's member pages
 (source `cli`); each command commits once, and mails only after its commit."""
 
@@ -8,6 +8,7 @@ import sys
 
 import click
 from flask import current_app
+from sqlalchemy import select
 
 from app.cli.output import CommandGroup, emit, fail, fields, json_option
 from app.core.extensions import db
@@ -52,6 +53,118 @@ def _deliver(mail: Mail | None, email: str) -> None:
             f"the mail to {email} was not sent ({type(exc).__name__}: {exc}); "
             f"send another with: flask users invite {email}"
         )
+
+
+@users.command("list")
+@click.option("--search", default="", help="Only members whose email contains this text.")
+@click.option("--role", type=click.Choice([r.value for r in Role]), default=None, help="Only members with this role.")
+@click.option("--suspended", is_flag=True, help="Only suspended members.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=200, show_default=True)
+@json_option
+def users_list(search, role, suspended, limit, as_json):
+    """Members by email: role, membership, whether the email is verified and whether suspended."""
+    stmt = select(User).order_by(User.email).limit(limit)
+    if search:
+        stmt = stmt.where(User.email.contains(User.normalize_email(search), autoescape=True))
+    if role:
+        stmt = stmt.where(User.role == role)
+    if suspended:
+        stmt = stmt.where(User.suspended_at.is_not(None))
+    data = [
+        {
+            "id": u.id,
+            "email": u.email,
+            "name": u.name,
+            "role": u.role,
+            "tier": u.tier,
+            "email_verified": u.email_verified,
+            "suspended": u.is_suspended,
+            "created_at": u.created_at.isoformat(),
+        }
+        for u in db.session.scalars(stmt)
+    ]
+    emit(
+        data,
+        as_json,
+        lambda d: (
+            "\n".join(
+                f"{u['email']:<40} {u['role']:<9} {u['tier']:<5} "
+                f"{'verified' if u['email_verified'] else 'unverified':<10} {'SUSPENDED' if u['suspended'] else ''}".rstrip()
+                for u in d
+            )
+            or "no members match"
+        ),
+    )
+
+
+@users.command("show")
+@click.argument("email")
+@json_option
+def users_show(email, as_json):
+    """One member, as the console's member page shows them: verified email, two-step methods, last
+    sign-in, sessions, connected apps, API keys and the latest audit events."""
+    from app.services.audit import describe
+    from app.services.member_overview import member_overview
+
+    m = member_overview(_member(email))
+    u = m.user
+    data = {
+        "id": u.id,
+        "email": u.email,
+        "email_verified": u.email_verified,
+        "name": u.name,
+        "role": u.role,
+        "tier": u.tier,
+        "suspended_at": u.suspended_at.isoformat() if u.suspended_at else None,
+        "created_at": u.created_at.isoformat(),
+        "two_step_methods": m.two_step_methods,
+        "recovery_codes_left": m.recovery_codes_left,
+        "last_sign_in": m.last_sign_in.isoformat() if m.last_sign_in else None,
+        "sessions": [
+            {
+                "browser": s.browser,
+                "ip": s.ip,
+                "signed_in_at": s.signed_in_at.isoformat(),
+                "last_seen_at": s.last_seen_at.isoformat(),
+            }
+            for s in m.sessions
+        ],
+        "connected_apps": [
+            {"client_id": c.client.client_id, "name": c.client.name, "scopes": [s["name"] for s in c.scopes]}
+            for c in m.connections
+        ],
+        "api_keys": [{"id": k.id, "name": k.name, "prefix": k.prefix, "status": k.status} for k in m.api_keys],
+        "recent_events": [
+            {"at": e.created_at.isoformat(), "action": e.action, "what": describe(e), "detail": e.detail}
+            for e in m.events.items
+        ],
+    }
+    emit(data, as_json, _human_member)
+
+
+def _human_member(d: dict) -> str:
+    out = [
+        f"{d['name']} <{d['email']}> ({'verified' if d['email_verified'] else 'not verified'})",
+        f"id: {d['id']}",
+        f"role: {d['role']}, membership: {d['tier']}"
+        + (f", SUSPENDED since {d['suspended_at']}" if d["suspended_at"] else ""),
+        "two-step sign-in: "
+        + (
+            f"{', '.join(d['two_step_methods'])}; {d['recovery_codes_left']} recovery codes left"
+            if d["two_step_methods"]
+            else "off"
+        ),
+        f"last sign-in: {d['last_sign_in'] or 'never'}",
+        f"sessions: {len(d['sessions'])}",
+    ]
+    out += [f"  {s['browser']} from {s['ip'] or '?'}, last seen {s['last_seen_at']}" for s in d["sessions"]]
+    out.append(f"connected apps: {len(d['connected_apps'])}")
+    out += [f"  {c['name']} ({c['client_id']}): {' '.join(c['scopes'])}" for c in d["connected_apps"]]
+    out.append(f"API keys: {len(d['api_keys'])}")
+    out += [f"  {k['prefix']}...  {k['status']:<8} {k['name']}" for k in d["api_keys"]]
+    out.append("recent events:")
+    out += [f"  {e['at']}  {e['what']}" for e in d["recent_events"]] or ["  none"]
+    return "\n".join(out)
 
 
 @users.command("create")

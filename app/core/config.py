@@ -28,7 +28,11 @@ class Setting:
 
 
 DEFAULTS: dict[str, Setting] = {
-    "APP_ENV": Setting("production", "`development` relaxes the secret check; anything else is production."),
+    "APP_ENV": Setting(
+        "production",
+        "`production` (the default) or `development` (relaxes the secret and mail checks; `make run` sets it); "
+        "any other value is refused.",
+    ),
     "ISSUER_URL": Setting("http://127.0.0.1:5000", "The issuer identifier; `http` only on loopback hosts."),
     "DATABASE_URL": Setting(
         f"sqlite:///{PROJECT_ROOT / 'instance' / 'credits_id.sqlite3'}",
@@ -122,6 +126,11 @@ DEFAULTS: dict[str, Setting] = {
         "0 = read on every request (needed behind a pooler that does not carry LISTEN).",
     ),
     "LOG_LEVEL": Setting("INFO", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."),
+    "LOG_STYLE": Setting(
+        "json",
+        "`json` (one JSON object per line, for machines: production) or `text` (one readable line per "
+        "request, for a terminal: `make run` sets it).",
+    ),
     "METRICS_ENABLED": Setting(True, "Collect Prometheus metrics (served as METRICS_TOKEN and METRICS_BIND say)."),
     "METRICS_TOKEN": Setting(
         "", "/metrics on the main port answers only `Authorization: Bearer <token>`; empty: not served there (404)."
@@ -169,6 +178,7 @@ DEFAULTS: dict[str, Setting] = {
 
 
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+APP_ENVS = ("production", "development")
 
 
 def _coerce(name: str, raw: str, default: Any) -> Any:
@@ -187,12 +197,19 @@ def _coerce(name: str, raw: str, default: Any) -> Any:
     return raw
 
 
-def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Defaults, then environment variables, then explicit overrides (tests)."""
+def load_settings(overrides: dict[str, Any] | None = None, problems: list[str] | None = None) -> dict[str, Any]:
+    """Defaults, then environment variables, then explicit overrides (tests). A value that does not
+    parse is refused at once, or, given a `problems` list, noted there (its default kept) so the
+    start can report every problem in one run."""
     settings = {name: s.default for name, s in DEFAULTS.items()}
     for name, setting in DEFAULTS.items():
         if name in os.environ:
-            settings[name] = _coerce(name, os.environ[name], setting.default)
+            try:
+                settings[name] = _coerce(name, os.environ[name], setting.default)
+            except ConfigError as exc:
+                if problems is None:
+                    raise
+                problems.extend(exc.problems)
     settings.update(overrides or {})
     settings["ISSUER_URL"] = settings["ISSUER_URL"].rstrip("/")
     if not settings["USER_ID_CLAIM"]:
@@ -201,12 +218,22 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 class ConfigError(RuntimeError):
-    """The service refuses to start with this configuration."""
+    """The service refuses to start with this configuration: every problem found, so the operator
+    fixes them in one round instead of one start per setting."""
+
+    def __init__(self, *problems: str):
+        self.problems = list(problems)
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        if len(self.problems) == 1:
+            return self.problems[0]
+        return f"{len(self.problems)} settings to fix:\n" + "\n".join(f"  - {p}" for p in self.problems)
 
 
 def refusal(exc: ConfigError) -> SystemExit:
-    """A start-up refusal as one line on stderr and a non-zero exit, not a traceback: the
-    operator needs the setting to fix, not the stack that found it."""
+    """A start-up refusal on stderr (a line per problem) and a non-zero exit, not a traceback:
+    the operator needs the settings to fix, not the stack that found them."""
     return SystemExit(f"credits-id: {exc}")
 
 
@@ -221,53 +248,60 @@ def is_loopback_host(host: str | None) -> bool:
         return False
 
 
-def check_settings(settings: dict[str, Any]) -> None:
-    """Fail fast on settings that would make the provider unsafe or broken."""
+def check_settings(settings: dict[str, Any], problems: list[str] | None = None) -> None:
+    """Fail fast on settings that would make the provider unsafe or broken: every problem at once
+    (after any `problems` found while reading them), in one ConfigError."""
+    problems = list(problems or [])
+    refuse = problems.append
+    if settings["APP_ENV"] not in APP_ENVS:
+        refuse(f"APP_ENV must be one of {', '.join(APP_ENVS)}, got {settings['APP_ENV']!r}")
+    if settings["LOG_STYLE"] not in ("json", "text"):
+        refuse(f"LOG_STYLE must be json or text, got {settings['LOG_STYLE']!r}")
     issuer = urlsplit(settings["ISSUER_URL"])
     if issuer.scheme not in {"http", "https"} or not issuer.hostname:
-        raise ConfigError(f"ISSUER_URL must be an absolute http(s) URL, got {settings['ISSUER_URL']!r}")
+        refuse(f"ISSUER_URL must be an absolute http(s) URL, got {settings['ISSUER_URL']!r}")
     if issuer.scheme == "http" and not is_loopback_host(issuer.hostname):
-        raise ConfigError("ISSUER_URL must use https unless it is a loopback host (127.0.0.1, localhost, [::1])")
+        refuse("ISSUER_URL must use https unless it is a loopback host (127.0.0.1, localhost, [::1])")
     if issuer.query or issuer.fragment:
-        raise ConfigError("ISSUER_URL must not carry a query or fragment (OIDC Discovery 1.0 section 3)")
+        refuse("ISSUER_URL must not carry a query or fragment (OIDC Discovery 1.0 section 3)")
     if settings["APP_ENV"] != "development":
         secret = settings.get("SECRET_KEY") or ""
         if secret == DEV_SECRET_KEY or len(secret) < 32:
-            raise ConfigError("SECRET_KEY must be set to a random value of at least 32 characters outside development")
+            refuse("SECRET_KEY must be set to a random value of at least 32 characters outside development")
     smtp = urlsplit(settings["SMTP_URL"]) if settings["SMTP_URL"] else None
     if smtp is None and settings["APP_ENV"] != "development":
-        raise ConfigError("SMTP_URL must be set outside development: password-reset and verification mails need it")
+        refuse("SMTP_URL must be set outside development: password-reset and verification mails need it")
     if smtp is not None and (smtp.scheme not in {"smtp", "smtps"} or not smtp.hostname):
-        raise ConfigError(f"SMTP_URL must be smtp://host:port or smtps://host:port, got scheme {smtp.scheme!r}")
+        refuse(f"SMTP_URL must be smtp://host:port or smtps://host:port, got scheme {smtp.scheme!r}")
     if "@" not in settings["MAIL_FROM"]:
-        raise ConfigError("MAIL_FROM must be an email address, such as 'Credits ID <no-reply@id.example.com>'")
+        refuse("MAIL_FROM must be an email address, such as 'Credits ID <no-reply@id.example.com>'")
     tools = urlsplit(settings["MCP_URL"])
     if tools.scheme not in {"http", "https"} or not tools.hostname or not tools.path.startswith("/"):
-        raise ConfigError(f"MCP_URL must be an absolute http(s) URL with a path, got {settings['MCP_URL']!r}")
+        refuse(f"MCP_URL must be an absolute http(s) URL with a path, got {settings['MCP_URL']!r}")
     if tools.scheme == "http" and not is_loopback_host(tools.hostname):
-        raise ConfigError("MCP_URL must use https unless it is a loopback host (127.0.0.1, localhost, [::1])")
+        refuse("MCP_URL must use https unless it is a loopback host (127.0.0.1, localhost, [::1])")
     if tools.query or tools.fragment:
-        raise ConfigError("MCP_URL must not carry a query or fragment")
+        refuse("MCP_URL must not carry a query or fragment")
     if int(settings["API_RATE_LIMIT_PER_MINUTE"]) <= 0:
-        raise ConfigError("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
+        refuse("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
     profile_page = urlsplit(settings["PROFILE_PAGE_URL"]) if settings["PROFILE_PAGE_URL"] else None
     if profile_page is not None and (
         profile_page.scheme not in {"http", "https"}
         or not profile_page.hostname
         or "{id}" not in settings["PROFILE_PAGE_URL"]
     ):
-        raise ConfigError("PROFILE_PAGE_URL must be an absolute http(s) URL with {id} where the profile id goes")
+        refuse("PROFILE_PAGE_URL must be an absolute http(s) URL with {id} where the profile id goes")
     for name in [n for n in DEFAULTS if n.endswith("_LIFETIME")]:
         if int(settings[name]) <= 0:  # 0 would make every session, code or token expire at birth
-            raise ConfigError(f"{name} must be a positive number of seconds")
+            refuse(f"{name} must be a positive number of seconds")
     if int(settings["APP_CACHE_SECONDS"]) < 0:
-        raise ConfigError("APP_CACHE_SECONDS must be 0 (read apps on every request) or a number of seconds")
+        refuse("APP_CACHE_SECONDS must be 0 (read apps on every request) or a number of seconds")
     if int(settings["AUDIT_RETENTION_DAYS"]) < 0:
-        raise ConfigError("AUDIT_RETENTION_DAYS must be 0 (keep forever) or a number of days")
+        refuse("AUDIT_RETENTION_DAYS must be 0 (keep forever) or a number of days")
     if not 0 <= int(settings["REFRESH_GRACE_SECONDS"]) <= MAX_REFRESH_GRACE_SECONDS:
-        raise ConfigError(f"REFRESH_GRACE_SECONDS must be between 0 and {MAX_REFRESH_GRACE_SECONDS}")
+        refuse(f"REFRESH_GRACE_SECONDS must be between 0 and {MAX_REFRESH_GRACE_SECONDS}")
     if int(settings["LOGIN_ACCOUNT_FREE_FAILURES"]) < 0 or int(settings["LOGIN_ACCOUNT_MAX_DELAY"]) < 1:
-        raise ConfigError("LOGIN_ACCOUNT_FREE_FAILURES must be 0 or more and LOGIN_ACCOUNT_MAX_DELAY at least 1 second")
+        refuse("LOGIN_ACCOUNT_FREE_FAILURES must be 0 or more and LOGIN_ACCOUNT_MAX_DELAY at least 1 second")
     for name in (
         "LOGIN_DEVICE_LIMIT",
         "LOGIN_IP_LIMIT",
@@ -280,7 +314,9 @@ def check_settings(settings: dict[str, Any]) -> None:
         try:
             parse_many(settings[name])
         except ValueError as exc:
-            raise ConfigError(f"{name} must be a rate limit such as '5 per 15 minutes': {exc}") from exc
+            refuse(f"{name} must be a rate limit such as '5 per 15 minutes': {exc}")
+    if problems:
+        raise ConfigError(*problems)
 
 
 class SQLiteConnection(sqlite3.Connection):

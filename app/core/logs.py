@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import os
 import re
 import sys
 import time
@@ -53,18 +54,50 @@ def json_formatter() -> JsonFormatter:
     return JsonFormatter(LOG_FORMAT, rename_fields=RENAMED, datefmt="%Y-%m-%dT%H:%M:%S%z")
 
 
+# The standard attributes of every LogRecord: what is not one of these was passed as `extra`.
+_RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "request_id"}
+
+
+class ReadableFormatter(logging.Formatter):
+    """One short line per record for a person at a terminal (`make run`; LOG_STYLE=text): a request
+    as `14:05:09  GET /console/apps -> 200  12.4 ms  app=demo-web-app`, anything else as
+    `14:05:09  WARNING logger: message key=value`. The same fields as the JSON lines, never more
+    (no query string, no secret); production keeps JSON, which machines read."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        when = self.formatTime(record, "%H:%M:%S")
+        if record.name == access_log.name and hasattr(record, "path"):
+            d = record.__dict__
+            latency = f"{d['latency_ms']:.1f} ms" if d.get("latency_ms") is not None else ""
+            client = f"app={d['client_id']}" if d.get("client_id") else ""
+            line = f"{when}  {d['method']:<6} {d['path']} -> {d['status']}  {latency}  {client}".rstrip()
+        else:
+            extras = " ".join(f"{k}={v}" for k, v in record.__dict__.items() if k not in _RECORD_FIELDS)
+            line = f"{when}  {record.levelname} {record.name}: {record.getMessage()} {extras}".rstrip()
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def env_formatter() -> logging.Formatter:
+    """The format LOG_STYLE names, for loggers configured before the app exists (granian's own,
+    serve.py): JSON unless `text`."""
+    return ReadableFormatter() if os.environ.get("LOG_STYLE") == "text" else json_formatter()
+
+
 def app_handler() -> logging.Handler | None:
     """The JSON handler configure_logging put on the root logger, if it has (others, such as a test
     runner's capture, may sit beside it)."""
     return next((h for h in logging.getLogger().handlers if getattr(h, "_credits_id", False)), None)
 
 
-def configure_logging(level: str = "INFO") -> None:
-    """Send every log record to stderr as JSON (once per process; idempotent)."""
+def configure_logging(level: str = "INFO", style: str = "json") -> None:
+    """Send every log record to stderr as JSON, or as readable lines with `style="text"` (a
+    development terminal); once per process, idempotent."""
     root = logging.getLogger()
     if app_handler() is None:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(json_formatter())
+        handler.setFormatter(ReadableFormatter() if style == "text" else json_formatter())
         handler.addFilter(RequestContextFilter())
         handler._credits_id = True  # type: ignore[attr-defined]
         root.addHandler(handler)
@@ -190,7 +223,7 @@ def _finish_request(response: Response) -> Response:
 
 
 def init_logging(app: Flask) -> None:
-    configure_logging(app.config["LOG_LEVEL"])
+    configure_logging(app.config["LOG_LEVEL"], app.config["LOG_STYLE"])
     # First of all before_request functions, so a request refused by an earlier hook (CSRF)
     # still has its id and start time.
     app.before_request_funcs.setdefault(None, []).insert(0, _start_request)

@@ -252,12 +252,25 @@ class KeyStore:
         transaction: the key leaves the key set when it commits."""
         return self._end(kid, actor, published_for=timedelta(0))
 
+    def revoke_refusal(self, kid: str) -> str | None:
+        """Why `revoke(kid)` would be refused (no such key, or the only one that can sign), read
+        without writing, so a command can say so before asking for confirmation. None: it may."""
+        row = db.session.get(SigningKey, kid)
+        if row is None:
+            return f"no key with kid {kid}"
+        return self._only_signer(row, utcnow())
+
+    def _only_signer(self, row: SigningKey, now: datetime) -> str | None:
+        others = [r for r in self.snapshot().rows if r.kid != row.kid and r.can_sign(now)]
+        if not others and row.can_sign(now):
+            return "refusing to end the only signing key: rotate first (`--now` in an emergency)"
+        return None
+
     def _end(self, kid: str, actor: User | None, published_for: timedelta) -> SigningKey:
         row = self._row(kid)
         now = utcnow()
-        others = [r for r in self.snapshot().rows if r.kid != kid and r.can_sign(now)]
-        if not others and row.can_sign(now):
-            raise KeyStoreError("refusing to end the only signing key: rotate first (`--now` in an emergency)")
+        if refusal := self._only_signer(row, now):
+            raise KeyStoreError(refusal)
         expires = now + published_for
         if row.activates_at > now:
             # A key still waiting to sign: the key it was to replace keeps signing after all.

@@ -78,8 +78,10 @@ def can_own_keys(user: User | None) -> bool:
 
 
 def normalize_domains(values: list[str]) -> list[str]:
-    """Host names a publishable key may be used from: `example.com`, `app.example.com:8443`, or a
-    full origin (`https://example.com`) reduced to its host. Lower-case, no path, no wildcard."""
+    """Host names a publishable key may be used from: `example.com`, `app.example.com:8443`, a
+    full origin (`https://example.com`) reduced to its host, or every subdomain of a domain,
+    `*.example.com` (a wildcard only as the whole leftmost label, over a name of two labels at
+    least: `*.com` would be anyone's page). Lower-case, no path."""
     hosts: list[str] = []
     for raw in values:
         value = raw.strip().lower()
@@ -90,13 +92,53 @@ def normalize_domains(values: list[str]) -> list[str]:
             if parts.scheme not in ("http", "https") or parts.path not in ("", "/") or parts.query or parts.username:
                 raise ApiKeyError(f"not a page origin: {raw.strip()}")
             value = parts.netloc
-        if len(value) > 253 or not HOST.fullmatch(value):
+        wildcard = value.startswith("*.")
+        host = value[2:] if wildcard else value
+        if len(host) > 253 or not HOST.fullmatch(host) or "*" in host:
             raise ApiKeyError(f"not a host name: {raw.strip()}")
+        if wildcard and host.split(":")[0].count(".") < 1:
+            raise ApiKeyError(f"a wildcard needs a domain of two labels at least (*.example.com): {raw.strip()}")
         if value not in hosts:
             hosts.append(value)
     if len(hosts) > MAX_DOMAINS:
         raise ApiKeyError(f"at most {MAX_DOMAINS} domains")
     return hosts
+
+
+def domain_allows(domains: list[str] | None, host: str | None) -> bool:
+    """Whether a page on `host` (as its Origin names it, port included) may use a key listing
+    `domains`: an exact entry, or `*.example.com` for any subdomain of example.com (at any depth;
+    not example.com itself, which is listed on its own when meant)."""
+    if not host:
+        return False
+    for domain in domains or []:
+        if domain == host:
+            return True
+        if domain.startswith("*.") and host.endswith(domain[1:]) and len(host) > len(domain) - 1:
+            return True
+    return False
+
+
+def edit_key(key: ApiKey, name: str, domains: list[str], actor: User | None = None) -> list[str]:
+    """Rename a key and, for a publishable key, change its domains (the value, kind and plan stay).
+    Returns what changed; refused with ApiKeyError before anything is written; audited as
+    `apikey.changed`. A revoked key is not edited."""
+    if key.is_revoked:
+        raise ApiKeyError("a revoked key cannot be changed")
+    name = (name or "").strip()
+    if not name or len(name) > 120:
+        raise ApiKeyError("a name of 1 to 120 characters is required")
+    hosts = normalize_domains(domains or [])
+    if key.is_publishable and not hosts:
+        raise ApiKeyError("a publishable key needs at least one domain")
+    if not key.is_publishable and hosts:
+        raise ApiKeyError("a secret key is for servers: it takes no domains")
+    changed = [field for field, new in (("name", name), ("domains", hosts)) if getattr(key, field) != new]
+    if changed:
+        key.name, key.domains = name, hosts
+        db.session.flush()
+        record("apikey.changed", actor=actor, key_id=key.id, fields=changed, name=name, domains=hosts or None)
+    return changed
 
 
 def _new_value(kind: KeyKind) -> str:

@@ -52,6 +52,7 @@ ACTIONS: dict[str, str] = {
     "key.revoked": "Signing key revoked (unpublished at once)",
     "apikey.created": "API key created",
     "apikey.rotated": "API key rotated",
+    "apikey.changed": "API key renamed or its domains changed",
     "apikey.revoked": "API key revoked",
     "roster.created": "Roster created",
     "roster.deleted": "Roster deleted (its workspace keys revoked)",

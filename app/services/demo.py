@@ -15,7 +15,7 @@ from app.models.base import new_secret
 from app.services.apikeys import create_key, rotate_key
 from app.services.catalog_seed import ensure_catalog, profiles_by_credit_count
 from app.services.members import create_member, set_password
-from app.services.registration import NewClient, register_client, rotate_secret
+from app.services.registration import NewClient, register_client, rotate_secret, update_client
 from app.store import store
 
 # `catalog_rank`: which of the most-credited profiles the member is linked to (0 = the most).
@@ -24,31 +24,44 @@ DEMO_MEMBERS = (
     {"email": "pro@demo.credits.example", "name": "Parker Pro", "tier": Tier.PRO.value, "catalog_rank": 0},
 )
 DEMO_DEVELOPER = {"email": "developer@demo.credits.example", "name": "Devi Developer"}
+# An administrator, so the admin half of the console (members, signing keys, activity, every app's
+# fee) can be seen on a local run too.
+DEMO_ADMIN = {"email": "admin@demo.credits.example", "name": "Ada Admin"}
 DEMO_KEY_NAME = "Demo server key"
-DEMO_REDIRECT = "http://127.0.0.1:5001/callback"
+DEMO_PORT = 5001  # `make run`'s default; `make run DEMO_PORT=...` (or DEMO_PORT=...) moves it
 # One name everywhere: the demo relying party (examples/demo_app, APP_NAME) calls itself this, and
 # the login, consent and account pages show the registered name.
 DEMO_APP_NAME = "Liner Notes"
-DEMO_APPS = (
-    NewClient(
-        client_id="demo-web-app",
-        name=DEMO_APP_NAME,
-        redirect_uris=[DEMO_REDIRECT, "http://localhost:5001/callback"],
-        post_logout_redirect_uris=["http://127.0.0.1:5001/"],
-        homepage_url="http://127.0.0.1:5001/",
-    ),
-    NewClient(
-        client_id="demo-native-app",
-        name="Demo Native App",
-        public=True,
-        redirect_uris=["com.example.creditsdemo:/callback", "http://127.0.0.1:5001/callback"],
-    ),
-)
 
 
-def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, rebuild: bool = False) -> dict:
-    """Create or refresh the demo catalog, members and apps; returns what a newcomer needs to try it.
-    Flushed, not committed: the credentials returned are valid once the caller commits."""
+def demo_apps(demo_port: int = DEMO_PORT) -> tuple[NewClient, ...]:
+    """The demo apps, their redirect and logout URIs on the port the demo app runs on: on macOS
+    AirPlay Receiver holds 5000 and 5001, so `make run` takes other ports, and the registration
+    follows (each seed writes the URIs for the port it is given)."""
+    base = f"http://127.0.0.1:{demo_port}"
+    return (
+        NewClient(
+            client_id="demo-web-app",
+            name=DEMO_APP_NAME,
+            redirect_uris=[f"{base}/callback", f"http://localhost:{demo_port}/callback"],
+            post_logout_redirect_uris=[f"{base}/"],
+            homepage_url=f"{base}/",
+        ),
+        NewClient(
+            client_id="demo-native-app",
+            name="Demo Native App",
+            public=True,
+            redirect_uris=["com.example.creditsdemo:/callback", f"{base}/callback"],
+        ),
+    )
+
+
+def seed_accounts(
+    catalog_seed: int | None = None, credits: int | None = None, rebuild: bool = False, demo_port: int = DEMO_PORT
+) -> dict:
+    """Create or refresh the demo catalog, members, admin and apps (registered for the demo app on
+    `demo_port`); returns what a newcomer needs to try it. Flushed, not committed: the credentials
+    returned are valid once the caller commits."""
     catalog = ensure_catalog(catalog_seed, credits, rebuild)
     linked = profiles_by_credit_count(len(DEMO_MEMBERS))
     members = []
@@ -75,13 +88,15 @@ def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, r
             }
         )
     apps = []
-    for spec in DEMO_APPS:
+    for spec in demo_apps(demo_port):
         client = store().apps.registered(spec.client_id) if spec.client_id else None
         if client is None:
             client, secret = register_client(spec)
         else:
-            if client.name != spec.name:  # a database seeded under an older name shows the one name too
-                client = store().apps.change(client.id, {"name": spec.name})
+            # The one name, and the URIs of this run's port (a database seeded under an older name,
+            # or for another port, follows).
+            if update_client(client, spec):
+                client = store().apps.registered(spec.client_id) or client
             secret = None if client.is_public else rotate_secret(client)
         apps.append(
             {
@@ -92,7 +107,25 @@ def seed_accounts(catalog_seed: int | None = None, credits: int | None = None, r
                 "redirect_uris": client.redirect_uris,
             }
         )
-    return {"members": members, "apps": apps, "catalog": catalog.as_dict(), "developer": _demo_developer()}
+    return {
+        "members": members,
+        "apps": apps,
+        "catalog": catalog.as_dict(),
+        "developer": _demo_developer(),
+        "admin": _demo_admin(),
+    }
+
+
+def _demo_admin() -> dict:
+    """An administrator's login (a fresh password at every run)."""
+    password = new_secret(12)
+    user = db.session.scalar(db.select(User).where(User.email == DEMO_ADMIN["email"]))
+    if user is None:
+        user = create_member(DEMO_ADMIN["email"], DEMO_ADMIN["name"], password, role=Role.ADMIN, email_verified=True)
+    else:
+        user.role, user.email_verified = Role.ADMIN, True
+        set_password(user, password)
+    return {"email": user.email, "password": password}
 
 
 def _demo_developer() -> dict:

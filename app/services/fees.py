@@ -24,7 +24,7 @@ MAX_MONTHS = 36  # the widest range one report covers
 
 # The policy, stated once: the console page shows this text (docs/console.md quotes it).
 POLICY = (
-    "Each registered application costs 99 dollars for every calendar month (UTC) in which it is "
+    "Each registered application costs 99 USD for every calendar month (UTC) in which it is "
     "registered for at least part of the month. The first month is charged in full however late "
     "in the month the app was registered, and so is the month it is deleted: there is no pro-rating. "
     "A disabled app is still registered and still charged; deleting it stops the fee from the next "

@@ -48,7 +48,14 @@ class RegistrationError(ValueError):
 def redirect_uri_problem(uri: str, public: bool = False) -> str | None:
     """Why `uri` cannot be registered as a redirect URI, or None when it can. A native (public)
     app's loopback URI names the address, not `localhost` (RFC 8252 8.3: the name may resolve
-    elsewhere, or be answered by another listener); any port it listens on is then accepted."""
+    elsewhere, or be answered by another listener); any port it listens on is then accepted.
+
+    One exception, for development: a public app (a single-page app on a dev server, typically)
+    may register `http://localhost:<port>/...` with its fixed port, matched exactly like any other
+    URI. The trade-off RFC 8252 8.3 warns about stays: `localhost` is a name, resolved by the
+    machine (a hosts file or a resolver may send it off the loopback interface) and another
+    program may hold that port first; a development URI, then, and not for production - which
+    should register https, or 127.0.0.1 / [::1] without a port for a native app."""
     if not uri or uri != uri.strip() or any(c.isspace() for c in uri):
         return "must not be empty or contain spaces"
     if "*" in uri:
@@ -68,8 +75,11 @@ def redirect_uri_problem(uri: str, public: bool = False) -> str | None:
     if scheme == "https":
         return None if parts.hostname else "must name a host"
     if scheme == "http":
-        if public and parts.hostname == "localhost":
-            return "must name the loopback address 127.0.0.1 or [::1], not localhost, for a public app (RFC 8252 8.3)"
+        if public and parts.hostname == "localhost" and parts.port is None:
+            return (
+                "must name the loopback address 127.0.0.1 or [::1], not localhost, for a public app (RFC 8252 8.3); "
+                "for development, http://localhost:<port>/... with the dev server's port is accepted"
+            )
         if is_loopback_host(parts.hostname):
             return None
         return "must use https (plain http is allowed only for 127.0.0.1, [::1] and localhost)"

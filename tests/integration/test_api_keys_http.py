@@ -74,6 +74,11 @@ def test_what_a_client_sees_at_the_key_door(live_server, spec):
     assert found.json()["data"]["profiles"]["items"][0]["id"] == catalog.other
 
     gateway_body(validated(spec, session.get(f"{base}/v1/roles", timeout=30)), 401, "No API key found in request")
+    # The paths an access token may use too: the gateway's refusal, with the RFC 6750 challenge kept.
+    for path in (f"/v1/profile/{uid(1, 1)}", f"/v1/profile/{uid(1, 1)}/credits", f"/v1/profile/{uid(1, 1)}/charts"):
+        bare = validated(spec, session.get(f"{base}{path}", timeout=30))
+        gateway_body(bare, 401, "No API key found in request")
+        assert bare.headers["WWW-Authenticate"].startswith('Bearer realm="')
     gateway_body(
         validated(spec, session.get(f"{base}/v1/roles", headers={"x-api-key": "msk_nope"}, timeout=30)),
         401,
@@ -98,7 +103,12 @@ def test_what_a_client_sees_at_the_key_door(live_server, spec):
         spec,
         session.get(f"{base}/v1/profile/{catalog.mine}/credits?limit=51", headers={"x-api-key": secret}, timeout=30),
     )
-    assert too_big.json() == {"result": "error", "code": 400, "message": "Too big page, max page size is 50"}
+    assert too_big.json() == {  # the spec's message, and the offending parameter beside it (validated above)
+        "result": "error",
+        "code": 400,
+        "message": "Too big page, max page size is 50",
+        "param": "limit",
+    }
     bad = validated(
         spec,
         session.post(
@@ -108,7 +118,7 @@ def test_what_a_client_sees_at_the_key_door(live_server, spec):
             timeout=30,
         ),
     )
-    assert bad.json() == {"result": "error", "code": 400, "message": "Invalid parameters supplied"}
+    assert bad.json() == {"result": "error", "code": 400, "message": "Invalid parameters supplied", "param": "body"}
     missing = validated(spec, session.get(f"{base}/v1/album/upc/000", headers={"x-api-key": secret}, timeout=30))
     assert missing.json() == {"result": "error", "code": 404, "message": "Not found"}
 

@@ -264,7 +264,7 @@ def test_admin_sets_role_and_tier(live_server):
     assert "only administrator" in " ".join(flashes(browser.get("/console/users").text))
     fresh()
     assert db.session.get(User, admin.id).role == "admin"
-    assert browser.get("/console/users/nope").status_code == 405
+    assert browser.get("/console/users/nope").status_code == 404  # no such member page
     assert (
         post_form(browser, "/console/users", "/console/users/nope", {"role": "member", "tier": "basic"}).status_code
         == 404

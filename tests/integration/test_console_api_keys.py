@@ -88,7 +88,10 @@ def test_create_see_the_key_once_use_it_rotate_and_revoke(live_server):
     assert requests.get(live_server.url + "/v1/roles", headers={"x-api-key": new_value}, timeout=30).status_code == 200
 
     # Revoke: refused at once.
-    revoked = post_form(browser, f"/console/api-keys/{key.id}", f"/console/api-keys/{key.id}/revoke")
+    confirm = browser.get(f"/console/api-keys/{key.id}/revoke")  # the button leads to a page naming the key
+    assert confirm.status_code == 200 and f"Revoke {key.name}?" in unescape(confirm.text)
+    assert requests.get(live_server.url + "/v1/roles", headers={"x-api-key": new_value}, timeout=30).status_code == 200
+    revoked = post_form(browser, f"/console/api-keys/{key.id}/revoke", f"/console/api-keys/{key.id}/revoke")
     assert revoked.status_code == 302 and "is revoked" in browser.get(revoked.headers["Location"]).text
     assert requests.get(live_server.url + "/v1/roles", headers={"x-api-key": new_value}, timeout=30).status_code == 401
     fresh()
@@ -181,7 +184,12 @@ def test_a_suspension_pauses_the_owners_keys_unmetered_and_lifting_it_resumes_th
     assert metered() == {secret_key.id: 1, widget_key.id: 1}
 
     page = admin.get(f"/console/users?q={dev.email}")
-    assert admin.post(f"/console/users/{dev.id}/suspend", data={"csrf_token": csrf_token(page.text)}).status_code == 303
+    assert (
+        admin.post(
+            f"/console/users/{dev.id}/suspend", data={"csrf_token": csrf_token(page.text), "reason": "Abuse report 42"}
+        ).status_code
+        == 303
+    )
     assert "3 API keys paused" in " ".join(flashes(admin.get(f"/console/users?q={dev.email}").text))
 
     for refused in (catalog_call(secret), catalog_call(doomed), widget_call()):

@@ -174,6 +174,7 @@ def world(sweep_app, restore_keys):
             "session_id": str(login.id),
             "passkey_id": "1",
             "roster_id": roster.id,
+            "name": "integrating",  # a developer guide's page (/docs/<name>)
         },
         key_value=key_value,
         key_id=key.id,
@@ -357,7 +358,12 @@ def search(world: World, body: str | bytes):
 def test_a_lone_surrogate_in_a_search_keyword_is_refused_and_not_metered(world, body):
     response = search(world, body)
     assert response.status_code == 400
-    assert response.get_json() == {"result": "error", "code": 400, "message": "Invalid parameters supplied"}
+    assert response.get_json() == {
+        "result": "error",
+        "code": 400,
+        "message": "Invalid parameters supplied",
+        "param": "body",  # not I-JSON: the body is not read at all
+    }
     assert metered(world) == 0
 
 

@@ -147,7 +147,9 @@ def test_an_admin_suspends_a_member_and_lifts_it(live_server, mailbox):
     console = signed_in(live_server.url, admin.email, "/console/users")
     page = console.get(f"/console/users?q={member.email}")
     assert "Suspend" in page.text
-    done = console.post(f"/console/users/{member.id}/suspend", data={"csrf_token": csrf_token(page.text)})
+    done = console.post(
+        f"/console/users/{member.id}/suspend", data={"csrf_token": csrf_token(page.text), "reason": "Abuse report 42"}
+    )
     assert done.status_code == 303
     assert "is suspended: 1 sessions ended, 1 tokens revoked" in " ".join(
         flashes(console.get(f"/console/users?q={member.email}").text)
@@ -176,7 +178,9 @@ def test_an_admin_suspends_a_member_and_lifts_it(live_server, mailbox):
     mailbox.assert_none_to(member.email, wait=0.5)  # no reset link around the suspension
 
     # Admins cannot suspend themselves.
-    own = console.post(f"/console/users/{admin.id}/suspend", data={"csrf_token": csrf_token(page.text)})
+    own = console.post(
+        f"/console/users/{admin.id}/suspend", data={"csrf_token": csrf_token(page.text), "reason": "Abuse report 42"}
+    )
     assert own.status_code == 303
     assert "cannot suspend your own account" in " ".join(flashes(console.get("/console/users").text))
 
@@ -196,6 +200,56 @@ def test_an_admin_suspends_a_member_and_lifts_it(live_server, mailbox):
     actions = [e.action for e in AuditEvent.query.filter_by(subject_id=member.id).order_by(AuditEvent.id)]
     assert actions[-2:] == ["user.suspended", "user.unsuspended"]
     assert db.session.get(User, member.id).suspended_at is None
+
+
+def test_a_suspension_needs_a_reason_kept_in_the_audit_and_never_the_admins_own(live_server):
+    """The list links to a confirmation page (no one-click suspend); without a reason nothing is
+    suspended; the reason given lands in the audit event; the admin's own row offers no Suspend."""
+    admin = make_member(role="admin")
+    member = make_member()
+    console = signed_in(live_server.url, admin.email, "/console/users")
+    listing = console.get("/console/users").text
+    assert f'href="/console/users/{member.id}/suspend"' in listing
+    assert f'href="/console/users/{admin.id}/suspend"' not in listing
+    confirm = console.get(f"/console/users/{member.id}/suspend")
+    assert confirm.status_code == 200 and "Reason (kept in the audit log)" in confirm.text
+    for reason in ("", "   ", "x" * 201):
+        refused = console.post(
+            f"/console/users/{member.id}/suspend", data={"csrf_token": csrf_token(confirm.text), "reason": reason}
+        )
+        assert refused.status_code == 400 and "reason" in refused.text.lower()
+    fresh()
+    assert not db.session.get(User, member.id).is_suspended
+    assert console.post(f"/console/users/{member.id}/suspend", data={"reason": "spam"}).status_code == 400  # no CSRF
+    done = console.post(
+        f"/console/users/{member.id}/suspend",
+        data={"csrf_token": csrf_token(confirm.text), "reason": "  Chargeback fraud, ticket 118 "},
+    )
+    assert done.status_code == 303 and done.headers["Location"] == f"/console/users/{member.id}"
+    fresh()
+    event = AuditEvent.query.filter_by(action="user.suspended", subject_id=member.id).one()
+    assert event.detail["reason"] == "Chargeback fraud, ticket 118" and event.actor_id == admin.id
+    own = console.get(f"/console/users/{admin.id}/suspend")
+    assert "You cannot suspend your own account" in own.text and 'name="reason"' not in own.text
+
+
+def test_the_member_page_shows_what_the_member_has(live_server):
+    admin = make_member(role="admin")
+    member = make_member(name="Ada Lovelace", verified=False)
+    console = signed_in(live_server.url, admin.email, "/console/users")
+    signed_in(live_server.url, member.email, "/account")
+    page = console.get(f"/console/users/{member.id}")
+    assert page.status_code == 200
+    text = page.text
+    assert "Ada Lovelace" in text and member.email in text and "not verified" in text
+    assert "off (password only)" in text
+    assert "never" not in text.split("Last sign-in")[1].split("</dd>")[0]  # the sign-in above
+    assert ("Chrome" not in text and "Unknown browser" in text) or "python" in text.lower()  # the session's browser
+    assert "Sessions" in text and "Connected apps" in text and "API keys" in text and "Recent events" in text
+    assert "Signed in" in text  # the sign-in's audit event
+    assert console.get("/console/users/no-such-member").status_code == 404
+    member_console = signed_in(live_server.url, make_member().email, "/account")
+    assert member_console.get(f"/console/users/{member.id}").status_code in (302, 403, 404)
 
 
 def test_the_cli_suspends_and_lifts(app):
@@ -279,7 +333,8 @@ def test_a_suspension_ends_every_token_a_rotating_chain_left(live_server, mailbo
     page = console.get(f"/console/users?q={issued.member.email}")
     assert (
         console.post(
-            f"/console/users/{issued.member.id}/suspend", data={"csrf_token": csrf_token(page.text)}
+            f"/console/users/{issued.member.id}/suspend",
+            data={"csrf_token": csrf_token(page.text), "reason": "Abuse report 42"},
         ).status_code
         == 303
     )

@@ -150,7 +150,10 @@ def test_a_suspension_ends_every_chain_whatever_is_in_flight(server, admin_conso
 
     race(
         chains,
-        lambda: admin_console.post(f"/console/users/{member.id}/suspend", data={"csrf_token": csrf_token(page.text)}),
+        lambda: admin_console.post(
+            f"/console/users/{member.id}/suspend",
+            data={"csrf_token": csrf_token(page.text), "reason": "Abuse report 42"},
+        ),
     )
 
     assert_all_dead(chains, user_id=member.id, client_pk=client.id)

@@ -45,7 +45,7 @@ def test_a_new_key_is_prefixed_random_and_stored_only_as_a_hash():
         ({"kind": "publishable", "domains": []}, "at least one domain"),
         ({"kind": "secret", "domains": ["a.example"]}, "no domains"),
         ({"kind": "publishable", "domains": ["https://a.example/path"]}, "origin"),
-        ({"kind": "publishable", "domains": ["*.example.com"]}, "host name"),
+        ({"kind": "publishable", "domains": ["*.com"]}, "two labels"),  # wildcards: *.example.com, not *.com
     ],
 )
 def test_bad_requests_are_refused_and_nothing_is_written(kwargs, message):
@@ -120,3 +120,46 @@ def test_members_see_their_own_keys_and_admins_see_all():
 
 def test_domains_are_normalised_and_deduplicated():
     assert normalize_domains(["A.example", "a.example", " ", "http://a.example/"]) == ["a.example"]
+
+
+# -- issue 50, item 16: wildcard subdomains, and a key's name and domains editable ---------------
+
+
+def test_wildcard_domains_cover_subdomains_only():
+    from app.services.apikeys import domain_allows, normalize_domains
+
+    assert normalize_domains(["*.Example.com", "https://shop.example.org", "*.example.com:8443"]) == [
+        "*.example.com",
+        "shop.example.org",
+        "*.example.com:8443",
+    ]
+    for bad in ("*.com", "*", "a.*.example.com", "*example.com", "**.example.com", "*.*.example.com"):
+        with pytest.raises(ApiKeyError):
+            normalize_domains([bad])
+    domains = ["*.example.com", "example.org"]
+    assert domain_allows(domains, "shop.example.com") and domain_allows(domains, "a.b.example.com")
+    assert not domain_allows(domains, "example.com")  # the bare domain is listed on its own when meant
+    assert not domain_allows(domains, "evilexample.com") and not domain_allows(domains, "example.com.evil.net")
+    assert not domain_allows(domains, "shop.example.com:8443")  # a port is part of the host
+    assert domain_allows(["*.example.com:8443"], "shop.example.com:8443")
+    assert domain_allows(domains, "example.org") and not domain_allows(domains, None)
+
+
+def test_a_key_is_renamed_and_its_domains_changed_and_audited(app):
+    from app.models import AuditEvent
+    from app.services.apikeys import edit_key
+    from tests.key_support import make_key
+
+    key, _ = make_key("publishable", domains=["shop.example"])
+    assert edit_key(key, " Shop widget ", ["*.shop.example", "shop.example"]) == ["name", "domains"]
+    db.session.commit()
+    assert (key.name, key.domains) == ("Shop widget", ["*.shop.example", "shop.example"])
+    event = db.session.scalars(db.select(AuditEvent).where(AuditEvent.action == "apikey.changed")).one()
+    assert event.detail["fields"] == ["name", "domains"]
+    assert edit_key(key, "Shop widget", ["*.shop.example", "shop.example"]) == []
+    for name, domains in (("", ["a.example"]), ("x" * 121, ["a.example"]), ("ok", []), ("ok", ["*.com"])):
+        with pytest.raises(ApiKeyError):
+            edit_key(key, name, domains)
+    secret, _ = make_key()
+    with pytest.raises(ApiKeyError, match="takes no domains"):
+        edit_key(secret, "Server", ["a.example"])

@@ -39,9 +39,14 @@ def ok_data(response):
     return body["data"]
 
 
-def assert_api_error(response, status, message):
+def assert_api_error(response, status, message, param=None):
+    """The spec's envelope, with the offending input in `param` when one is to blame."""
     assert response.status_code == status, response.get_data(as_text=True)
-    assert response.get_json() == {"result": "error", "code": status, "message": message}
+    body = response.get_json()
+    named = body.pop("param", None)
+    assert body == {"result": "error", "code": status, "message": message}
+    if param is not None:
+        assert named == param, body
 
 
 def test_any_profile_with_its_credits_and_charts(client, catalog, secret):
@@ -296,3 +301,45 @@ def test_a_browser_may_preflight_the_widget_api(client, catalog):
     assert response.status_code == 200
     assert "x-api-key" in response.headers["Access-Control-Allow-Headers"]
     assert response.headers["Access-Control-Allow-Origin"] == "*"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "message", "param"),
+    [
+        ("get", "/v1/profile/{mine}/credits?limit=51", None, 400, "Too big page, max page size is 50", "limit"),
+        ("get", "/v1/profile/{mine}/credits?limit=abc", None, 400, "Invalid parameters supplied", "limit"),
+        ("get", "/v1/profile/{mine}/credits?limit=5&limit=6", None, 400, "Invalid parameters supplied", "limit"),
+        ("get", "/v1/profile/{mine}/credits?offset=-1", None, 400, "Invalid parameters supplied", "offset"),
+        ("get", "/v1/search/autocomplete?q=%20", None, 400, "Invalid parameters supplied", "q"),
+        ("get", "/v1/search/autocomplete", None, 400, "Invalid parameters supplied", "q"),
+        ("get", "/v1/profiles/search?track_ids=x", None, 400, "Invalid parameters supplied", "names"),
+        ("get", "/v1/profiles/search?names=ada", None, 400, "Invalid parameters supplied", "track_ids"),
+        (
+            "get",
+            "/v1/profiles/search?names=ada&track_ids=" + "x" * 201,
+            None,
+            400,
+            "Invalid parameters supplied",
+            "track_ids",
+        ),
+        ("post", "/v1/search", {"keyword": " "}, 400, "Invalid parameters supplied", "keyword"),
+        ("post", "/v1/search", {"keyword": "a", "type": ["song"]}, 400, "Invalid parameters supplied", "type"),
+        ("post", "/v1/search", [1], 400, "Invalid parameters supplied", "body"),
+        ("get", "/v1/track/upc/000000000000", None, 404, "Not found", "idKey"),
+        ("get", "/v1/album/isrc/USAAA2000000", None, 404, "Not found", "idKey"),
+    ],
+)
+def test_the_offending_parameter_is_named_beside_the_specs_message(
+    client, catalog, secret, method, path, body, status, message, param
+):
+    """Issue 50, item 8: the messages stay the spec's, word for word; `param` says which input."""
+    response = getattr(client, method)(
+        path.format(mine=catalog.mine), headers=key_header(secret), **({"json": body} if body is not None else {})
+    )
+    assert_api_error(response, status, message, param)
+
+
+def test_no_param_when_no_single_input_is_to_blame(client, catalog, secret):
+    for path in ("/v1/track/isrc/XX0000000000", f"/v1/profile/{uid(999, 1)}"):
+        body = client.get(path, headers=key_header(secret)).get_json()
+        assert body == {"result": "error", "code": 404, "message": "Not found"}

@@ -171,3 +171,11 @@ def test_audit_retention_cannot_be_negative():
     with pytest.raises(ConfigError, match="AUDIT_RETENTION_DAYS"):
         check_settings(load_settings({"APP_ENV": "development", "AUDIT_RETENTION_DAYS": -1}))
     check_settings(load_settings({"APP_ENV": "development", "AUDIT_RETENTION_DAYS": 0}))  # 0 = keep forever
+
+
+def test_log_style_is_json_or_text():
+    """Issue 50, item 16: `make run` reads one line per request (text); production keeps JSON."""
+    assert load_settings({"APP_ENV": "development"})["LOG_STYLE"] == "json"
+    check_settings(load_settings({"APP_ENV": "development", "LOG_STYLE": "text"}))
+    with pytest.raises(ConfigError, match="LOG_STYLE must be json or text, got 'pretty'"):
+        check_settings(load_settings({"APP_ENV": "development", "LOG_STYLE": "pretty"}))

@@ -232,3 +232,24 @@ def test_clients_create_records_the_registration(cli):
     data = run_json(cli, "clients", "create", "--name", "From CLI", "--redirect-uri", "https://a.example/cb")
     [event] = events("app.registered")
     assert event.client.client_id == data["client_id"] and event.source == "cli"
+
+
+def test_the_demo_seed_registers_the_demo_ports_uris_and_prints_an_admin(app):
+    """Issue 50, item 3: `flask demo seed --demo-port` (or DEMO_PORT) writes the demo app's redirect
+    and logout URIs for that port, again on a later seed with another port; an admin login is printed."""
+    from app.store import store
+
+    runner = app.test_cli_runner()
+    first = runner.invoke(args=["demo", "seed", "--demo-port", "8001", "--json"])
+    assert first.exit_code == 0, first.output
+    data = json.loads(first.output)
+    assert data["admin"]["email"] == "admin@demo.credits.example" and data["admin"]["password"]
+    web = store().apps.registered("demo-web-app")
+    assert web.redirect_uris == ["http://127.0.0.1:8001/callback", "http://localhost:8001/callback"]
+    assert web.post_logout_redirect_uris == ["http://127.0.0.1:8001/"]
+    again = runner.invoke(args=["demo", "seed"], env={"DEMO_PORT": "9001"})
+    assert again.exit_code == 0, again.output
+    assert "Demo admin" in again.output and "admin@demo.credits.example" in again.output
+    web = store().apps.registered("demo-web-app")
+    assert web.redirect_uris == ["http://127.0.0.1:9001/callback", "http://localhost:9001/callback"]
+    assert "http://127.0.0.1:9001/callback" in store().apps.registered("demo-native-app").redirect_uris

@@ -39,15 +39,30 @@ def test_rejected_redirect_uris_say_why(uri, why):
     assert problem is not None and why in problem
 
 
-@pytest.mark.parametrize("uri", ["http://localhost/cb", "http://localhost:8080/cb", "http://LOCALHOST/cb"])
+@pytest.mark.parametrize("uri", ["http://localhost/cb", "http://LOCALHOST/cb"])
 def test_a_public_app_names_the_loopback_address_not_localhost(uri):
-    """RFC 8252 8.3: `localhost` may resolve elsewhere or be served by another listener."""
+    """RFC 8252 8.3: `localhost` may resolve elsewhere or be served by another listener; without a
+    port it would also claim every port (the loopback rule), so it is refused."""
     problem = redirect_uri_problem(uri, public=True)
     assert problem is not None and "127.0.0.1 or [::1], not localhost" in problem
     assert redirect_uri_problem("http://127.0.0.1/cb", public=True) is None
     assert redirect_uri_problem("http://[::1]/cb", public=True) is None
     with pytest.raises(RegistrationError, match="not localhost"):
         register_client(NewClient(name="Native", public=True, redirect_uris=[uri]))
+
+
+@pytest.mark.parametrize(
+    "uri", ["http://localhost:3000/callback", "http://localhost:5173/", "http://LOCALHOST:8080/cb"]
+)
+def test_a_public_app_may_register_localhost_with_a_port_for_development(uri):
+    """Issue 50, item 16: a single-page app on a dev server registers its exact localhost address;
+    it matches exactly (no other port), unlike a loopback IP registered without a port."""
+    assert redirect_uri_problem(uri, public=True) is None
+    client, _ = register_client(NewClient(name="SPA in development", public=True, redirect_uris=[uri]))
+    assert client.check_redirect_uri(uri)
+    port = uri.split(":")[2].split("/")[0]
+    assert not client.check_redirect_uri(uri.replace(port, str(int(port) + 1)))
+    assert not client.check_redirect_uri(uri.replace("localhost", "127.0.0.1").replace("LOCALHOST", "127.0.0.1"))
 
 
 def test_register_names_each_bad_uri_and_writes_nothing():

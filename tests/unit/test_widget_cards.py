@@ -114,7 +114,12 @@ def test_cards_link_to_the_profile_page_when_the_platform_has_one(app, client, c
 def test_a_batch_of_none_or_more_than_24_is_400(client, catalog, publishable, query):
     response = client.get(f"/embed/v1/cards{query}", headers=key_header(publishable[1], **ORIGIN))
     assert response.status_code == 400
-    assert response.get_json() == {"result": "error", "code": 400, "message": "Invalid parameters supplied"}
+    assert response.get_json() == {
+        "result": "error",
+        "code": 400,
+        "message": "Invalid parameters supplied",
+        "param": "ids",
+    }
 
 
 def test_24_ids_are_one_request(client, catalog, publishable):

@@ -27,6 +27,15 @@ SEARCH_TYPES = ("track", "profile", "album")
 SEARCH_LIMIT = 10
 AUTOCOMPLETE_LIMIT = 10
 MAX_KEYWORD = 200
+# Python's whitespace (str.isspace, what str.strip() removes), spelled out so that the OpenAPI
+# document can carry the very same pattern and mean the same in every regex dialect (ECMA-262's
+# `\s` differs from Python's): text the search accepts has a character that is neither whitespace
+# nor NUL; a list parameter (`names`) has one that is not a comma either. The views check these
+# patterns and openapi.yaml states them (tests/unit/test_api_contract.py holds the two together).
+SPACE = r"\t\n\x0b\x0c\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+VISIBLE_TEXT = rf"^[^\x00]*[^\x00{SPACE}][^\x00]*$"
+LISTED_TEXT = rf"^[^\x00]*[^\x00,{SPACE}][^\x00]*$"
+MAX_OFFSET = 10**18 - 1  # app/web/api/paging.py reads up to 18 digits
 MAX_NAMES = 20
 MAX_TRACK_IDS = 50
 
@@ -50,6 +59,10 @@ def _identifier(id_value: str) -> str | None:
     gets here: app/core/security.py refuses it in any path)."""
     value = (id_value or "").strip()
     return value if value and len(value) <= 64 else None
+
+
+TRACK_ID_KEYS = ("id", "isrc", "spotify")  # the `idKey`s a track is found by
+ALBUM_ID_KEYS = ("id", "upc", "spotify")
 
 
 def find_track(id_key: str, id_value: str) -> Track | None:

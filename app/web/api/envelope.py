@@ -28,13 +28,16 @@ STATUS_MESSAGES = {
 
 class ApiError(Exception):
     """A refusal, rendered as `{result: "error", code, message}` with any protocol headers
-    (RFC 6750 `WWW-Authenticate`, `Retry-After`)."""
+    (RFC 6750 `WWW-Authenticate`, `Retry-After`). `param` names the offending input when there is
+    one (`limit`, `q`, `keyword`, `idKey`...): the spec fixes the messages, so which field is wrong
+    travels beside them, in an extra member of the envelope, never in the message."""
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, param: str | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
         self.headers = headers or {}
+        self.param = param
 
 
 WIDGET_PREFIX = "/embed/v1"  # the widget API (publishable keys): the same envelope and headers
@@ -53,15 +56,20 @@ def page(limit: int, offset: int, total: int, items: list) -> dict:
     return {"limit": limit, "offset": offset, "totalCount": total, "items": items}
 
 
-def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    response = jsonify({"result": "error", "code": status, "message": message})
+def error_response(
+    status: int, message: str, headers: dict[str, str] | None = None, param: str | None = None
+) -> Response:
+    body: dict[str, Any] = {"result": "error", "code": status, "message": message}
+    if param is not None:
+        body["param"] = param
+    response = jsonify(body)
     response.status_code = status
     response.headers.update(headers or {})
     return response
 
 
 def render_api_error(error: ApiError) -> Response:
-    return error_response(error.status, error.message, error.headers)
+    return error_response(error.status, error.message, error.headers, error.param)
 
 
 def status_error(status: int) -> Response:

@@ -2,7 +2,9 @@
 for requests that carry an `x-api-key`.
 
 In order, each refusal in the gateway's own shape `{message, request_id}` (no envelope):
-  no key                                   -> 401 `No API key found in request`
+  no key                                   -> 401 `No API key found in request` (on a route an
+                                              access token may use too, with the RFC 6750
+                                              `WWW-Authenticate: Bearer realm=...` challenge)
   unknown, malformed or revoked key        -> 401 `Unauthorized`
   the key's per-plan budget spent          -> 429 with `Retry-After`, `RateLimit-Remaining: 0`
   key not entitled to the route            -> 403 `You cannot consume this service`
@@ -42,7 +44,7 @@ from limits import RateLimitItemPerDay, RateLimitItemPerMinute
 from app.core import logs
 from app.core.extensions import db
 from app.models import ApiKey
-from app.services.apikeys import PLAN_LIMITS, WORKSPACE_PREFIX, PlanLimits, live_key
+from app.services.apikeys import PLAN_LIMITS, WORKSPACE_PREFIX, PlanLimits, domain_allows, live_key
 from app.services.metering import meter_request
 from app.services.rosters import reaches
 from app.services.throttle import spend
@@ -112,7 +114,7 @@ def _page_host() -> str | None:
 def entitled(key: ApiKey, surface: str) -> bool:
     if not key.is_publishable:
         return True  # a secret key reaches the paid API and the widget API from anywhere
-    return surface == WIDGET and _page_host() in (key.domains or [])
+    return surface == WIDGET and domain_allows(key.domains, _page_host())
 
 
 def spend_budget(key: ApiKey) -> None:
@@ -271,6 +273,10 @@ def door(bearer_scope: str | None = None, key: str | None = API, roster: bool = 
                 caller = _key_caller(key, roster, kwargs.get("profile_id"))
                 return answer_and_meter(view, caller, *args, **kwargs)
             if bearer_scope is not None:
+                if key is not None and bearer_value() is None:
+                    # Neither door's credential on a route with both: the spec's gateway refusal,
+                    # still carrying RFC 6750's bare challenge so an OAuth client knows to send a token.
+                    raise GatewayError(401, NO_KEY, challenge())
                 return view(authenticate(bearer_scope), *args, **kwargs)
             if key == WIDGET or bearer_value() is None:
                 raise GatewayError(401, NO_KEY)  # neither an API key nor an access token

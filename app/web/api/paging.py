@@ -27,7 +27,7 @@ class PageRequest:
 def _single(args: MultiDict, name: str) -> str | None:
     values = args.getlist(name)
     if len(values) > 1:
-        raise ApiError(400, INVALID_PARAMETERS)  # `?limit=5&limit=50`: which one? Neither.
+        raise ApiError(400, INVALID_PARAMETERS, param=name)  # `?limit=5&limit=50`: which one? Neither.
     return values[0] if values else None
 
 
@@ -38,15 +38,16 @@ def page_request(args: MultiDict) -> PageRequest:
     if raw_limit is not None:
         if not DIGITS.fullmatch(raw_limit):
             # A longer run of digits is still a number, just far above the maximum.
-            raise ApiError(400, TOO_BIG_PAGE if LONG_DIGITS.fullmatch(raw_limit) else INVALID_PARAMETERS)
+            message = TOO_BIG_PAGE if LONG_DIGITS.fullmatch(raw_limit) else INVALID_PARAMETERS
+            raise ApiError(400, message, param="limit")
         limit = int(raw_limit)
         if limit < 1:
-            raise ApiError(400, INVALID_PARAMETERS)
+            raise ApiError(400, INVALID_PARAMETERS, param="limit")
         if limit > MAX_LIMIT:
-            raise ApiError(400, TOO_BIG_PAGE)
+            raise ApiError(400, TOO_BIG_PAGE, param="limit")
     offset = 0
     if raw_offset is not None:
         if not DIGITS.fullmatch(raw_offset):
-            raise ApiError(400, INVALID_PARAMETERS)
+            raise ApiError(400, INVALID_PARAMETERS, param="offset")
         offset = int(raw_offset)
     return PageRequest(limit, offset)

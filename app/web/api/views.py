@@ -12,6 +12,8 @@ or both), asks who the caller reaches, and returns the reads' data.
 
 from __future__ import annotations
 
+import re
+
 from flask import Blueprint, Response, request
 
 from app.web.api import catalog, reads
@@ -89,14 +91,14 @@ def profile_collaborators(caller: KeyCaller, profile_id: str) -> Response:
 def _track(id_key: str, id_value: str):
     track = catalog.find_track(id_key, id_value)
     if track is None:
-        raise ApiError(404, NOT_FOUND)
+        raise ApiError(404, NOT_FOUND, param=None if id_key in catalog.TRACK_ID_KEYS else "idKey")
     return track
 
 
 def _album(id_key: str, id_value: str):
     album = catalog.find_album(id_key, id_value)
     if album is None:
-        raise ApiError(404, NOT_FOUND)
+        raise ApiError(404, NOT_FOUND, param=None if id_key in catalog.ALBUM_ID_KEYS else "idKey")
     return album
 
 
@@ -131,12 +133,12 @@ def album_credits(caller: KeyCaller, id_key: str, id_value: str) -> Response:
 def search(caller: KeyCaller) -> Response:
     body = request.get_json(silent=True)  # None for a body that is not I-JSON (app/core/input_rules.py)
     if not isinstance(body, dict):
-        raise ApiError(400, INVALID_PARAMETERS)
+        raise ApiError(400, INVALID_PARAMETERS, param="body")  # not a JSON object at all
     keyword, types = body.get("keyword"), body.get("type", list(catalog.SEARCH_TYPES))
-    if not isinstance(keyword, str) or not keyword.strip() or len(keyword) > catalog.MAX_KEYWORD:
-        raise ApiError(400, INVALID_PARAMETERS)
+    if not isinstance(keyword, str) or not VISIBLE.fullmatch(keyword) or len(keyword) > catalog.MAX_KEYWORD:
+        raise ApiError(400, INVALID_PARAMETERS, param="keyword")
     if not isinstance(types, list) or not all(isinstance(t, str) and t in catalog.SEARCH_TYPES for t in types):
-        raise ApiError(400, INVALID_PARAMETERS)
+        raise ApiError(400, INVALID_PARAMETERS, param="type")
     return ok(catalog.search(keyword.strip(), types or list(catalog.SEARCH_TYPES)))
 
 
@@ -144,8 +146,8 @@ def search(caller: KeyCaller) -> Response:
 @door()
 def autocomplete(caller: KeyCaller) -> Response:
     values = request.args.getlist("q")
-    if len(values) != 1 or not values[0].strip() or len(values[0]) > catalog.MAX_KEYWORD:
-        raise ApiError(400, INVALID_PARAMETERS)
+    if len(values) != 1 or not VISIBLE.fullmatch(values[0]) or len(values[0]) > catalog.MAX_KEYWORD:
+        raise ApiError(400, INVALID_PARAMETERS, param="q")
     return ok(catalog.autocomplete(values[0].strip()))
 
 
@@ -155,11 +157,15 @@ def roles(caller: KeyCaller) -> Response:
     return ok(catalog.roles_page())
 
 
+# The patterns openapi.yaml states for these inputs (app/web/api/catalog.py says why spelled out).
+VISIBLE = re.compile(catalog.VISIBLE_TEXT)
+
+
 def _list_arg(name: str, most: int) -> list[str]:
     """A list parameter, repeated (`?names=a&names=b`) or comma-separated (`?names=a,b`)."""
     values = [v.strip() for raw in request.args.getlist(name) for v in raw.split(",") if v.strip()]
     if len(values) > most or any(len(v) > catalog.MAX_KEYWORD for v in values):
-        raise ApiError(400, INVALID_PARAMETERS)
+        raise ApiError(400, INVALID_PARAMETERS, param=name)
     return values
 
 
@@ -169,6 +175,8 @@ def profiles_search(caller: KeyCaller) -> Response:
     names = _list_arg("names", catalog.MAX_NAMES)
     track_ids = _list_arg("track_ids", catalog.MAX_TRACK_IDS)
     spotify_ids = _list_arg("spotify_track_ids", catalog.MAX_TRACK_IDS)
-    if not names or not (track_ids or spotify_ids):
-        raise ApiError(400, INVALID_PARAMETERS)
+    if not names:
+        raise ApiError(400, INVALID_PARAMETERS, param="names")
+    if not (track_ids or spotify_ids):
+        raise ApiError(400, INVALID_PARAMETERS, param="track_ids")  # or spotify_track_ids: one of them
     return ok(catalog.profiles_for_tracks(names, track_ids, spotify_ids))

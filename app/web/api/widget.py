@@ -47,7 +47,7 @@ def profile_cards(caller: KeyCaller) -> Response:
     raw = request.args.getlist("ids")
     wanted = cards.wanted_ids(raw[0]) if len(raw) == 1 else None
     if wanted is None:
-        raise ApiError(400, INVALID_PARAMETERS)
+        raise ApiError(400, INVALID_PARAMETERS, param="ids")
     return ok(cards.cards(wanted))
 
 
@@ -57,7 +57,7 @@ def roster_page_request() -> PageRequest:
     wanted = page_request(request.args)
     limit = wanted.limit if "limit" in request.args else cards.MAX_CARDS
     if limit > cards.MAX_CARDS:
-        raise ApiError(400, INVALID_PARAMETERS)
+        raise ApiError(400, INVALID_PARAMETERS, param="limit")
     return PageRequest(limit, wanted.offset)
 
 

@@ -16,12 +16,13 @@ from app.protocol.jwks import KeyStoreError, keystore
 from app.services.activity import DAYS, SIGN_IN, activity
 from app.services.audit import ACTIONS, AuditFilter, audit_page, describe, origin, record, who
 from app.services.mail import send_later
+from app.services.member_overview import member_overview
 from app.services.members import MemberError, create_member, set_role, set_tier, suspend_member, unsuspend_member
 from app.services.verification import invite
 from app.store import store
 from app.web.charts import bar_chart
 from app.web.console.blueprint import bp, console_page, console_user, page_number
-from app.web.console.forms import ActionForm, InviteForm, MemberForm
+from app.web.console.forms import ActionForm, InviteForm, MemberForm, SuspendForm
 
 USERS_PAGE_SIZE = 50
 
@@ -231,12 +232,43 @@ def invite_user():
     return redirect(url_for("console.users", q=user.email), 303)
 
 
-@bp.post("/users/<user_id>")
-@console_page(admin=True)
-def update_user(user_id: str):
+def _member(user_id: str) -> User:
     user = db.session.get(User, user_id[:36])
     if user is None:
         abort(404)
+    return user
+
+
+def _back_to(user: User, code: int = 302):
+    """Where an action on a member returns: their page when it was sent from there, else the list."""
+    if request.form.get("from") == "member":
+        return redirect(url_for("console.member", user_id=user.id), code)
+    return redirect(url_for("console.users", q=user.email), code)
+
+
+@bp.get("/users/<user_id>")
+@console_page(admin=True)
+def member(user_id: str):
+    """One member on one page: what they have (verified email, two-step methods, sessions, apps,
+    keys, latest events) and what an admin can do about it (role, membership, suspension)."""
+    user = _member(user_id)
+    return render_template(
+        "console/member.html",
+        m=member_overview(user),
+        form=ActionForm(),
+        roles=list(Role),
+        tiers=list(Tier),
+        describe=describe,
+        who=who,
+        origin=origin,
+        is_self=user.id == console_user().id,
+    )
+
+
+@bp.post("/users/<user_id>")
+@console_page(admin=True)
+def update_user(user_id: str):
+    user = _member(user_id)
     form = MemberForm()
     if not form.validate_on_submit():
         abort(400)
@@ -246,34 +278,56 @@ def update_user(user_id: str):
     except MemberError as exc:
         db.session.rollback()  # the page's unit of work: a role changed before a refused tier
         flash(str(exc), "error")
-        return redirect(url_for("console.users", q=user.email))
+        return _back_to(user)
     db.session.commit()
     flash(f"{user.email}: role {user.role}, {user.tier} membership.")
-    return redirect(url_for("console.users", q=user.email))
+    return _back_to(user)
+
+
+def _suspend_page(user: User, form: SuspendForm, status: int = 200):
+    return render_template("console/suspend.html", user=user, form=form, is_self=user.id == console_user().id), status
+
+
+@bp.get("/users/<user_id>/suspend")
+@console_page(admin=True)
+def confirm_suspend(user_id: str):
+    """The step before suspending: what it does, and the reason the admin must give."""
+    return _suspend_page(_member(user_id), SuspendForm())
 
 
 @bp.post("/users/<user_id>/suspend")
 @console_page(admin=True)
 def suspend_user(user_id: str):
-    """Suspend (sign-in refused, sessions ended, tokens revoked) or, with `lift`, restore."""
-    user = db.session.get(User, user_id[:36])
-    if user is None:
-        abort(404)
-    if not ActionForm().validate_on_submit():
-        abort(400)
+    """Suspend (sign-in refused, sessions ended, tokens revoked; a reason is required and kept in
+    the audit) or, with `lift`, restore."""
+    user = _member(user_id)
     if request.form.get("lift"):
+        if not ActionForm().validate_on_submit():
+            abort(400)
         unsuspend_member(user, actor=console_user())
-        done = f"{user.email} may sign in again; their API keys that were not revoked work again."
-    else:
-        try:
-            ended = suspend_member(user, actor=console_user(), reason=request.form.get("reason"))
-        except MemberError as exc:  # checked before anything was written
-            flash(str(exc), "error")
-            return redirect(url_for("console.users", q=user.email), 303)
-        done = (
-            f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
-            f"{ended.get('tokens_revoked', 0)} tokens revoked, {ended.get('api_keys_paused', 0)} API keys paused."
-        )
+        db.session.commit()
+        flash(f"{user.email} may sign in again; their API keys that were not revoked work again.")
+        return _back_to(user, 303)
+    form = SuspendForm()
+    if user.id == console_user().id:
+        if not ActionForm().validate_on_submit():
+            abort(400)
+        flash("You cannot suspend your own account.", "error")
+        return redirect(url_for("console.member", user_id=user.id), 303)
+    if not form.validate_on_submit():
+        if form.csrf_token.errors:
+            abort(400)
+        return _suspend_page(user, form, 400)
+    try:
+        ended = suspend_member(user, actor=console_user(), reason=form.reason.data.strip())
+    except MemberError as exc:  # checked before anything was written
+        flash(str(exc), "error")
+        return redirect(url_for("console.member", user_id=user.id), 303)
     db.session.commit()
-    flash(done)
-    return redirect(url_for("console.users", q=user.email), 303)
+    flash(
+        f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
+        f"{ended.get('tokens_revoked', 0)} tokens revoked, {ended.get('api_keys_paused', 0)} API keys paused."
+        if ended
+        else f"{user.email} was already suspended."
+    )
+    return redirect(url_for("console.member", user_id=user.id), 303)

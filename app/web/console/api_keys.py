@@ -10,14 +10,14 @@ from flask import abort, flash, redirect, render_template, request, url_for
 
 from app.core.extensions import db
 from app.models import ApiKey
-from app.services.apikeys import ApiKeyError, KeyNotFound, find_key, revoke_key, rotate_key, visible_keys
+from app.services.apikeys import ApiKeyError, KeyNotFound, edit_key, find_key, revoke_key, rotate_key, visible_keys
 from app.services.apikeys import create_key as create_api_key
 from app.services.fees import FeeError, Month
-from app.services.metering import BANDS, PLAN_FEES, last_used, usage_for, utc_day
+from app.services.metering import BANDS, PLAN_FEES, PLAN_RATE, last_used, usage_for, utc_day
 from app.web.api.widget_script import snippet as widget_snippet
 from app.web.console import once
 from app.web.console.blueprint import bp, console_page, console_user
-from app.web.console.forms import ActionForm, ApiKeyForm, RotateKeyForm, lines
+from app.web.console.forms import ActionForm, ApiKeyForm, EditKeyForm, RotateKeyForm, lines
 
 
 def _this_month() -> Month:
@@ -43,6 +43,7 @@ def _list_page(form: ApiKeyForm, error: str | None = None, status: int = 200):
         month=_this_month(),
         bands=BANDS,
         plan_fees=PLAN_FEES,
+        plan_rate=PLAN_RATE,
     ), status
 
 
@@ -121,7 +122,6 @@ def api_key_detail(key_id: str):
         month=month,
         last_used=last_used([key]).get(key.id),
         rotate_form=RotateKeyForm(),
-        action_form=ActionForm(),
         plan_fees=PLAN_FEES,
         # The value was shown once: the snippet names the key by its visible start.
         snippet=widget_snippet(f"{key.prefix}…") if key.is_publishable and not key.is_revoked else None,
@@ -151,11 +151,19 @@ def rotate_api_key(key_id: str):
     return _value_page(key, value, created=False)
 
 
-@bp.post("/api-keys/<key_id>/revoke")
+@bp.route("/api-keys/<key_id>/revoke", methods=["GET", "POST"])
 @console_page()
 def revoke_api_key(key_id: str):
+    """Revoking cannot be undone, so the button on the key's page leads here first: a page naming
+    the key (its name, its visible start, when it was last used) and what revoking does, with the
+    one form that revokes. A plain link and a form: no script needed."""
     key = _key(key_id)
-    if not ActionForm().validate_on_submit():
+    form = ActionForm()
+    if request.method == "GET":
+        return render_template(
+            "console/api_key_revoke.html", key=key, form=form, last_used=last_used([key]).get(key.id)
+        )
+    if not form.validate_on_submit():
         abort(400)
     changed = revoke_key(key, actor=console_user())
     db.session.commit()
@@ -165,3 +173,30 @@ def revoke_api_key(key_id: str):
         else f"{key.name} was already revoked."
     )
     return redirect(url_for("console.api_key_detail", key_id=key.id))
+
+
+@bp.route("/api-keys/<key_id>/edit", methods=["GET", "POST"])
+@console_page()
+def edit_api_key(key_id: str):
+    """Rename a key, or change the domains a publishable key works from (its value stays)."""
+    key = _key(key_id)
+    if key.is_revoked:
+        flash(f"{key.name} is revoked: it cannot be changed.", "error")
+        return redirect(url_for("console.api_key_detail", key_id=key.id))
+    form = EditKeyForm()
+    if request.method == "GET":
+        form.name.data, form.domains.data = key.name, "\n".join(key.domains or [])
+        return render_template("console/api_key_edit.html", key=key, form=form)
+    if not form.validate_on_submit():
+        if form.csrf_token.errors:
+            abort(400)
+        return render_template("console/api_key_edit.html", key=key, form=form), 400
+    try:
+        changed = edit_key(key, form.name.data, lines(form.domains.data), actor=console_user())
+    except ApiKeyError as exc:  # checked before anything was written
+        field = form.domains if any(w in str(exc) for w in ("domain", "host", "wildcard", "origin")) else form.name
+        field.errors = [*field.errors, f"{str(exc)[:1].upper()}{str(exc)[1:]}."]
+        return render_template("console/api_key_edit.html", key=key, form=form), 400
+    db.session.commit()
+    flash(f"Saved: {', '.join(changed)}." if changed else "Nothing changed.")
+    return redirect(url_for("console.api_key_detail", key_id=key.id), 303)

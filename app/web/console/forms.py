@@ -72,7 +72,9 @@ class AppForm(OnceForm):
         description="Absolute, no fragment, no user name or password, no wildcard. https, or http on "
         "127.0.0.1 / [::1] / localhost, or a private-use scheme in reverse-DNS form "
         "(com.example.app:/callback) for native apps. A public app's loopback address is "
-        "127.0.0.1 or [::1] (not localhost), and matches any port.",
+        "127.0.0.1 or [::1] without a port, and matches any port; for development a public app may "
+        "also register http://localhost:<port>/... with its dev server's port (matched exactly; "
+        "localhost is a name the machine resolves, so not for production: RFC 8252 8.3).",
     )
     post_logout_redirect_uris = TextAreaField(
         "Post-logout redirect URIs (one per line, optional)", validators=[Optional(), Length(max=8000)]
@@ -159,6 +161,33 @@ class MemberForm(FlaskForm):
     tier = SelectField("Membership", choices=[(t.value, t.value) for t in Tier])
 
 
+class EditKeyForm(FlaskForm):
+    """A key's name and, for a publishable key, its domains: what may change without a new value."""
+
+    name = StringField("Name", validators=[DataRequired("A name is required."), Length(max=120)])
+    domains = TextAreaField(
+        "Domains (one per line)",
+        validators=[Optional(), Length(max=4000)],
+        description=(
+            "Host names of the pages that may use the key, e.g. shop.example.com or localhost:8080; "
+            "*.example.com for every subdomain of example.com."
+        ),
+    )
+
+
+class SuspendForm(FlaskForm):
+    """Suspending ends a member's sessions and tokens at once: the admin says why, and the reason is
+    kept in the audit trail (`user.suspended`, detail `reason`)."""
+
+    reason = TextAreaField(
+        "Reason (kept in the audit log)",
+        validators=[
+            DataRequired("Say why the member is suspended: the reason is kept in the audit log."),
+            Length(min=3, max=200, message="The reason takes 3 to 200 characters."),
+        ],
+    )
+
+
 class ApiKeyForm(OnceForm):
     name = StringField(
         "Name",
@@ -176,17 +205,20 @@ class ApiKeyForm(OnceForm):
     plan = SelectField(
         "Plan",
         choices=[
-            ("payg", "Pay as you go — 300 requests a minute"),
-            ("start", "Start — 5 requests a second"),
-            ("build", "Build — 25 a second; 500/month with 25,000 calls included"),
-            ("scale", "Scale — 100 a second; 3,000/month with 150,000 calls included"),
+            ("payg", "Pay as you go — 300 requests a minute; from 0.025 USD a call"),
+            ("start", "Start — 5 requests a second; from 0.025 USD a call"),
+            ("build", "Build — 25 a second; 500 USD a month with 25,000 calls included"),
+            ("scale", "Scale — 100 a second; 3,000 USD a month with 150,000 calls included"),
         ],
         default="payg",
     )
     domains = TextAreaField(
         "Domains (publishable keys; one per line)",
         validators=[Optional(), Length(max=4000)],
-        description="Host names of the pages that may use the key, e.g. shop.example.com or localhost:8080.",
+        description=(
+            "Host names of the pages that may use the key, e.g. shop.example.com or localhost:8080; "
+            "*.example.com for every subdomain of example.com."
+        ),
     )
 
 
