@@ -4,7 +4,8 @@ service as the console (app/services/apikeys.py) and leaves the same audit event
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
+from typing import Any
 
 import click
 
@@ -40,7 +41,7 @@ def _key(key_id: str) -> ApiKey:
         fail(str(exc))
 
 
-def _human(d: dict) -> str:
+def _human(d: dict[str, Any]) -> str:
     return "\n".join(f"{k}: {', '.join(v) if isinstance(v, list) else v}" for k, v in d.items() if v not in (None, []))
 
 
@@ -51,7 +52,7 @@ def _human(d: dict) -> str:
 @click.option("--plan", type=click.Choice(CONSOLE_PLANS), default=KeyPlan.PAYG.value, show_default=True)
 @click.option("--domain", "domains", multiple=True, help="A publishable key's domain (host name); repeat for several.")
 @json_option
-def api_keys_create(owner_email, name, kind, plan, domains, as_json):
+def api_keys_create(owner_email: str, name: str, kind: str, plan: str, domains: tuple[str, ...], as_json: bool) -> None:
     """Create a key. Its value is printed once; only a hash is stored."""
     try:
         owner = find_member(owner_email)
@@ -65,7 +66,7 @@ def api_keys_create(owner_email, name, kind, plan, domains, as_json):
 @api_keys.command("list")
 @click.option("--owner", "owner_email", default=None, help="Only this member's keys.")
 @json_option
-def api_keys_list(owner_email, as_json):
+def api_keys_list(owner_email: str | None, as_json: bool) -> None:
     """Every key (or one member's), newest first, with this month's usage and amount."""
     stmt = db.select(ApiKey).order_by(ApiKey.created_at.desc(), ApiKey.id)
     if owner_email:
@@ -95,7 +96,7 @@ def api_keys_list(owner_email, as_json):
 @click.argument("key_id")
 @grace_option(MAX_GRACE, "value")
 @json_option
-def api_keys_rotate(key_id, grace, as_json):
+def api_keys_rotate(key_id: str, grace: timedelta | None, as_json: bool) -> None:
     """Issue a new value for the key (same id, plan and usage); printed once."""
     key = _key(key_id)
     try:
@@ -109,7 +110,7 @@ def api_keys_rotate(key_id, grace, as_json):
 @api_keys.command("revoke")
 @click.argument("key_id")
 @json_option
-def api_keys_revoke(key_id, as_json):
+def api_keys_revoke(key_id: str, as_json: bool) -> None:
     """Stop the key at once (final)."""
     key = _key(key_id)
     changed = revoke_key(key)
@@ -125,7 +126,7 @@ def api_keys_revoke(key_id, as_json):
 @click.argument("key_id")
 @click.option("--month", default=None, help="YYYY-MM (default: this UTC month).")
 @json_option
-def api_keys_usage(key_id, month, as_json):
+def api_keys_usage(key_id: str, month: str | None, as_json: bool) -> None:
     """A key's requests per day in a month, the month's total and its amount on the key's plan."""
     key = _key(key_id)
     try:

@@ -4,6 +4,9 @@ each command commits once, after the service and its audit row."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 import click
 
 from app.cli.output import CommandGroup, emit, fail, fields, grace_option, json_option, scope_option
@@ -54,7 +57,18 @@ def _refused(exc: RegistrationError) -> str:
 @click.option("--no-pkce", is_flag=True, help="Do not require PKCE (confidential legacy apps only).")
 @click.option("--client-id", default=None, help="Choose the client id (default: random).")
 @json_option
-def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope, trusted, no_pkce, client_id, as_json):
+def clients_create(
+    name: str,
+    redirect_uris: tuple[str, ...],
+    logout_uris: tuple[str, ...],
+    public: bool,
+    auth_method: str,
+    scope: str | None,
+    trusted: bool,
+    no_pkce: bool,
+    client_id: str | None,
+    as_json: bool,
+) -> None:
     """Register an application. Its secret is printed once; only a hash is stored."""
     spec = NewClient(
         name=name,
@@ -98,7 +112,7 @@ def clients_create(name, redirect_uris, logout_uris, public, auth_method, scope,
     )
 
 
-def _described(client: RegisteredApp) -> dict:
+def _described(client: RegisteredApp) -> dict[str, Any]:
     owner = db.session.get(User, client.owner_id) if client.owner_id else None
     return {
         "client_id": client.client_id,
@@ -124,7 +138,7 @@ def _described(client: RegisteredApp) -> dict:
     }
 
 
-def _human_app(d: dict) -> str:
+def _human_app(d: dict[str, Any]) -> str:
     lines = []
     for key, value in d.items():
         if value is None or value == []:
@@ -140,7 +154,7 @@ def _human_app(d: dict) -> str:
 @clients.command("show")
 @click.argument("client_id")
 @json_option
-def clients_show(client_id, as_json):
+def clients_show(client_id: str, as_json: bool) -> None:
     """One application: everything registered for it (never its secret, which is not stored)."""
     emit(_described(_app(client_id, include_deleted=True)), as_json, _human_app)
 
@@ -155,7 +169,15 @@ def clients_show(client_id, as_json):
 @click.option("--no-post-logout-redirect-uris", "clear_logout_uris", is_flag=True, help="Remove every post-logout URI.")
 @scope_option
 @json_option
-def clients_update(client_id, name, redirect_uris, logout_uris, clear_logout_uris, scope, as_json):
+def clients_update(
+    client_id: str,
+    name: str | None,
+    redirect_uris: tuple[str, ...],
+    logout_uris: tuple[str, ...],
+    clear_logout_uris: bool,
+    scope: str | None,
+    as_json: bool,
+) -> None:
     """Change an app's name, redirect URIs or scopes, under the registration's rules (what is not
     given stays as it is). Audited as `app.changed`."""
     client = _app(client_id)
@@ -191,7 +213,7 @@ def clients_update(client_id, name, redirect_uris, logout_uris, clear_logout_uri
 
 @clients.command("list")
 @json_option
-def clients_list(as_json):
+def clients_list(as_json: bool) -> None:
     """Every registered application (deleted ones are left out; the fee ledger keeps them)."""
     rows = store().apps.listed()
     data = [
@@ -222,7 +244,7 @@ def clients_list(as_json):
 @click.argument("client_id")
 @grace_option(MAX_SECRET_GRACE, "secret")
 @json_option
-def clients_rotate_secret(client_id, grace, as_json):
+def clients_rotate_secret(client_id: str, grace: timedelta | None, as_json: bool) -> None:
     """Issue a new client secret; it is printed once, only its hash is stored."""
     client = _app(client_id)
     try:
@@ -254,7 +276,7 @@ def _emit_status(client_id: str, changed: bool, as_json: bool) -> None:
 @clients.command("disable")
 @click.argument("client_id")
 @json_option
-def clients_disable(client_id, as_json):
+def clients_disable(client_id: str, as_json: bool) -> None:
     """Disable an app: sign-ins show an error page and its tokens are refused until enabled."""
     client = _app(client_id)
     changed = disable_app(client, actor=None)
@@ -265,7 +287,7 @@ def clients_disable(client_id, as_json):
 @clients.command("enable")
 @click.argument("client_id")
 @json_option
-def clients_enable(client_id, as_json):
+def clients_enable(client_id: str, as_json: bool) -> None:
     """Enable a disabled app again."""
     client = _app(client_id)
     changed = enable_app(client, actor=None)
@@ -277,7 +299,7 @@ def clients_enable(client_id, as_json):
 @click.argument("client_id")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
-def clients_delete(client_id, yes, as_json):
+def clients_delete(client_id: str, yes: bool, as_json: bool) -> None:
     """Delete an app: revokes all its tokens and removes every consent given to it."""
     client = _app(client_id)
     if not yes:

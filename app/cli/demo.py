@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from app.cli.output import CommandGroup, emit, fail, json_option
@@ -32,7 +34,7 @@ demo = CommandGroup("demo", help="Demo data for a local run.")
     help="The demo app's port: its redirect and logout URIs are registered for it (env DEMO_PORT).",
 )
 @json_option
-def demo_seed(catalog_seed, credit_count, rebuild, demo_port, as_json):
+def demo_seed(catalog_seed: int | None, credit_count: int | None, rebuild: bool, demo_port: int, as_json: bool) -> None:
     """Create (or refresh) the demo catalog, members, admin and apps and print their credentials."""
     try:
         data = seed_accounts(catalog_seed=catalog_seed, credits=credit_count, rebuild=rebuild, demo_port=demo_port)
@@ -42,7 +44,7 @@ def demo_seed(catalog_seed, credit_count, rebuild, demo_port, as_json):
     emit(data, as_json, _human)
 
 
-def _human(d: dict) -> str:
+def _human(d: dict[str, Any]) -> str:
     c = d["catalog"]
     origin = f"seed {c['seed']}" if c["built"] else "kept"
     lines = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from app.cli.output import CommandGroup, emit, fail, json_option
@@ -20,7 +22,7 @@ fees = CommandGroup("fees", help="The registration fee ledger (99 per app per mo
 @fees.command("report")
 @click.option("--month", "month_text", default=None, help="The calendar month, YYYY-MM (UTC); default: this month.")
 @json_option
-def fees_report(month_text, as_json):
+def fees_report(month_text: str | None, as_json: bool) -> None:
     """The fee ledger of one month: a line per app, totals per owner and overall."""
     try:
         report = month_report(Month.parse(month_text) if month_text else this_month())
@@ -29,7 +31,7 @@ def fees_report(month_text, as_json):
     emit(report.as_dict(), as_json, _human)
 
 
-def _human(d: dict) -> str:
+def _human(d: dict[str, Any]) -> str:
     out = [f"Fees for {d['from']} ({d['monthly_fee']} {CURRENCY} per app per month)"]
     out += [
         f"  {x['client_id']:<24} {x['app_name'][:30]:<30} {x['owner_email'] or '(no owner)':<30} "

@@ -4,6 +4,8 @@ never wait long on a lock and an interrupted purge keeps what it already deleted
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from flask import current_app
 
@@ -18,15 +20,16 @@ from app.services.housekeeping import count_expired, purge_expired
 )
 @click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
 @json_option
-def purge_expired_command(batch_size, dry_run, as_json):
+def purge_expired_command(batch_size: int | None, dry_run: bool, as_json: bool) -> None:
     """Delete expired codes, tokens, sessions, pending sign-ins, mailed links and passkey
     challenges, and audit events past their retention (AUDIT_RETENTION_DAYS), in batches (safe
     while serving)."""
     if dry_run:
-        data = {"dry_run": True, "expired": count_expired()}
+        counts = count_expired()
+        data: dict[str, Any] = {"dry_run": True, "expired": counts}
     else:
         size = batch_size or int(current_app.config["PURGE_BATCH_SIZE"])
-        data = {"dry_run": False, "deleted": purge_expired(size, end_batch=db.session.commit), "batch_size": size}
-    counts = data["expired"] if dry_run else data["deleted"]
+        counts = purge_expired(size, end_batch=db.session.commit)
+        data = {"dry_run": False, "deleted": counts, "batch_size": size}
     verb = "would delete" if dry_run else "deleted"
     emit(data, as_json, lambda d: "\n".join(f"{verb} {n} {table}" for table, n in counts.items()))

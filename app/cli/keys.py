@@ -15,7 +15,7 @@ keys = CommandGroup("keys", help="ID-token signing keys.")
 
 @keys.command("generate")
 @json_option
-def keys_generate(as_json):
+def keys_generate(as_json: bool) -> None:
     """Generate a signing key that signs at once (first set-up)."""
     row = keystore.generate()
     db.session.commit()
@@ -24,7 +24,7 @@ def keys_generate(as_json):
 
 @keys.command("ensure")
 @json_option
-def keys_ensure(as_json):
+def keys_ensure(as_json: bool) -> None:
     """Generate a signing key only when none can sign (idempotent; used by `make run`)."""
     row = keystore.ensure_key()
     db.session.commit()
@@ -35,7 +35,7 @@ def keys_ensure(as_json):
 @keys.command("rotate")
 @click.option("--now", "immediate", is_flag=True, help="Sign with the new key at once (skip the publish delay).")
 @json_option
-def keys_rotate(immediate, as_json):
+def keys_rotate(immediate: bool, as_json: bool) -> None:
     """Publish a new key; it signs after KEY_PUBLISH_DELAY, and the old key retires then. With
     --now (an emergency) it signs at once, and a key still waiting from an earlier rotation is
     withdrawn."""
@@ -54,7 +54,7 @@ def keys_rotate(immediate, as_json):
 @keys.command("retire")
 @click.argument("kid")
 @json_option
-def keys_retire(kid, as_json):
+def keys_retire(kid: str, as_json: bool) -> None:
     """Stop signing with KID; it stays published until the tokens it signed expire."""
     try:
         row = keystore.retire(kid)
@@ -62,7 +62,7 @@ def keys_retire(kid, as_json):
         fail(str(exc))
     db.session.commit()
     emit(
-        {"kid": row.kid, "expires_at": row.expires_at.isoformat()},
+        {"kid": row.kid, "expires_at": row.expires_at and row.expires_at.isoformat()},
         as_json,
         lambda d: f"retired {d['kid']}; published until {d['expires_at']}",
     )
@@ -72,7 +72,7 @@ def keys_retire(kid, as_json):
 @click.argument("kid")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
-def keys_revoke(kid, yes, as_json):
+def keys_revoke(kid: str, yes: bool, as_json: bool) -> None:
     """A leaked or lost key: stop signing with KID and unpublish it at once. ID tokens it signed
     stop verifying immediately (rotate with --now first if it is the active key)."""
     refusal = keystore.revoke_refusal(kid)  # before asking: a typo or the only signer is refused at once
@@ -86,7 +86,7 @@ def keys_revoke(kid, yes, as_json):
         fail(str(exc))
     db.session.commit()
     emit(
-        {"kid": row.kid, "expires_at": row.expires_at.isoformat()},
+        {"kid": row.kid, "expires_at": row.expires_at and row.expires_at.isoformat()},
         as_json,
         lambda d: f"revoked {d['kid']}: no longer published",
     )
@@ -94,7 +94,7 @@ def keys_revoke(kid, yes, as_json):
 
 @keys.command("list")
 @json_option
-def keys_list(as_json):
+def keys_list(as_json: bool) -> None:
     """Every key with its state (next, active, retired)."""
     data = keystore.describe()
     emit(

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any, NoReturn
 
 import click
+from click.decorators import FC
 from flask.cli import AppGroup
 
 from app.core.input_rules import storable_text
@@ -33,7 +34,7 @@ class CommandGroup(AppGroup):
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 
-def grace_option(maximum: timedelta, what: str) -> Callable:
+def grace_option(maximum: timedelta, what: str) -> Callable[[FC], FC]:
     """`--grace SECONDS` of a rotation: how long the old `what` keeps working, handed to the command
     as a timedelta (None: it stops at once)."""
     return click.option(
@@ -56,7 +57,7 @@ def fail(message: str) -> NoReturn:
     raise click.ClickException(message)
 
 
-def fields(d: dict) -> str:
+def fields(d: dict[str, Any]) -> str:
     """A result as `key: value` lines, leaving out what is None."""
     return "\n".join(f"{k}: {v}" for k, v in d.items() if v is not None)
 

@@ -5,6 +5,7 @@ members, from the command line. The same services and audit trail as the console
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 from flask import current_app
@@ -38,7 +39,7 @@ def _member(email: str) -> User:
         fail(str(exc))
 
 
-def _every_field(d: dict) -> str:
+def _every_field(d: dict[str, Any]) -> str:
     return "\n".join(f"{k}: {v}" for k, v in d.items())
 
 
@@ -61,7 +62,7 @@ def _deliver(mail: Mail | None, email: str) -> None:
 @click.option("--suspended", is_flag=True, help="Only suspended members.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=200, show_default=True)
 @json_option
-def users_list(search, role, suspended, limit, as_json):
+def users_list(search: str, role: str | None, suspended: bool, limit: int, as_json: bool) -> None:
     """Members by email: role, membership, whether the email is verified and whether suspended."""
     stmt = select(User).order_by(User.email).limit(limit)
     if search:
@@ -100,7 +101,7 @@ def users_list(search, role, suspended, limit, as_json):
 @users.command("show")
 @click.argument("email")
 @json_option
-def users_show(email, as_json):
+def users_show(email: str, as_json: bool) -> None:
     """One member, as the console's member page shows them: verified email, two-step methods, last
     sign-in, sessions, connected apps, API keys and the latest audit events."""
     from app.services.audit import describe
@@ -142,7 +143,7 @@ def users_show(email, as_json):
     emit(data, as_json, _human_member)
 
 
-def _human_member(d: dict) -> str:
+def _human_member(d: dict[str, Any]) -> str:
     out = [
         f"{d['name']} <{d['email']}> ({'verified' if d['email_verified'] else 'not verified'})",
         f"id: {d['id']}",
@@ -176,7 +177,16 @@ def _human_member(d: dict) -> str:
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
 @click.option("--profile-id", default=None, help="Link the member to a catalog profile.")
 @json_option
-def users_create(email, name, tier, admin, role, password_stdin, profile_id, as_json):
+def users_create(
+    email: str,
+    name: str,
+    tier: str,
+    admin: bool,
+    role: str | None,
+    password_stdin: bool,
+    profile_id: str | None,
+    as_json: bool,
+) -> None:
     """Create a member. Without --password-stdin the member gets an invitation mail with a link to
     choose a password (INVITATION_LIFETIME); with it, a link that verifies the address. Either way
     the address counts as verified only once the member opened the link."""
@@ -212,7 +222,7 @@ def users_create(email, name, tier, admin, role, password_stdin, profile_id, as_
 @users.command("invite")
 @click.argument("email")
 @json_option
-def users_invite(email, as_json):
+def users_invite(email: str, as_json: bool) -> None:
     """Send a member a new invitation (a link to choose a password); older links stop working."""
     user = _member(email)
     mail = invite(user)
@@ -225,7 +235,7 @@ def users_invite(email, as_json):
 @click.argument("email")
 @click.argument("role", type=click.Choice([r.value for r in Role]))
 @json_option
-def users_set_role(email, role, as_json):
+def users_set_role(email: str, role: str, as_json: bool) -> None:
     """Give a member the role member, developer (owns apps in the console) or admin."""
     user = _member(email)
     before = user.role
@@ -241,7 +251,7 @@ def users_set_role(email, role, as_json):
 @click.argument("email")
 @click.option("--reason", default=None, help="Why (kept in the audit trail).")
 @json_option
-def users_suspend(email, reason, as_json):
+def users_suspend(email: str, reason: str | None, as_json: bool) -> None:
     """Suspend a member: sign-in refused, every session ended, every app's tokens revoked."""
     user = _member(email)
     ended = suspend_member(user, reason=reason)
@@ -252,7 +262,7 @@ def users_suspend(email, reason, as_json):
 @users.command("unsuspend")
 @click.argument("email")
 @json_option
-def users_unsuspend(email, as_json):
+def users_unsuspend(email: str, as_json: bool) -> None:
     """Lift a member's suspension: they may sign in again."""
     user = _member(email)
     changed = unsuspend_member(user)
@@ -263,7 +273,7 @@ def users_unsuspend(email, as_json):
 @users.command("remove-second-factor")
 @click.argument("email")
 @json_option
-def users_remove_second_factor(email, as_json):
+def users_remove_second_factor(email: str, as_json: bool) -> None:
     """Support: turn a member's two-step verification off (lost phone, recovery codes and passkeys),
     after checking who they are by other means. Sign-in then asks for the password only."""
     from app.services.passkeys import passkeys_of
@@ -291,7 +301,7 @@ def users_remove_second_factor(email, as_json):
 @click.option("--password-stdin", is_flag=True, help="Read the new password from standard input.")
 @click.option("--disconnect-apps", is_flag=True, help="Also revoke every app's consent and tokens (a compromise).")
 @json_option
-def users_set_password(email, password_stdin, disconnect_apps, as_json):
+def users_set_password(email: str, password_stdin: bool, disconnect_apps: bool, as_json: bool) -> None:
     """Give a member a new password (support, after they lost theirs): every session of theirs
     ends. Without --password-stdin a random password is generated and shown once."""
     user = _member(email)
@@ -311,7 +321,7 @@ def users_set_password(email, password_stdin, disconnect_apps, as_json):
 @click.argument("email")
 @click.argument("tier", type=click.Choice([t.value for t in Tier]))
 @json_option
-def users_set_tier(email, tier, as_json):
+def users_set_tier(email: str, tier: str, as_json: bool) -> None:
     """Change a member's membership (basic or pro); a downgrade applies to existing tokens at once."""
     user = _member(email)
     before = user.tier

@@ -9,6 +9,8 @@ All of it is one transaction, the caller's: `flask demo seed` commits once, then
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 from app.core.extensions import db
 from app.models import ApiKey, Role, Tier, User
 from app.models.base import new_secret
@@ -18,10 +20,17 @@ from app.services.members import create_member, set_password
 from app.services.registration import NewClient, register_client, rotate_secret, update_client
 from app.store import store
 
-# `catalog_rank`: which of the most-credited profiles the member is linked to (0 = the most).
+
+class DemoMember(NamedTuple):
+    email: str
+    name: str
+    tier: str
+    catalog_rank: int  # which of the most-credited profiles the member is linked to (0 = the most)
+
+
 DEMO_MEMBERS = (
-    {"email": "basic@demo.credits.example", "name": "Billie Basic", "tier": Tier.BASIC.value, "catalog_rank": 1},
-    {"email": "pro@demo.credits.example", "name": "Parker Pro", "tier": Tier.PRO.value, "catalog_rank": 0},
+    DemoMember("basic@demo.credits.example", "Billie Basic", Tier.BASIC.value, catalog_rank=1),
+    DemoMember("pro@demo.credits.example", "Parker Pro", Tier.PRO.value, catalog_rank=0),
 )
 DEMO_DEVELOPER = {"email": "developer@demo.credits.example", "name": "Devi Developer"}
 # An administrator, so the admin half of the console (members, signing keys, activity, every app's
@@ -58,7 +67,7 @@ def demo_apps(demo_port: int = DEMO_PORT) -> tuple[NewClient, ...]:
 
 def seed_accounts(
     catalog_seed: int | None = None, credits: int | None = None, rebuild: bool = False, demo_port: int = DEMO_PORT
-) -> dict:
+) -> dict[str, Any]:
     """Create or refresh the demo catalog, members, admin and apps (registered for the demo app on
     `demo_port`); returns what a newcomer needs to try it. Flushed, not committed: the credentials
     returned are valid once the caller commits."""
@@ -67,15 +76,15 @@ def seed_accounts(
     members = []
     for spec in DEMO_MEMBERS:
         password = new_secret(12)
-        profile_id = linked[spec["catalog_rank"]] if spec["catalog_rank"] < len(linked) else None
-        user = db.session.scalar(db.select(User).where(User.email == spec["email"]))
+        profile_id = linked[spec.catalog_rank] if spec.catalog_rank < len(linked) else None
+        user = db.session.scalar(db.select(User).where(User.email == spec.email))
         if user is None:
             # Demo addresses receive no mail: they are created verified, so `make run` works at once.
             user = create_member(
-                spec["email"], spec["name"], password, tier=spec["tier"], profile_id=profile_id, email_verified=True
+                spec.email, spec.name, password, tier=spec.tier, profile_id=profile_id, email_verified=True
             )
         else:
-            user.profile_id, user.tier, user.email_verified = profile_id, spec["tier"], True
+            user.profile_id, user.tier, user.email_verified = profile_id, spec.tier, True
             set_password(user, password)
         members.append(
             {
@@ -88,15 +97,15 @@ def seed_accounts(
             }
         )
     apps = []
-    for spec in demo_apps(demo_port):
-        client = store().apps.registered(spec.client_id) if spec.client_id else None
+    for app_spec in demo_apps(demo_port):
+        client = store().apps.registered(app_spec.client_id) if app_spec.client_id else None
         if client is None:
-            client, secret = register_client(spec)
+            client, secret = register_client(app_spec)
         else:
             # The one name, and the URIs of this run's port (a database seeded under an older name,
             # or for another port, follows).
-            if update_client(client, spec):
-                client = store().apps.registered(spec.client_id) or client
+            if update_client(client, app_spec):
+                client = store().apps.registered(client.client_id) or client
             secret = None if client.is_public else rotate_secret(client)
         apps.append(
             {
@@ -116,7 +125,7 @@ def seed_accounts(
     }
 
 
-def _demo_admin() -> dict:
+def _demo_admin() -> dict[str, Any]:
     """An administrator's login (a fresh password at every run)."""
     password = new_secret(12)
     user = db.session.scalar(db.select(User).where(User.email == DEMO_ADMIN["email"]))
@@ -128,7 +137,7 @@ def _demo_admin() -> dict:
     return {"email": user.email, "password": password}
 
 
-def _demo_developer() -> dict:
+def _demo_developer() -> dict[str, Any]:
     """A developer account and its secret API key (a fresh value at every run: only hashes are kept)."""
     password = new_secret(12)
     user = db.session.scalar(db.select(User).where(User.email == DEMO_DEVELOPER["email"]))
