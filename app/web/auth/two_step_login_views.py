@@ -15,8 +15,8 @@ from collections.abc import Callable
 from flask import (
     Blueprint,
     Response,
+    abort,
     flash,
-    jsonify,
     make_response,
     redirect,
     render_template,
@@ -272,7 +272,7 @@ def passkey_autofill_options() -> Response:
     static/passkeys.js, with the page's CSRF token, only where the browser can do it. The
     challenge is kept server-side like the passkey page's; the answer goes to /login/passkey."""
     if not passkeys.available():
-        return make_response(jsonify(error="passkeys are not offered on this issuer"), 404)
+        abort(404)  # no passkeys on an IP-address issuer: the page never asks
     options = passkeys.authentication_options(None, "signin")
     db.session.commit()  # the challenge
     return make_response(options, 200, {"Content-Type": "application/json"})
