@@ -12,18 +12,25 @@ BIN := $(VENV)/bin
 export FLASK_APP := wsgi
 NODE_DEPS := examples/clients/node_modules/.package-lock.json tests/interop/mcp_inspector/node_modules/.package-lock.json
 
-.PHONY: run serve test test-tools lint venv clean bench profile layers
+.PHONY: run serve test test-tools lint venv lock clean bench profile layers
 
-# The pinned requirements, then this project itself (editable, without dependencies: the pins
-# already brought them), which installs the `credits` command-line client as .venv/bin/credits.
-$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
+# The locked requirements, every file checked against its hash, then this project itself
+# (editable, without dependencies: the lock already brought them), which installs the `credits`
+# command-line client as .venv/bin/credits.
+$(VENV)/.installed: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
 venv: $(VENV)/.installed
+
+## lock: requirements.lock from pyproject.toml's dependencies (and the dev extra), with hashes, by uv
+lock: venv
+	$(BIN)/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 \
+	  --python-platform x86_64-manylinux_2_28 --quiet --output-file requirements.lock \
+	  --custom-compile-command "make lock"
 
 ## run: the provider at http://127.0.0.1:5000 (SQLite, keys, schema, demo data) and the demo app at :5001
 run: venv

@@ -10,10 +10,10 @@ import gc
 import logging
 
 from app.web.toolserver.asgi import tool_server_app
-from app.web.toolserver.door import Door
+from app.web.toolserver.metadata import ResourceMetadata
 
 
-def create_tool_server() -> Door:
+def create_tool_server() -> ResourceMetadata:
     """granian's factory, once per worker process."""
     from app import create_app
     from app.core.config import ConfigError, refusal

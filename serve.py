@@ -4,10 +4,10 @@ the MCP SDK's transport is ASGI, the provider's sign-in stays WSGI). `python ser
 the tool server alone (a process of its own, for an operator who runs them apart).
 
 Why granian rather than gunicorn: every sign-in request pays the HTTP server's own cost before
-Flask sees it. Measured on the benchmark machine (docs/performance.md), a Flask "hello" costs
-0.17-0.26 ms of CPU per request under granian (HTTP parsing and connection handling in Rust, on
-hyper) against 0.46-0.54 ms under gunicorn's gthread worker (parsing in Python); the provider's
-cheap endpoints (discovery, the key set, userinfo) are dominated by that difference.
+Flask sees it. On the benchmark (docs/performance.md), a Flask "hello" costs about half the CPU per
+request under granian (HTTP parsing and connection handling in Rust, on hyper) that it costs under
+gunicorn's gthread worker (parsing in Python); the provider's cheap endpoints (discovery, the key
+set, userinfo) are dominated by that difference.
 
 Every number comes from the environment, with defaults for a small machine:
 
@@ -26,10 +26,9 @@ Every number comes from the environment, with defaults for a small machine:
   MCP_CONCURRENCY       the tool server's worker processes                              CPUs
 
 One thread per worker by default: the app's requests are short and mostly CPU, so threads of one
-process mostly wait for its interpreter lock, and switching between them costs CPU. Measured with
-`make bench` (2 cores, 2 workers; docs/performance.md): 4 threads against 1 cost 7-10 % more CPU
-per refresh at 8 concurrent clients, on SQLite and on a local PostgreSQL alike, with fewer requests
-served and a p99 three times longer. Raise WEB_THREADS when the database is far enough away that a
+process mostly wait for its interpreter lock, and switching between them costs CPU: `make bench`
+(docs/performance.md) found more CPU per refresh at 8 concurrent clients with 4 threads than with
+1, on SQLite and on a local PostgreSQL alike, with fewer requests served and a longer p99. Raise WEB_THREADS when the database is far enough away that a
 request spends much of its time waiting for it.
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
@@ -174,7 +173,9 @@ def start_tool_server(log: logging.Logger) -> subprocess.Popen:
     stops too, so that whatever supervises serve.py restarts both (a half-served platform is not
     left running)."""
     child = subprocess.Popen(  # noqa: S603 - our own interpreter and file
-        [sys.executable, str(ROOT / "serve.py"), "tools"], cwd=ROOT, preexec_fn=_die_with_parent
+        [sys.executable, str(ROOT / "serve.py"), "tools"],
+        cwd=ROOT,
+        preexec_fn=_die_with_parent,  # noqa: PLW1509 - no thread runs yet
     )
 
     def watch() -> None:

@@ -12,16 +12,15 @@ except ConfigError as exc:  # `flask ...` and the server: one clear line, not a 
     raise refusal(exc) from None
 
 # Everything loaded so far (the app, its routes, SQLAlchemy's mappers, Authlib, the libraries:
-# about 130k objects) lives as long as the process. gc.freeze() moves it to a permanent generation
-# that the cyclic garbage collector no longer walks. Before, a full collection walked it all, 78 ms
-# measured, a pause inside whichever request triggered it: the p99 spikes of 56-78 ms in the /v1
-# benchmark, gone with the freeze (docs/performance.md).
+# a large heap) lives as long as the process. gc.freeze() moves it to a permanent generation that
+# the cyclic garbage collector no longer walks; otherwise a full collection walks it all, a pause
+# inside whichever request triggered it (the /v1 benchmark's p99 spikes; docs/performance.md).
 gc.freeze()
 
 # What Python's logging works out for every record and our JSON lines never print: the caller's
 # file and line (a walk up the stack), the thread's and the process's names. Switched off for the
-# served app as the logging HOWTO's "Optimization" section says to: about 12 µs of every request
-# (a userinfo answered at the front costs about 230; docs/performance.md).
+# served app as the logging HOWTO's "Optimization" section says to: a cost on every request that a
+# userinfo answered at the front would notice.
 logging._srcfile = None  # type: ignore[attr-defined]  # the HOWTO's documented switch
 logging.logThreads = False
 logging.logProcesses = False

@@ -37,7 +37,7 @@ CANDIDATES = [
 
 def measure(t: int, m: int, p: int, n: int) -> dict:
     hasher = PasswordHasher(time_cost=t, memory_cost=m, parallelism=p)
-    password = "correct horse battery staple"  # noqa: S105 - a measurement, not a credential
+    password = "correct horse battery staple"
     stored = hasher.hash(password)
     hasher.verify(stored, password)  # warm up
     walls, cpus, hash_walls = [], [], []
@@ -70,8 +70,9 @@ def main(argv: list[str] | None = None) -> None:
             int(s["ARGON2_TIME_COST"]),
             int(s["ARGON2_MEMORY_COST"]),
             int(s["ARGON2_PARALLELISM"]),
-        )
-    ] + CANDIDATES
+        ),
+        *CANDIDATES,
+    ]
     print("| argon2id parameters | verify ms (median wall) | verify ms (fastest) | verify CPU ms | hash ms |")
     print("|---|---:|---:|---:|---:|")
     for label, t, m, p in rows:

@@ -31,7 +31,7 @@ from sqlalchemy import MetaData, func, insert, inspect, select, text  # noqa: E4
 REDIRECT_URI = "http://127.0.0.1:7199/cb"  # the redirect URI the shared load harness uses
 BENCH_CLIENT_ID = "bench-conf"
 BENCH_EMAIL = "bench@example.test"
-BENCH_PASSWORD = "correct horse battery staple"  # noqa: S105 - a benchmark account on a throwaway database
+BENCH_PASSWORD = "correct horse battery staple"
 
 # The benchmark fires thousands of token requests from one client, logins from one address and
 # /v1 reads with one token: the throttles and the /v1 budget would answer them with 429.

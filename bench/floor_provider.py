@@ -64,7 +64,7 @@ class Client:
     client_id: str = CLIENT_ID
     client_secret: str = CLIENT_SECRET
     redirect_uris: tuple = (REDIRECT_URI,)
-    client_metadata = {}  # noqa: RUF012 - read-only: no signed userinfo
+    client_metadata = {}
 
     def get_client_id(self) -> str:
         return self.client_id
@@ -229,7 +229,7 @@ class PKCEForEveryClient(CodeChallenge):
     """S256 from every client, as the peer requires (Authlib's `required=True` covers public
     clients only)."""
 
-    SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]  # noqa: RUF012 - Authlib's class attribute
+    SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]
 
     def validate_code_challenge(self, grant, redirect_uri):
         data = grant.request.payload.data

@@ -190,7 +190,7 @@ def start_persistent_peer(
         if item.is_file():
             shutil.copy2(item, work / item.name)
     if not (work / "node_modules" / "oidc-provider").is_dir():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=work, check=True)  # noqa: S603 S607
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=work, check=True)  # noqa: S607
     port = free_port()
     env = {
         **os.environ,
@@ -512,7 +512,7 @@ class Bench:
             if id(jar) not in signed_in:  # sign in once per browser, through the pages
                 await op.roundtrip(cfg, conn, jar)
                 signed_in.add(id(jar))
-            verifier, challenge = op.pkce_pair()
+            _verifier, challenge = op.pkce_pair()
             state = secrets.token_urlsafe(12)
             q = urlencode(
                 {
@@ -672,8 +672,8 @@ class Bench:
             if "peer" in self.a.targets.split(","):
                 targets["peer"] = self.peer()
             plan = {  # which provider runs which test
-                "ours": HARNESS_TESTS + ("hello", "sso"),
-                "peer": HARNESS_TESTS + ("sso",),
+                "ours": (*HARNESS_TESTS, "hello", "sso"),
+                "peer": (*HARNESS_TESTS, "sso"),
                 "peer-redis": ("roundtrip", "token", "refresh", "userinfo", "sso"),
                 "peer-pg": ("roundtrip", "token", "refresh", "userinfo", "sso"),
                 "stack-floor": ("roundtrip", "token", "refresh", "userinfo", "sso"),
@@ -805,9 +805,7 @@ def _persistent_table(files: dict) -> list[str]:
         head,
         "|---|" + "---:|---:|---:|---|" * len(pairs) + "---:|",
     ]
-    groups = [g for g in PERSISTENT_TARGETS] + [
-        g for _, _, peer, _, _ in pairs for g in peer if g not in PERSISTENT_TARGETS
-    ]
+    groups = list(PERSISTENT_TARGETS) + [g for _, _, peer, _, _ in pairs for g in peer if g not in PERSISTENT_TARGETS]
     for group in dict.fromkeys(groups):
         cells = []
         for label, ours, peer, _, _ in pairs:
@@ -823,7 +821,7 @@ def _persistent_table(files: dict) -> list[str]:
             cells.append(f" {_spread(cpu)} | {_spread(pcpu)} | {_x(ratio)} | {verdict} |")
         m = memory_peer.get(group)
         lines.append(f"| {group} |" + "".join(cells) + f" {_spread(m['server_cpu_ms_per_op']) if m else ''} |")
-    return lines + ["", *_paired_table(files), *_postgresql_cost_table(files)]
+    return [*lines, "", *_paired_table(files), *_postgresql_cost_table(files)]
 
 
 def _paired_table(files: dict) -> list[str]:
@@ -891,7 +889,7 @@ def _postgresql_cost_table(files: dict) -> list[str]:
         if o is None or opg is None or p is None or ppg is None:
             continue
         lines.append(f"| {group} | {opg - o:,.3f} | {ppg - p:,.3f} | {o / p:.2f}× |")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def render_report(files: dict, machine: dict, a) -> str:

@@ -15,6 +15,7 @@ The whole tree runs in its own process group (`stop_group`), so stopping the tar
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -106,7 +107,5 @@ def stop_group(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)  # the store, still running in the group
-    except ProcessLookupError:
-        pass

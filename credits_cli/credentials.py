@@ -31,7 +31,7 @@ NO_KEY_HINT = f"Set {KEY_ENV}, or run `credits login` to store one."
 def config_dir() -> Path:
     """The XDG base directory spec: `$XDG_CONFIG_HOME` when set to an absolute path."""
     base = os.environ.get("XDG_CONFIG_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".config"
     return root / "credits"
 
 
@@ -88,13 +88,13 @@ def store(key: str) -> Path:
     renamed over the old one, so a reader never sees half a key or a looser mode."""
     directory = config_dir()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)  # also when it existed with a looser mode
+    directory.chmod(0o700)  # also when it existed with a looser mode
     path = key_file()
     handle, partial = tempfile.mkstemp(dir=directory, prefix=".api-key.")  # created 0600
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(key + "\n")
-        os.replace(partial, path)
+        Path(partial).replace(path)
     except BaseException:
         Path(partial).unlink(missing_ok=True)
         raise

@@ -37,9 +37,13 @@ class ToolServers:
 
 
 @contextmanager
-def tool_servers(settings: dict, log_dir: Path, **env: str) -> Iterator[ToolServers]:
-    """`serve.py` with MCP_BIND set: one provider worker, one tool server worker."""
+def tool_servers(settings: dict, log_dir: Path, own_issuer: bool = False, **env: str) -> Iterator[ToolServers]:
+    """`serve.py` with MCP_BIND set: one provider worker, one tool server worker. `own_issuer`:
+    the provider's issuer is its own origin (what an agent signing a member in is sent to), not
+    the test settings' (served by `live_server`, if at all)."""
     web, tools = free_port(), free_port()
+    if own_issuer:
+        settings = {**settings, "ISSUER_URL": f"http://127.0.0.1:{web}"}
     log_path = log_dir / "servers.log"
     mcp = f"http://127.0.0.1:{tools}/mcp"
     proc = start_server(settings, web, log_path, MCP_BIND=f"127.0.0.1:{tools}", MCP_URL=mcp, MCP_CONCURRENCY="1", **env)

@@ -4,7 +4,7 @@ in app/protocol/adapters.py).
 
 An upgrade of either library is checked here first, and `tests/unit/test_adapters.py` pins the
 library behaviour each piece relies on or corrects: when a new version changes it, that test
-fails and names the piece to look at (the versions are pinned in requirements.txt).
+fails and names the piece to look at (the versions are locked in requirements.lock).
 """
 
 from __future__ import annotations
@@ -54,8 +54,7 @@ class SessionCookies(SecureCookieSessionInterface):
     `hashlib.sha1` itself (the same MAC, computed by OpenSSL) and the serializer, which holds
     nothing but the keys and these settings, is built again only when the keys change (a new
     SECRET_KEY, its fallbacks). A sign-in opens the session five times and saves it twice (four
-    times before its CSRF secrets came with the other saves, `new_csrf_secret`); with four saves
-    this class saved about 0.09 ms of its CPU (in-process, 500 sign-ins, docs/performance.md)."""
+    times before its CSRF secrets came with the other saves, `new_csrf_secret`)."""
 
     digest_method = staticmethod(hashlib.sha1)
     serializer = SessionJSON()
@@ -79,7 +78,7 @@ def new_csrf_secret(keep_present: bool = False) -> None:
     keeps the one it makes when a page first asks for a token (and then signs every token of the
     session with). Made while a response changes the session anyway (a browser's first request:
     its id; a login or a logout: a new session), it saves the next page, which would make the
-    secret, a session cookie of its own: a signature and a Set-Cookie, about 0.1 ms (in-process).
+    secret, a session cookie of its own: a signature and a Set-Cookie.
     A token this request signed with the old secret is forgotten with it. `keep_present`: leave a secret
     the session has. Flask-WTF offers no public call for this; any string serves as the secret
     (it is signed and compared, never parsed)."""
@@ -113,7 +112,7 @@ class CheckedForm(FlaskForm):
     but those it exempts, the protocol endpoints, RP-initiated logout and the API), on a page that
     writes the request's token out itself. FlaskForm's own CSRF field would pass such a POST
     (CSRFProtect marks the request checked), but building the field signs a fresh token every
-    time, about 40 µs (in-process), at both answers of a sign-in; this form has no such field.
+    time, at both answers of a sign-in; this form has no such field.
     Never for a view CSRFProtect exempts: nothing would check its POST."""
 
     class Meta:
@@ -127,8 +126,8 @@ class SweptMemoryStorage(MemoryStorage):
     """limits' in-process counters (the rate limits' store when no Redis is configured), with the
     expired counters swept by the counting request itself, at most once a second. MemoryStorage
     sweeps from a `threading.Timer` of 10 ms that every count starts anew once the last one has
-    run: at the token endpoint's rate that is a new thread every few requests, about 4% of a code
-    exchange's CPU (in-process A/B). Each counter's own expiry is still checked whenever it is
+    run: at the token endpoint's rate that is a new thread every few requests, a visible share of a
+    code exchange's CPU. Each counter's own expiry is still checked whenever it is
     read; the sweep only frees the memory of counters nobody reads any more. Its URI scheme is
     `swept-memory://` (limits registers every Storage subclass by its STORAGE_SCHEME)."""
 
@@ -176,8 +175,7 @@ class LazyDescriptionCursor(psycopg.Cursor[Any]):
     SQLAlchemy reads `cursor.description` after every statement, but for a statement it has run
     before (every statement here: they are built once) it only checks that there is one: it knows
     the columns from the compiled statement. psycopg answers with a list of new `Column`s, each
-    decoded from the result with its type looked up: on PostgreSQL a sign-in built 165 of them,
-    about 3 % of its CPU. The answer is the same sequence of the same columns, built on demand.
+    decoded from the result with its type looked up, for every statement of every request. The answer is the same sequence of the same columns, built on demand.
     Set as psycopg's `cursor_factory` (app/core/config.py)."""
 
     @property

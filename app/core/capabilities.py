@@ -13,6 +13,10 @@ from typing import Final
 # -- endpoints (fixed by the platform's spec; the issuer is ISSUER_URL) ------------------------------
 
 DISCOVERY_PATH: Final = "/.well-known/openid-configuration"
+# RFC 8414 authorization server metadata (what OAuth-only clients such as MCP agents read first) and,
+# on the tool server, RFC 9728 protected resource metadata (root form, and path-suffixed below).
+AS_METADATA_PATH: Final = "/.well-known/oauth-authorization-server"
+RESOURCE_METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
 AUTHORIZE_PATH: Final = "/api/auth/oauth2/authorize"
 TOKEN_PATH: Final = "/api/auth/oauth2/token"
 USERINFO_PATH: Final = "/api/auth/oauth2/userinfo"
@@ -20,6 +24,7 @@ JWKS_PATH: Final = "/api/auth/jwks"
 REVOCATION_PATH: Final = "/api/auth/oauth2/revoke"
 INTROSPECTION_PATH: Final = "/api/auth/oauth2/introspect"
 END_SESSION_PATH: Final = "/api/auth/oauth2/endsession"
+REGISTRATION_PATH: Final = "/api/auth/oauth2/register"  # RFC 7591, for AI agents (public clients only)
 
 # -- the flow -------------------------------------------------------------------------------------
 

@@ -141,6 +141,21 @@ DEFAULTS: dict[str, Setting] = {
         "The hosted tool server's public URL (its canonical address: agents connect here; served at its path). "
         "`http` only on loopback hosts.",
     ),
+    # AI agents known by their Client ID Metadata Document (app/services/agent_clients.py).
+    "CLIENT_DOCUMENT_TTL": Setting(
+        3600, "Seconds an agent's client metadata document is kept before it is read again."
+    ),
+    "CLIENT_DOCUMENT_TIMEOUT": Setting(3, "Seconds a client metadata document may take to arrive, all told."),
+    "CLIENT_DOCUMENT_MAX_BYTES": Setting(5120, "Largest client metadata document read, in bytes."),
+    "CLIENT_DOCUMENT_FETCH_LIMIT": Setting(
+        "30 per minute", "Client metadata documents read per host of their URL (fresh copies are not read again)."
+    ),
+    "CLIENT_REGISTRATION_LIMIT": Setting(
+        "10 per hour", "Dynamic client registrations (RFC 7591, AI agents) allowed per client address."
+    ),
+    "CLIENT_DOCUMENT_CA_FILE": Setting(
+        "", "PEM certificates trusted for client metadata documents besides the system's (a development agent's)."
+    ),
     "API_RATE_LIMIT_PER_MINUTE": Setting(
         300,
         "Requests per minute to the `/v1` data API per sign-in (a grant: its access token and those refreshed from it).",
@@ -253,7 +268,15 @@ def check_settings(settings: dict[str, Any]) -> None:
         raise ConfigError(f"REFRESH_GRACE_SECONDS must be between 0 and {MAX_REFRESH_GRACE_SECONDS}")
     if int(settings["LOGIN_ACCOUNT_FREE_FAILURES"]) < 0 or int(settings["LOGIN_ACCOUNT_MAX_DELAY"]) < 1:
         raise ConfigError("LOGIN_ACCOUNT_FREE_FAILURES must be 0 or more and LOGIN_ACCOUNT_MAX_DELAY at least 1 second")
-    for name in ("LOGIN_DEVICE_LIMIT", "LOGIN_IP_LIMIT", "TOKEN_CLIENT_LIMIT", "MAIL_ACCOUNT_LIMIT", "MAIL_IP_LIMIT"):
+    for name in (
+        "LOGIN_DEVICE_LIMIT",
+        "LOGIN_IP_LIMIT",
+        "TOKEN_CLIENT_LIMIT",
+        "MAIL_ACCOUNT_LIMIT",
+        "MAIL_IP_LIMIT",
+        "CLIENT_DOCUMENT_FETCH_LIMIT",
+        "CLIENT_REGISTRATION_LIMIT",
+    ):
         try:
             parse_many(settings[name])
         except ValueError as exc:
@@ -263,10 +286,9 @@ def check_settings(settings: dict[str, Any]) -> None:
 class SQLiteConnection(sqlite3.Connection):
     """SQLite in WAL mode with synchronous=NORMAL: a commit appends to the log without an fsync
     (checkpoints still sync), and readers never wait for the writer. A commit may be lost on power
-    failure, never corrupted; production runs PostgreSQL. Measured: the commit of a token
-    exchange dropped from an fsync (milliseconds) to a write (see docs/performance.md)."""
+    failure, never corrupted; production runs PostgreSQL. A commit costs a write, not an fsync."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.execute("PRAGMA journal_mode=WAL")
         self.execute("PRAGMA synchronous=NORMAL")

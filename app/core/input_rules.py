@@ -42,7 +42,7 @@ class Int64Converter(BaseConverter):
     weight = 50
     part_isolating = True
 
-    def __init__(self, map: Map) -> None:  # noqa: A002 - werkzeug's name for it
+    def __init__(self, map: Map) -> None:
         super().__init__(map)
 
     def to_python(self, value: str) -> int:

@@ -18,6 +18,7 @@ import re
 import sys
 import time
 import uuid
+from typing import Any
 
 from flask import Flask, Response, current_app, g, has_app_context, request
 from pythonjsonlogger.json import JsonFormatter
@@ -52,7 +53,7 @@ def json_formatter() -> JsonFormatter:
     return JsonFormatter(LOG_FORMAT, rename_fields=RENAMED, datefmt="%Y-%m-%dT%H:%M:%S%z")
 
 
-def app_handler() -> logging.StreamHandler | None:
+def app_handler() -> logging.Handler | None:
     """The JSON handler configure_logging put on the root logger, if it has (others, such as a test
     runner's capture, may sit beside it)."""
     return next((h for h in logging.getLogger().handlers if getattr(h, "_credits_id", False)), None)
@@ -94,7 +95,7 @@ def note(client_id: str | None = None, user_id: str | None = None) -> None:
         g.log_user_id = str(user_id)
 
 
-def event(message: str, **fields) -> None:
+def event(message: str, **fields: Any) -> None:
     """One line for a notable event (login failed, code reuse...), with the request's context."""
     extra = {k: v for k, v in fields.items() if v is not None}
     events_log.info(message, extra=extra)
@@ -134,7 +135,7 @@ def write_access_line(
     )
 
 
-def request_id_of(environ: dict) -> str:
+def request_id_of(environ: dict[str, Any]) -> str:
     """The request's id, made once per request: by the front when it saw the request first."""
     if REQUEST_ID_KEY not in environ:
         environ[REQUEST_ID_KEY] = request_id_for(environ.get("HTTP_X_REQUEST_ID"))

@@ -64,10 +64,10 @@ bp = Blueprint("metrics", __name__)
 # -- what the protocol code reports ------------------------------------------------------------
 
 
-def login_succeeded(user) -> None:
+def login_succeeded(user_id: str) -> None:
     LOGINS.labels("ok").inc()
-    logs.note(user_id=user.id)
-    logs.event("login succeeded", member=logs.member_hash(user.id))
+    logs.note(user_id=user_id)
+    logs.event("login succeeded", member=logs.member_hash(user_id))
 
 
 def login_failed() -> None:
@@ -75,12 +75,10 @@ def login_failed() -> None:
     logs.event("login failed")
 
 
-def consent_answered(allow: bool, user, client) -> None:
+def consent_answered(allow: bool, user_id: str, client_id: str) -> None:
     CONSENTS.labels("granted" if allow else "denied").inc()
-    logs.note(client_id=client.client_id, user_id=user.id)
-    logs.event(
-        "consent " + ("granted" if allow else "denied"), client_id=client.client_id, member=logs.member_hash(user.id)
-    )
+    logs.note(client_id=client_id, user_id=user_id)
+    logs.event("consent " + ("granted" if allow else "denied"), client_id=client_id, member=logs.member_hash(user_id))
 
 
 def tokens_issued(grant_type: str, client_id: str, user_id: str) -> None:
@@ -95,10 +93,10 @@ def tokens_revoked(count: int) -> None:
         TOKENS.labels("revoked").inc(count)
 
 
-def reuse_detected(kind: str, row) -> None:
+def reuse_detected(kind: str, grant_id: str, user_id: str) -> None:
     """`kind` is `code` or `refresh_token`; the grant family is being revoked."""
     REUSE.labels(kind).inc()
-    logs.event("reuse detected, grant revoked", kind=kind, grant_id=row.grant_id, member=logs.member_hash(row.user_id))
+    logs.event("reuse detected, grant revoked", kind=kind, grant_id=grant_id, member=logs.member_hash(user_id))
 
 
 # -- requests ----------------------------------------------------------------------------------
@@ -130,7 +128,7 @@ def registry() -> CollectorRegistry:
     """All workers' values in multiprocess mode, else this process's."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         merged = CollectorRegistry()
-        multiprocess.MultiProcessCollector(merged)
+        multiprocess.MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
         return merged
     return REGISTRY
 

@@ -93,7 +93,7 @@ def apply_security_headers(response: Response, https: bool) -> Response:
 def add_missing(headers: Headers, wanted: list[tuple[str, str]]) -> None:
     """Each of `wanted` added unless the response set its own. The names present are read once:
     werkzeug's `Headers.setdefault` scans the list and builds an HTTP error inside for every header
-    it then adds, about 5 µs each (in-process), five of them on every page."""
+    it then adds, five of them on every page."""
     present = {name.lower() for name, _ in headers.items()}
     for name, value in wanted:
         if name.lower() not in present:
@@ -125,7 +125,9 @@ def refuse_nul_bytes() -> None:
 def init_security(app: Flask) -> None:
     hops = int(app.config.get("TRUSTED_PROXY_HOPS", 0))
     if hops > 0:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops, x_prefix=hops)
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+            app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops, x_prefix=hops
+        )
     https = app.config["ISSUER_URL"].startswith("https://")
     app.before_request(refuse_nul_bytes)
     app.after_request(lambda response: apply_security_headers(response, https))

@@ -14,7 +14,7 @@ from app.models.catalog import (
     TrackIsrc,
     credit_role_links,
 )
-from app.models.client import Client, ClientStatus, ClientType
+from app.models.client import Client, ClientStatus, ClientType, Registration
 from app.models.consent import Consent
 from app.models.interaction import Interaction
 from app.models.login_session import LoginSession
@@ -28,32 +28,29 @@ from app.models.user import Role, Tier, User
 from app.models.webauthn_challenge import WebauthnChallenge
 
 __all__ = [
+    "Album",
     "ApiKey",
     "ApiUsage",
-    "KeyKind",
-    "KeyPlan",
-    "TrackIsrc",
     "AuditEvent",
-    "Album",
-    "ChartRow",
-    "Credit",
-    "CreditRole",
-    "Passkey",
-    "Profile",
-    "Track",
-    "TrackArtist",
-    "credit_role_links",
     "AuthorizationCode",
+    "ChartRow",
     "Client",
     "ClientStatus",
     "ClientType",
     "Consent",
+    "Credit",
+    "CreditRole",
     "Interaction",
+    "KeyKind",
+    "KeyPlan",
     "LinkPurpose",
     "LoginSession",
     "OneTimeLink",
+    "Passkey",
+    "Profile",
     "RecoveryCode",
     "RefreshReplay",
+    "Registration",
     "Role",
     "Roster",
     "RosterProfile",
@@ -61,6 +58,10 @@ __all__ = [
     "Tier",
     "Token",
     "TotpFactor",
+    "Track",
+    "TrackArtist",
+    "TrackIsrc",
     "User",
     "WebauthnChallenge",
+    "credit_role_links",
 ]

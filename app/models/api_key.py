@@ -18,7 +18,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Date, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, new_uuid, utcnow
 from app.models.user import User
 
@@ -37,7 +37,7 @@ class KeyPlan(StrEnum):
     WORKSPACE = "workspace"  # workspace keys: 60 per minute and at most 10,000 a day
 
 
-class ApiKey(db.Model):
+class ApiKey(Model):
     __tablename__ = "api_keys"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uuid)
@@ -92,7 +92,7 @@ class ApiKey(db.Model):
         return "paused" if self.is_paused else "active"
 
 
-class ApiUsage(db.Model):
+class ApiUsage(Model):
     """The `api_requests` meter: requests a key made on one UTC day."""
 
     __tablename__ = "api_usage"

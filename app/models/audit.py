@@ -7,15 +7,16 @@ The actor's email is copied so the line still reads right if the member later ch
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
-class AuditEvent(db.Model):
+class AuditEvent(Model):
     __tablename__ = "audit_events"
     __table_args__ = (
         Index("ix_audit_events_client_created", "client_id", "created_at"),
@@ -34,7 +35,7 @@ class AuditEvent(db.Model):
     client_id: Mapped[int | None] = mapped_column(ForeignKey("clients.id", ondelete="SET NULL"), nullable=True)
     ip: Mapped[str | None] = mapped_column(String(64), nullable=True)
     source: Mapped[str] = mapped_column(String(8), default="web")  # web | cli
-    detail: Mapped[dict] = mapped_column(JSON, default=dict)  # small, non-secret facts (scopes, kid, grace)
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # small, non-secret facts (scopes, kid, grace)
 
     client = relationship("Client", lazy="joined")
     subject = relationship("User", foreign_keys=[subject_id], lazy="joined")

@@ -7,11 +7,11 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
-class AuthorizationCode(db.Model):
+class AuthorizationCode(Model):
     """A code as stored (its rules are its record's, app/store/codes.py's RedeemedCode)."""
 
     __tablename__ = "authorization_codes"
@@ -35,6 +35,9 @@ class AuthorizationCode(db.Model):
     issued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The resource (RFC 8707) the grant is bound to: the tool server's URL, or None for the
+    # provider's own APIs (userinfo, /v1). Tokens are accepted only where they are bound.
+    resource: Mapped[str | None] = mapped_column(String(500), nullable=True)
 
     client = relationship("Client", lazy="joined")
     user = relationship("User", lazy="joined")

@@ -12,10 +12,10 @@ from datetime import date
 from sqlalchemy import JSON, Date, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model, db
 
 
-class Profile(db.Model):
+class Profile(Model):
     """A credited person or act (the spec's Profile). A member may be linked to one."""
 
     __tablename__ = "profiles"
@@ -33,7 +33,7 @@ class Profile(db.Model):
     avatar_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
 
 
-class Track(db.Model):
+class Track(Model):
     __tablename__ = "tracks"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -49,7 +49,7 @@ class Track(db.Model):
     )
 
 
-class Album(db.Model):
+class Album(Model):
     __tablename__ = "albums"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -63,7 +63,7 @@ class Album(db.Model):
     popularity: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
-class TrackIsrc(db.Model):
+class TrackIsrc(Model):
     """Which track an ISRC names: an index over `Track.isrcs` (a JSON list cannot be indexed the
     same way on SQLite and PostgreSQL), for the catalog API's `/track/isrc/{isrc}`. Whoever
     writes a track's `isrcs` writes these rows too (the demo seed, the tests' factories)."""
@@ -74,7 +74,7 @@ class TrackIsrc(db.Model):
     track_id: Mapped[str] = mapped_column(ForeignKey("tracks.id", ondelete="CASCADE"), primary_key=True, index=True)
 
 
-class TrackArtist(db.Model):
+class TrackArtist(Model):
     """The artists a track is released under, in billing order (each is a profile)."""
 
     __tablename__ = "track_artists"
@@ -87,7 +87,7 @@ class TrackArtist(db.Model):
     profile: Mapped[Profile] = relationship(lazy="joined")
 
 
-class CreditRole(db.Model):
+class CreditRole(Model):
     """The role taxonomy: a family (parent_id NULL, e.g. "Producer") and its specific roles
     (e.g. "Co-Producer"). A credit names specific roles; the family is read through the parent."""
 
@@ -109,7 +109,7 @@ credit_role_links = db.Table(
 )
 
 
-class Credit(db.Model):
+class Credit(Model):
     """One credited work of a profile: a track on an album, with the roles held on it."""
 
     __tablename__ = "credits"
@@ -133,7 +133,7 @@ class Credit(db.Model):
     roles: Mapped[list[CreditRole]] = relationship(secondary=credit_role_links, order_by=CreditRole.id)
 
 
-class ChartRow(db.Model):
+class ChartRow(Model):
     """A profile's standing on one chart (the member's analytics)."""
 
     __tablename__ = "chart_rows"

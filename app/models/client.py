@@ -6,7 +6,7 @@ import hmac
 import ipaddress
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import ClientMixin
@@ -14,7 +14,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.capabilities import DEFAULT_SECRET_AUTH_METHOD, GRANT_TYPES, RESPONSE_TYPES
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.core.scopes import scope_list
 from app.models.base import UTCDateTime, sha256_hex, utcnow
 
@@ -51,6 +51,17 @@ def loopback_redirect_matches(registered: str, requested: str) -> bool:
 class ClientType(StrEnum):
     CONFIDENTIAL = "confidential"
     PUBLIC = "public"
+
+
+class Registration(StrEnum):
+    """How an app came to be known to the provider."""
+
+    CONSOLE = "console"  # registered by a developer in the console or with the CLI (billed)
+    # An AI agent whose client id is the https URL of its Client ID Metadata Document, read by the
+    # provider when the agent first sends a member to sign in (app/services/agent_clients.py).
+    METADATA_DOCUMENT = "metadata_document"
+    # An AI agent that registered itself at the registration endpoint (RFC 7591), within its limits.
+    DYNAMIC = "dynamic"
 
 
 class ClientStatus(StrEnum):
@@ -96,7 +107,7 @@ class ClientRules(ClientMixin):
         return self.status == ClientStatus.DELETED
 
     @property
-    def client_metadata(self) -> dict:
+    def client_metadata(self) -> dict[str, Any]:
         """RFC 7591 metadata Authlib consults (signed userinfo is not offered: plain JSON)."""
         return {}
 
@@ -142,11 +153,12 @@ class ClientRules(ClientMixin):
         return grant_type in GRANT_TYPES
 
 
-class Client(db.Model, ClientRules):
+class Client(Model, ClientRules):
     __tablename__ = "clients"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    client_id: Mapped[str] = mapped_column(String(64), unique=True)
+    # 255: an agent's client id is its metadata document's URL (Registration.METADATA_DOCUMENT).
+    client_id: Mapped[str] = mapped_column(String(255), unique=True)
     # SHA-256 of the secret: client secrets are 256-bit random values, so a fast hash is
     # safe, and a copy of the database does not let anyone authenticate as the client.
     client_secret_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -170,6 +182,11 @@ class Client(db.Model, ClientRules):
     # Disabled by an administrator (or the operator's CLI): only an administrator enables it
     # again, so a suspension is not undone by the app's own developer.
     disabled_by_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    registration: Mapped[str] = mapped_column(
+        String(24), default=Registration.CONSOLE.value, server_default=Registration.CONSOLE.value
+    )
+    # When an agent's metadata document was last read (the cache's age); None for console apps.
+    document_fetched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

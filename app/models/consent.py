@@ -7,11 +7,11 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
-class Consent(db.Model):
+class Consent(Model):
     __tablename__ = "consents"
     __table_args__ = (UniqueConstraint("user_id", "client_id", name="uq_consents_user_client"),)
 

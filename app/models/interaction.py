@@ -6,20 +6,21 @@ reference to this row (never the parameters themselves) - the node-oidc-provider
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
-class Interaction(db.Model):
+class Interaction(Model):
     __tablename__ = "interactions"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)  # random reference (uid)
     client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"), index=True)
-    params: Mapped[dict] = mapped_column(JSON)  # the validated authorization request
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)  # the validated authorization request
     # SHA-256 of a random id held in the browser's signed cookie: only the browser that
     # started the request can finish it.
     browser_hash: Mapped[str] = mapped_column(String(64))

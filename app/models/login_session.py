@@ -8,11 +8,11 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
-class LoginSession(db.Model):
+class LoginSession(Model):
     __tablename__ = "login_sessions"
 
     id: Mapped[int] = mapped_column(primary_key=True)

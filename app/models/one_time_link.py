@@ -13,7 +13,7 @@ from enum import StrEnum
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
@@ -23,7 +23,7 @@ class LinkPurpose(StrEnum):
     INVITE = "invite"  # a member created by an admin sets a first password (verifies the address too)
 
 
-class OneTimeLink(db.Model):
+class OneTimeLink(Model):
     __tablename__ = "one_time_links"
     __table_args__ = (Index("ix_one_time_links_user_id_purpose", "user_id", "purpose"),)
 

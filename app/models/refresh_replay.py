@@ -14,11 +14,11 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, LargeBinary
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
-class RefreshReplay(db.Model):
+class RefreshReplay(Model):
     __tablename__ = "refresh_replays"
 
     # The rotated-out token row (its refresh token is the one a retry presents).

@@ -13,11 +13,11 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, new_uuid, utcnow
 
 
-class Roster(db.Model):
+class Roster(Model):
     __tablename__ = "rosters"
     # One name per member: the account page and the widget snippet tell rosters apart by it.
     __table_args__ = (UniqueConstraint("owner_id", "name", name="uq_rosters_owner_name"),)
@@ -28,7 +28,7 @@ class Roster(db.Model):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class RosterProfile(db.Model):
+class RosterProfile(Model):
     """A profile on a roster. The primary key (roster, profile) is the key door's reach check."""
 
     __tablename__ = "roster_profiles"

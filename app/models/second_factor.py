@@ -12,11 +12,11 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Integer, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
-class TotpFactor(db.Model):
+class TotpFactor(Model):
     __tablename__ = "totp_factors"
 
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
@@ -28,7 +28,7 @@ class TotpFactor(db.Model):
     last_used_step: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
-class RecoveryCode(db.Model):
+class RecoveryCode(Model):
     __tablename__ = "recovery_codes"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -38,7 +38,7 @@ class RecoveryCode(db.Model):
     used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
-class Passkey(db.Model):
+class Passkey(Model):
     """A WebAuthn credential (a passkey or a security key): a second factor after the password, and
     a sign-in of its own (it is discoverable and asks for the device's PIN or biometrics). Only the
     public key is stored."""

@@ -15,7 +15,7 @@ from sqlalchemy import JSON, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.capabilities import SIGNING_ALG
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
@@ -45,7 +45,7 @@ class KeyRules:
         return "retired"
 
 
-class SigningKey(db.Model, KeyRules):
+class SigningKey(Model, KeyRules):
     __tablename__ = "signing_keys"
 
     kid: Mapped[str] = mapped_column(String(64), primary_key=True)

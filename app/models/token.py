@@ -7,11 +7,11 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, utcnow
 
 
-class Token(db.Model):
+class Token(Model):
     """One issued pair. Rotation marks the old row's refresh as used and adds a new row with the
     same `grant_id`; reuse of a used refresh token revokes every row of that grant. The rules a
     token answers to are its record's, app/store/tokens.py's StoredToken: this class maps the
@@ -33,6 +33,9 @@ class Token(db.Model):
     refresh_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     refresh_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The resource (RFC 8707) the grant is bound to: the tool server's URL, or None for the
+    # provider's own APIs (userinfo, /v1). Tokens are accepted only where they are bound.
+    resource: Mapped[str | None] = mapped_column(String(500), nullable=True)
     # The member's login time, carried from the code so refreshed ID tokens keep auth_time.
     auth_time: Mapped[datetime] = mapped_column(UTCDateTime)
     # How the member signed in, carried from the code so refreshed ID tokens keep amr and acr.

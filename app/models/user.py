@@ -9,7 +9,7 @@ from sqlalchemy import Boolean, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.email_address import lookup_form
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime, new_uuid, utcnow
 
 
@@ -26,7 +26,7 @@ class Role(StrEnum):
     ADMIN = "admin"
 
 
-class User(db.Model):
+class User(Model):
     __tablename__ = "users"
 
     # The stable user id: published in the namespaced claim, never changes.

@@ -15,11 +15,11 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.extensions import db
+from app.core.extensions import Model
 from app.models.base import UTCDateTime
 
 
-class WebauthnChallenge(db.Model):
+class WebauthnChallenge(Model):
     __tablename__ = "webauthn_challenges"
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -4,7 +4,7 @@ psycopg's are in app/core/adapters.py).
 
 An upgrade of either library is checked here first, and `tests/unit/test_adapters.py` pins the
 library behaviour each piece relies on or corrects: when a new version changes it, that test
-fails and names the piece to look at (the versions are pinned in requirements.txt).
+fails and names the piece to look at (the versions are locked in requirements.lock).
 """
 
 from __future__ import annotations

@@ -43,9 +43,12 @@ from app.models.base import new_secret, sha256_hex, utcnow
 from app.protocol.adapters import OnlyCodeResponseType, StoredAuthorizationRequest
 from app.protocol.endpoints import read_id_token_hint
 from app.protocol.grants import draw_code
+from app.protocol.resources import authorized_resource
 from app.protocol.server import issuer_parameter, server
 from app.protocol.untrusted import UntrustedRequest
+from app.services.agent_clients import agent_app
 from app.services.audit import event_row
+from app.services.client_documents import DocumentRefused, looks_like_document_id
 from app.services.consent import answer_request, consented_scope, decide_granted, missing_scopes, remembered_scopes
 from app.services.second_factor import has_second_factor
 from app.services.sessions import browser_id, current_login, known_login, login_cookie, touch
@@ -73,6 +76,7 @@ PARKED_PARAMS = (
     "claims_locales",
     "acr_values",
     "response_mode",
+    "resource",
 )
 MAX_PARAM_LENGTH = 4096
 # OIDC Core 3.1.2.1: seconds, a non-negative integer. ASCII digits only: str.isdigit() also
@@ -101,6 +105,22 @@ REDIRECT_HINT = (
 )
 
 
+def _agent(client_id: str) -> App:
+    """An AI agent known by its Client ID Metadata Document (app/services/agent_clients.py), or
+    an error page saying why its document cannot be used (never a redirect: its redirect URIs
+    are what could not be checked)."""
+    try:
+        agent = agent_app(client_id)
+        db.session.commit()  # the copy just read is kept whatever this request's outcome (the cache)
+        return agent
+    except DocumentRefused as refused:
+        raise UntrustedRequest(
+            "Agent not recognised",
+            "The AI agent that sent you here could not be identified, so you were not signed in to it.",
+            developer_hint=f"Client ID Metadata Document {client_id[:255]}: {refused}",
+        ) from None
+
+
 def trusted_destination(payload: Any) -> tuple[App, str]:
     """The client and the redirect_uri errors may be sent to, or UntrustedRequest."""
     client_id = payload.data.get("client_id")
@@ -110,7 +130,11 @@ def trusted_destination(payload: Any) -> tuple[App, str]:
             "The sign-in link does not name an application (client_id).",
             developer_hint=MISSING_CLIENT_HINT,
         )
-    client = store().apps.by_client_id(str(client_id)[:64])
+    client = (
+        _agent(str(client_id))
+        if looks_like_document_id(str(client_id))
+        else store().apps.by_client_id(str(client_id)[:64])
+    )
     if client is None or client.is_deleted:
         raise UntrustedRequest(
             "Unknown application",
@@ -155,9 +179,10 @@ def trusted_destination(payload: Any) -> tuple[App, str]:
     return client, default
 
 
-def _validate_shape(payload: Any) -> None:
+def _validate_shape(oauth_request: OAuth2Request) -> None:
     """Checks Authlib leaves to us: request objects, response_type presence, sizes, prompt, max_age,
-    response_mode."""
+    response_mode, and the resource asked for (RFC 8707: one the provider protects)."""
+    payload = oauth_request.payload
     # OIDC Core 6.1 and 6.2: a provider that does not take request objects says so rather than
     # ignoring them (the parameters inside would be lost without a word). Checked first: a client
     # sending one may have put response_type inside it. Discovery advertises both as unsupported.
@@ -181,6 +206,7 @@ def _validate_shape(payload: Any) -> None:
         raise InvalidRequestError("'max_age' must be a non-negative integer.")
     if payload.data.get("response_mode") not in (None, "query"):
         raise InvalidRequestError("Only response_mode=query is supported.")
+    authorized_resource(oauth_request)
 
 
 def _hinted_subject(params: Mapping[str, Any]) -> str | None:
@@ -233,7 +259,7 @@ def run(oauth_request: OAuth2Request, interaction: PendingRequest | None = None)
     payload = oauth_request.payload
     client, redirect_uri = trusted_destination(payload)
     try:
-        _validate_shape(payload)
+        _validate_shape(oauth_request)
         login = current_login()
         user = login.user if login else None
         grant = server.get_consent_grant(request=oauth_request, end_user=user)
@@ -301,13 +327,13 @@ def complete_consent(interaction: PendingRequest, allow: bool, ticked: list[str]
         if not answer_request(interaction.id, login.user, client, scope, event, code.columns):
             raise _answered_already()
         answered = True
-        metrics.consent_answered(allow, login.user, client)
+        metrics.consent_answered(allow, login.user.id, client.client_id)
         return _issue_code(oauth_request, grant, login, granted)
     except OAuth2Error as error:
         if not answered:  # denied, or no longer valid: the request is consumed all the same
             if not store().requests.consume(interaction.id):
                 raise _answered_already() from None
-            metrics.consent_answered(allow, login.user, client)
+            metrics.consent_answered(allow, login.user.id, client.client_id)
         db.session.commit()  # the request stays answered: a second answer is refused
         return error_redirect(oauth_request, error, redirect_uri)
 

@@ -134,6 +134,8 @@ class Introspection(TokenParameter, IntrospectionEndpoint):
         }
         if token.kind == ACCESS_TOKEN:
             payload["token_type"] = "Bearer"  # RFC 6749 section 5.1 types describe access tokens only
+        if row.resource is not None:
+            payload["aud"] = row.resource  # RFC 8707: the one resource the token is for
         return payload
 
 

@@ -17,6 +17,7 @@ from app.models import AuthorizationCode
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from app.protocol import refresh_grace
 from app.protocol import tokens as issuing
+from app.protocol.resources import authorized_resource, check_token_resource
 from app.store import codes, store, tokens
 from app.store.apps import App
 from app.store.members import Member
@@ -86,6 +87,7 @@ def code_columns(request: OAuth2Request, user_id: str) -> dict[str, Any]:
         "code_challenge_method": request.payload.data.get("code_challenge_method"),
         "auth_time": request.auth_time,
         "amr": getattr(request, "amr", None) or "pwd",
+        "resource": authorized_resource(request),  # checked at the authorization endpoint already
         "issued_at": now,
         "expires_at": now + timedelta(seconds=int(current_app.config["AUTHORIZATION_CODE_LIFETIME"])),
     }
@@ -111,7 +113,7 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
     def generate_authorization_code(self) -> str:
         """The code the consent answer drew and stored (`draw_code`), else 256 random bits, like
         every other secret we issue. Authlib's generator draws each of its 48 characters with its
-        own call to the system's random source: 47 us against 1 us here."""
+        own call to the system's random source; one call for all of them here."""
         drawn: DrawnCode | None = getattr(self.request, "new_code", None)
         return drawn.value if drawn is not None else new_secret(32)
 
@@ -139,7 +141,7 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
             # RFC 6749 4.1.2: a code used twice revokes the tokens issued from it (and so does
             # losing a race with a concurrent redemption of the same code). Committed at once: the
             # revocation stands although this request is refused.
-            metrics.reuse_detected("code", spent)
+            metrics.reuse_detected("code", spent.grant_id, spent.user_id)
             store().tokens.revoke_grant(spent.grant_id)
             commit()
         return None
@@ -147,12 +149,14 @@ class AuthorizationCodeGrant(PairStoredAsSpent, grants.AuthorizationCodeGrant):
     def validate_token_request(self) -> None:
         """Authlib's checks. A code that the authenticated client presented and then failed a
         check on (its redirect_uri, or PKCE: a wrong, missing or malformed verifier) is burnt: a
-        failed redemption counts as the code's one use, so a stolen code gets one try. The pair
+        failed redemption counts as the code's one use, so a stolen code gets one try. So is a
+        `resource` other than the one the code was asked for (RFC 8707: `invalid_target`). The pair
         its redemption stored is deleted (never handed out) and the code stays spent, committed at
         once although the request is refused. A request that fails client authentication never
         reaches the code."""
         try:
             super().validate_token_request()
+            check_token_resource(self.request, self.request.authorization_code.resource)
         except OAuth2Error:
             if self.redeemed is not None:
                 store().codes.burn(self.redeemed)
@@ -196,10 +200,17 @@ class RefreshTokenGrant(PairStoredAsSpent, grants.RefreshTokenGrant):
             return None
         if refresh_grace.replay(row, refresh_token) is not None:
             return row  # answered again in create_token_response
-        metrics.reuse_detected("refresh_token", row)
+        metrics.reuse_detected("refresh_token", row.grant_id, row.user_id)
         store().tokens.revoke_grant(row.grant_id)
         commit()  # the revocation stands although this request is refused
         return None
+
+    def validate_token_request(self) -> None:
+        """Authlib's checks, then the resource (RFC 8707 2.2): a refresh may name the resource its
+        grant is bound to, never another (the rotation this request made is rolled back with the
+        refusal)."""
+        super().validate_token_request()
+        check_token_resource(self.request, self.request.refresh_token.resource)
 
     def create_token_response(self) -> TokenResponse:
         old = self.request.refresh_token

@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import Flask
 from werkzeug.http import parse_etags, unquote_etag
@@ -21,6 +22,8 @@ from app.core.capabilities import (
     INTROSPECTION_PATH,
     JWKS_PATH,
     PROMPTS,
+    REGISTRATION_PATH,
+    RESOURCE_METADATA_PATH,
     RESPONSE_MODES,
     RESPONSE_TYPES,
     REVOCATION_AUTH_METHODS,
@@ -48,6 +51,8 @@ def discovery_document(config: Mapping[str, Any]) -> dict[str, Any]:
         "introspection_endpoint": issuer + INTROSPECTION_PATH,
         "introspection_endpoint_auth_methods_supported": list(INTROSPECTION_AUTH_METHODS),
         "end_session_endpoint": issuer + END_SESSION_PATH,
+        # RFC 7591, for AI agents without a metadata document: public clients only (app/protocol/registration.py).
+        "registration_endpoint": issuer + REGISTRATION_PATH,
         "scopes_supported": list(SUPPORTED_SCOPES),
         "response_types_supported": list(RESPONSE_TYPES),
         "response_modes_supported": list(RESPONSE_MODES),
@@ -67,7 +72,42 @@ def discovery_document(config: Mapping[str, Any]) -> dict[str, Any]:
         "ui_locales_supported": ["en"],
         "display_values_supported": ["page"],
         "claim_types_supported": ["normal"],
+        # Client ID Metadata Documents: an AI agent's client id may be the https URL of its own
+        # metadata, read by the provider (app/services/agent_clients.py; the MCP authorization spec).
+        "client_id_metadata_document_supported": True,
     }
+
+
+def authorization_server_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
+    """RFC 8414 section 2, at /.well-known/oauth-authorization-server: the same facts as OIDC
+    discovery (RFC 8414 3 lets the two documents coincide; the OIDC names are the registered
+    metadata names), so a client reading either meets the same endpoints and methods."""
+    return discovery_document(config)
+
+
+# What an agent asks for when it signs a member in to the tool server: who they are, their own
+# credits, their own analytics (on pro). `offline_access` is the agent's to add (refresh tokens).
+AGENT_SCOPES = ("openid", "profile", "credits:read", "analytics:read")
+
+
+def protected_resource_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
+    """RFC 9728 section 2: the tool server as a protected resource - its identifier (MCP_URL,
+    what an agent names with `resource=`), the one authorization server that issues its tokens,
+    the scopes its tools read, and how a token is sent (the Authorization header only)."""
+    return {
+        "resource": config["MCP_URL"],
+        "authorization_servers": [config["ISSUER_URL"]],
+        "scopes_supported": list(AGENT_SCOPES),
+        "bearer_methods_supported": ["header"],
+        "resource_name": "Credits ID tool server",
+    }
+
+
+def resource_metadata_url(mcp_url: str) -> str:
+    """Where the tool server publishes its metadata (RFC 9728 3.1: the well-known path inserted
+    between the host and the resource's path), the address its 401s point to."""
+    url = urlsplit(mcp_url)
+    return f"{url.scheme}://{url.netloc}{RESOURCE_METADATA_PATH}{url.path.rstrip('/')}"
 
 
 class PreparedDocument:
@@ -94,3 +134,4 @@ def not_modified(etag: str, if_none_match: str | None) -> bool:
 
 def init_metadata(app: Flask) -> None:
     app.extensions["discovery"] = PreparedDocument(discovery_document(app.config))
+    app.extensions["as_metadata"] = PreparedDocument(authorization_server_metadata(app.config))

@@ -14,13 +14,12 @@ from joserfc.jwk import RSAKey
 from app.core.assurance import acr_for
 from app.core.capabilities import SIGNING_ALG
 from app.core.scopes import claims_for, scope_list
-from app.models import User
 from app.protocol.jwks import keystore
 from app.store.apps import App
-from app.store.members import Member
+from app.store.members import MemberFacts
 
 
-def user_claims(user: User | Member, scope: str) -> UserInfo:
+def user_claims(user: MemberFacts, scope: str) -> UserInfo:
     """The claims `scope` releases for `user`, plus the stable user id (always released, under
     the configured namespaced name). Feeds both the ID token and userinfo."""
     allowed = claims_for(scope_list(scope))
@@ -68,7 +67,7 @@ class IDTokenMixin:
         claims["amr"], claims["acr"] = amr, acr_for(amr)
         return claims
 
-    def generate_user_info(self, user: User | Member, scope: str) -> UserInfo:
+    def generate_user_info(self, user: MemberFacts, scope: str) -> UserInfo:
         return user_claims(user, scope)
 
 

@@ -1,4 +1,4 @@
-"""The published documents - discovery and the key set - answered at the front (app/protocol/front.py).
+"""The published documents - discovery (and its RFC 8414 twin) and the key set - answered at the front (app/protocol/front.py).
 
 Every relying party and resource server fetches these two documents, and nothing about them
 depends on who asks: they are the same bytes (prepared once, with an ETag) until the
@@ -16,7 +16,7 @@ from typing import Any
 
 from flask import Flask
 
-from app.core.capabilities import DISCOVERY_PATH, JWKS_PATH
+from app.core.capabilities import AS_METADATA_PATH, DISCOVERY_PATH, JWKS_PATH
 from app.protocol.front import Answer, Answerer
 from app.protocol.metadata import not_modified, published_headers
 
@@ -50,6 +50,7 @@ def _document(endpoint: str, current: Callable[[], tuple[bytes, str] | None], ma
 
 def answerers(app: Flask) -> dict[str, Answerer]:
     discovery, keystore = app.extensions["discovery"], app.extensions["keystore"]
+    as_metadata = app.extensions["as_metadata"]
     max_age = int(app.config["JWKS_MAX_AGE"])
 
     def keys() -> tuple[bytes, str] | None:
@@ -59,4 +60,5 @@ def answerers(app: Flask) -> dict[str, Answerer]:
     return {
         DISCOVERY_PATH: _document("oauth.discovery", lambda: (discovery.body, discovery.etag), max_age),
         JWKS_PATH: _document("oauth.jwks", keys, max_age),
+        AS_METADATA_PATH: _document("oauth.as_metadata", lambda: (as_metadata.body, as_metadata.etag), max_age),
     }

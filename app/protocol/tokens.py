@@ -12,6 +12,7 @@ from flask import current_app
 
 from app.core.scopes import grantable, join, scope_list
 from app.models.base import new_secret, sha256_hex, utcnow
+from app.protocol.resources import accepts
 from app.store import store
 from app.store import tokens as stored
 from app.store.members import Member
@@ -71,12 +72,15 @@ def bearer_value(authorization: str | None) -> str | None:
     return value if scheme.lower() == "bearer" and value else None
 
 
-def live_bearer(value: str | None) -> stored.StoredToken | None:
-    """The one bearer-token rule, for userinfo and the /v1 data API alike: the access token `value`
-    names, unless it is unknown, revoked or expired, or its member is suspended or its app no
-    longer active (StoredToken.is_barred)."""
+def live_bearer(value: str | None, resource: str | None = None) -> stored.StoredToken | None:
+    """The one bearer-token rule, for userinfo, the /v1 data API and the tool server alike: the
+    access token `value` names, unless it is unknown, revoked or expired, its member is suspended or
+    its app no longer active (StoredToken.is_barred), or it is bound to another resource than
+    `resource` (RFC 8707; None: the provider's own APIs, app/protocol/resources.py)."""
     token = store().tokens.find_bearer(value) if value else None
     if token is None or token.is_revoked() or token.is_expired() or token.is_barred():
+        return None
+    if not accepts(token.resource, resource):
         return None
     return token
 

@@ -41,7 +41,7 @@ def can_manage(user: User, client: RegisteredApp) -> bool:
 def find_app(client_id: str, include_deleted: bool = False) -> RegisteredApp:
     """A registered app by its public client id; a deleted one only when `include_deleted` (its
     page stays readable, since it is still in the ledger, but nothing can be done to it)."""
-    client = store().apps.registered((client_id or "")[:64])
+    client = store().apps.registered((client_id or "")[:255])
     if client is None or (client.is_deleted and not include_deleted):
         raise AppNotFound(f"no application with client id {client_id}")
     return client

@@ -20,7 +20,7 @@ from app.models import AuditEvent, Role, User
 from app.models.base import utcnow
 from app.store import store
 from app.store.apps import App, RegisteredApp
-from app.store.members import Member
+from app.store.members import MemberFacts
 from app.store.statements import first
 
 # Every action the trail knows, with how the console words it.
@@ -78,15 +78,15 @@ MEMBER_ACTIONS = frozenset(
 
 
 # One statement, built once. An INSERT rather than an ORM object added to the session: the unit
-# of work's bookkeeping for one row cost more than the statement (about 0.2 ms per sign-in event,
-# in-process), and nothing reads the event back in the request that writes it.
+# of work's bookkeeping for one row costs more than the statement, and nothing reads the event back
+# in the request that writes it.
 EVENTS = AuditEvent.__table__  # also for a step that writes its event in its own statement (`event_row`)
 _INSERT = insert(EVENTS)
 
 
 def event_row(
     action: str,
-    actor: User | Member | None = None,
+    actor: MemberFacts | None = None,
     client: App | None = None,
     subject: User | None = None,
     source: str | None = None,
@@ -114,7 +114,7 @@ def event_row(
 
 def record(
     action: str,
-    actor: User | Member | None = None,
+    actor: MemberFacts | None = None,
     client: App | None = None,
     subject: User | None = None,
     source: str | None = None,

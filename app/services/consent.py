@@ -11,7 +11,7 @@ from app.models import User
 from app.models.base import utcnow
 from app.store import store
 from app.store.apps import App
-from app.store.members import Member
+from app.store.members import MemberFacts
 
 
 class Withdrawn(TypedDict):
@@ -21,7 +21,7 @@ class Withdrawn(TypedDict):
     tokens_narrowed: int
 
 
-def remembered_scopes(user: User | Member, client: App) -> list[str]:
+def remembered_scopes(user: MemberFacts, client: App) -> list[str]:
     """What the member already granted the app."""
     return store().consents.remembered(user.id, client.id)
 
@@ -51,7 +51,7 @@ def consented_scope(remembered: list[str] | tuple[str, ...], asked: list[str], g
 
 def answer_request(
     request_id: str,
-    user: User | Member,
+    user: MemberFacts,
     client: App,
     scope: str,
     event: dict[str, Any],

@@ -17,9 +17,8 @@ from __future__ import annotations
 from flask import Response, after_this_request, current_app, g, request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from app.models import User
 from app.models.base import new_secret
-from app.store.members import Member
+from app.store.members import MemberFacts
 
 COOKIE = "credits_id_device"
 SALT = "credits-id device cookie"
@@ -49,14 +48,14 @@ def _entries() -> list[tuple[str, str]]:
     return g.device_entries
 
 
-def known_device(user: User | Member | None) -> str | None:
+def known_device(user: MemberFacts | None) -> str | None:
     """The device id this browser holds for `user` (it signed in to that account before), or None."""
     if user is None:
         return None
     return next((device for user_id, device in _entries() if user_id == user.id), None)
 
 
-def remember_device(user: User | Member) -> None:
+def remember_device(user: MemberFacts) -> None:
     """Mark this browser as known for `user` (after a successful sign-in or password reset): the
     cookie is set (or renewed, with a fresh lifetime) on this request's response."""
     device = known_device(user) or new_secret(16)

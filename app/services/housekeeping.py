@@ -48,7 +48,7 @@ RULES: dict[str, Rule] = {
     **{name: Rule(table, expired) for name, (table, expired) in PURGEABLE.items()},  # the protocol's rows
     "one_time_links": Rule(_links, lambda now: _links.c.expires_at <= now),
     "webauthn_challenges": Rule(_challenges, lambda now: _challenges.c.expires_at <= now),
-    "audit_events": Rule(_audit, lambda now: _older_than_retention(now)),
+    "audit_events": Rule(_audit, lambda now: _older_than_retention(now)),  # noqa: PLW0108 - defined below
 }
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from flask import Flask, current_app, render_template
@@ -43,7 +44,7 @@ class Mail:
     text: str
 
     @classmethod
-    def from_template(cls, to: str, subject: str, template: str, **context) -> Mail:
+    def from_template(cls, to: str, subject: str, template: str, **context: Any) -> Mail:
         """A plain-text mail rendered from `templates/mail/<template>.txt`."""
         return cls(to=to, subject=subject, text=render_template(f"mail/{template}.txt", **context))
 

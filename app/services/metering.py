@@ -1,9 +1,8 @@
 """The `api_requests` meter and what a month of it costs.
 
 Every request an API key makes that passes the gateway (authenticated, entitled, within its
-limit) counts once: one upsert on the (key, UTC day) counter row - `INSERT ... ON CONFLICT DO
-UPDATE`, which SQLite and PostgreSQL both run atomically, so concurrent processes never lose a
-count. Sign-in traffic (OIDC tokens, userinfo, bearer reads of `/v1`) never reaches this module.
+limit) counts once: one atomic upsert on the (key, UTC day) counter row (app/store/meter.py), so
+concurrent processes never lose a count. Sign-in traffic (OIDC tokens, userinfo, bearer reads of `/v1`) never reaches this module.
 
 Pricing (spec, "Metering and price constants"), in one pure function, `month_amount`:
 - pay-as-you-go (and the `start` tier, which is pay-as-you-go with a faster limit): marginal bands,
@@ -20,12 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
-from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-from app.core.extensions import db
-from app.models import ApiKey, ApiUsage, KeyPlan
+from app.models import ApiKey, KeyPlan
+from app.store import store
 
 METER = "api_requests"
 BANDS: tuple[tuple[int | None, Decimal], ...] = (
@@ -71,14 +66,9 @@ def utc_day(moment: datetime | None = None) -> date:
 
 
 def meter_request(key: ApiKey, day: date | None = None) -> None:
-    """Add one request to the key's counter for `day` (today, UTC): one statement. Flushes only;
-    the gateway commits."""
-    values = {"key_id": key.id, "day": day or utc_day(), "count": 1}
-    dialect = db.session.get_bind().dialect.name
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    stmt = insert(ApiUsage).values(**values)
-    stmt = stmt.on_conflict_do_update(index_elements=["key_id", "day"], set_={"count": ApiUsage.count + 1})
-    db.session.execute(stmt)
+    """Add one request to the key's counter for `day` (today, UTC): one statement. The gateway
+    commits."""
+    store().meter.count(key.id, day or utc_day())
 
 
 @dataclass(frozen=True)
@@ -100,14 +90,8 @@ def usage_for(keys: list[ApiKey], month_of: date | None = None) -> list[KeyUsage
     total and the month's amount on its plan: one query for all keys."""
     first, following = month_bounds(month_of or utc_day())
     per_day: dict[str, list[tuple[date, int]]] = defaultdict(list)
-    if keys:
-        rows = db.session.execute(
-            select(ApiUsage.key_id, ApiUsage.day, ApiUsage.count)
-            .where(ApiUsage.key_id.in_([k.id for k in keys]), ApiUsage.day >= first, ApiUsage.day < following)
-            .order_by(ApiUsage.key_id, ApiUsage.day)
-        )
-        for key_id, day, count in rows:
-            per_day[key_id].append((day, count))
+    for key_id, day, count in store().meter.days([k.id for k in keys], first, following):
+        per_day[key_id].append((day, count))
     result = []
     for key in keys:
         days = per_day.get(key.id, [])
@@ -118,11 +102,4 @@ def usage_for(keys: list[ApiKey], month_of: date | None = None) -> list[KeyUsage
 
 def last_used(keys: list[ApiKey]) -> dict[str, date]:
     """The last UTC day each key made a request (no extra write per request: read off the meter)."""
-    if not keys:
-        return {}
-    rows = db.session.execute(
-        select(ApiUsage.key_id, func.max(ApiUsage.day))
-        .where(ApiUsage.key_id.in_([k.id for k in keys]))
-        .group_by(ApiUsage.key_id)
-    )
-    return dict(rows.all())
+    return store().meter.last_used([k.id for k in keys])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from flask import Flask, current_app
@@ -38,10 +40,8 @@ class Passwords:
         matched under other parameters than the configured ones (else None). No stored hash (an
         unknown email) checks a dummy one, so both answers take the same time."""
         if stored_hash is None:
-            try:
+            with contextlib.suppress(VerificationError):
                 self._hasher.verify(self._dummy_hash, password)
-            except VerificationError:
-                pass
             return False, None
         try:
             self._hasher.verify(stored_hash, password)

@@ -34,7 +34,7 @@ from app.core.extensions import db
 from app.models import Passkey, RecoveryCode, TotpFactor, User
 from app.models.base import sha256_hex, utcnow
 from app.services.audit import record
-from app.store.members import ACCOUNT_COLUMNS, Account, Member
+from app.store.members import ACCOUNT_COLUMNS, Account, MemberFacts
 from app.store.statements import first
 
 RECOVERY_CODES = 10
@@ -92,7 +92,7 @@ _SIGNING_IN = select(
 ).where(_users.c.email == bindparam("email"))
 
 
-def has_second_factor(user: User | Member) -> bool:
+def has_second_factor(user: MemberFacts) -> bool:
     """A confirmed authenticator app or a passkey: sign-in asks for it after the password (one query)."""
     return bool(db.session.scalar(_HAS_SECOND_FACTOR, {"user_id": user.id}))
 

@@ -15,7 +15,7 @@ from app.models import User
 from app.models.base import new_secret, utcnow
 from app.store import store
 from app.store.logins import Login
-from app.store.members import Member
+from app.store.members import Member, MemberFacts
 
 SESSION_ID = "sid"
 BROWSER_ID = "bid"
@@ -60,7 +60,7 @@ def browser_id() -> str:
 
 
 def start_login(
-    user: User | Member,
+    user: MemberFacts,
     amr: tuple[str, ...] = ("pwd",),
     event: dict[str, Any] | None = None,
     attach_to: str | None = None,

@@ -31,6 +31,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from flask import Flask, current_app, request
 from limits import RateLimitItem, parse
@@ -87,12 +88,12 @@ _fallback = SweptMemoryStorage()  # where sign-in counts while Redis is unreacha
 _store_failed_at = 0.0
 
 
-def _store(op: str, *args):
+def _store(op: str, *args: Any) -> Any:
     """One operation on the counter store (Flask-Limiter's: Redis when configured), falling back
     to this process's memory when it fails: sign-in keeps working and keeps counting. After a
     failure the store is left alone for RETRY_STORE_AFTER seconds, so an unreachable Redis costs
     one timeout, not one per counter of every sign-in."""
-    global _store_failed_at
+    global _store_failed_at  # noqa: PLW0603 - one timestamp for the process, read on every count
     if time.monotonic() - _store_failed_at >= RETRY_STORE_AFTER:
         try:
             return getattr(limiter.storage, op)(*args)
@@ -108,7 +109,7 @@ def _store(op: str, *args):
 
 def reset_fallback() -> None:
     """Forget the in-memory counts and try the store again at once (tests; a store back up)."""
-    global _store_failed_at
+    global _store_failed_at  # noqa: PLW0603
     _store_failed_at = 0.0
     _fallback.reset()
 

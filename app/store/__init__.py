@@ -12,6 +12,8 @@
     app_cache.py       those kept apps, vouched for by LISTEN/NOTIFY
     expiry.py          when a row can no longer be used (what housekeeping may delete)
     rosters.py         members' rosters of catalog profiles, and a workspace key's reach
+    meter.py           the api_requests meter's counters, one per key and UTC day
+    audit_trail.py     the audit trail counted by day (the console's activity pictures)
 
 The implementations are chosen once, when the app is created (`init_store`): no dialect is tested
 anywhere else, and SQLite (the local default) and PostgreSQL run the same code but where
@@ -28,11 +30,23 @@ from app.core.extensions import db
 from app.store import app_cache
 from app.store import postgresql as pg
 from app.store.apps import SqlApps
+from app.store.audit_trail import SqlAuditTrail
 from app.store.codes import SqlCodes
 from app.store.consents import SqlConsents
 from app.store.logins import SqlLogins
+from app.store.meter import SqlMeter
 from app.store.pending_requests import SqlPendingRequests
-from app.store.ports import Apps, Codes, Consents, Logins, PendingRequests, Rosters, Tokens
+from app.store.ports import (
+    Apps,
+    AuditTrail,
+    Codes,
+    Consents,
+    Logins,
+    Meter,
+    PendingRequests,
+    Rosters,
+    Tokens,
+)
 from app.store.rosters import SqlRosters
 from app.store.tokens import SqlTokens
 
@@ -50,12 +64,24 @@ class Store:
     requests: PendingRequests
     consents: Consents
     rosters: Rosters
+    meter: Meter
+    audit: AuditTrail
 
 
 def sql_store() -> Store:
     """The SQL implementation (SQLite's, and the base of PostgreSQL's)."""
     apps = SqlApps()
-    return Store(apps, SqlCodes(), SqlTokens(), SqlLogins(), SqlPendingRequests(apps), SqlConsents(), SqlRosters())
+    return Store(
+        apps,
+        SqlCodes(),
+        SqlTokens(),
+        SqlLogins(),
+        SqlPendingRequests(apps),
+        SqlConsents(),
+        SqlRosters(),
+        SqlMeter(),
+        SqlAuditTrail(),
+    )
 
 
 def init_store(app: Flask) -> None:
@@ -76,6 +102,8 @@ def init_store(app: Flask) -> None:
             pg.PostgresPendingRequests(apps),
             SqlConsents(),
             pg.PostgresRosters(),
+            pg.PostgresMeter(),
+            pg.PostgresAuditTrail(),
         )
     else:
         chosen = sql_store()

@@ -10,8 +10,8 @@ LISTENing on the channel, and before every use of a copy it reads what that conn
 received: one non-blocking read of its socket, under a microsecond. Any notice drops every copy.
 
 - **A change committed anywhere** (the console, the command line, an operator's psql) is seen by
-  the next lookup of every process once PostgreSQL has delivered its notice (measured on one
-  machine: already there when the writer's COMMIT returned in 92-94 % of trials, within 5 ms in all).
+  the next lookup of every process once PostgreSQL has delivered its notice (usually already there
+  when the writer's COMMIT returns; tests/production/test_app_cache.py bounds the rest).
 - **A change this process writes** drops the copies at once (`forget_on_write`), and a read inside
   a transaction (which may see that transaction's own, uncommitted change) is never kept: only
   reads outside one, of committed rows (app/store/unit_of_work.py: on PostgreSQL the reads before
@@ -31,6 +31,7 @@ SQLAlchemy coherent by LISTEN/NOTIFY.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -173,10 +174,8 @@ class AppCache(Generic[A]):
         listener, self._listener = self._listener, None
         self._forget()
         if listener is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 listener.close()
-            except psycopg.Error:
-                pass
 
 
 def forget_on_write(cache: AppCache[Any]) -> Callable[..., None]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Label, Select, bindparam, func, or_, select
 
-from app.models import AuditEvent, Client, ClientStatus, Consent, User
+from app.models import AuditEvent, Client, ClientStatus, Consent, Registration, User
 from app.models.client import ClientRules
 from app.store.statements import first, run
 from app.store.unit_of_work import unit_of_work
@@ -48,6 +48,20 @@ class App(ClientRules):
     policy_url: str | None
     tos_url: str | None
     status: str
+    registration: str  # Registration: a developer's app, or an agent known by its metadata document
+    document_fetched_at: datetime | None  # an agent's document, when last read
+
+    @property
+    def is_agent(self) -> bool:
+        """An AI agent known by its Client ID Metadata Document or registered by itself (RFC 7591),
+        rather than registered by a developer: its name and redirect URIs are its own word,
+        unverified (the consent page says so), and nobody is billed for it."""
+        return self.registration != Registration.CONSOLE
+
+    @property
+    def document_url(self) -> str | None:
+        """Where an agent's metadata document lives (its client id), if it is known by one."""
+        return self.client_id if self.registration == Registration.METADATA_DOCUMENT else None
 
     def __repr__(self) -> str:
         return f"<App {self.client_id}>"
@@ -133,7 +147,7 @@ class SqlApps:
     def by_client_id(self, client_id: str | None) -> App | None:
         """An app by its public id, active or not. Authlib validates an authorization request twice
         (consent step and response), and /authorize checks trust first: the request reads it once."""
-        if not client_id or len(client_id) > 64 or "\x00" in client_id:
+        if not client_id or len(client_id) > 255 or "\x00" in client_id:
             return None
         return self._remembered(("client_id", client_id), _APP_BY_CLIENT_ID, {"client_id": client_id})
 
@@ -182,6 +196,25 @@ class SqlApps:
         """Register an app (`values`: its columns, the secret as a hash only); returns it as stored,
         with the columns' defaults (status active, registered now)."""
         row = run(_clients.insert().values(**values).returning(*_COLUMNS)).first()
+        return _returned(row)
+
+    def keep_agent(self, client_id: str, values: dict[str, Any]) -> RegisteredApp:
+        """An agent known by its metadata document (`client_id`: the document's URL), its row
+        refreshed with what the document says now (`values`), or inserted the first time. Its
+        status is left as it is: an agent an administrator disabled stays disabled."""
+        agent = Registration.METADATA_DOCUMENT.value
+        stmt = (
+            _clients.update()
+            .where(_clients.c.client_id == client_id, _clients.c.registration == agent)
+            .values(**values)
+            .returning(*_COLUMNS)
+        )
+        row = run(stmt).first()
+        if row is None:
+            return self.insert({**values, "client_id": client_id, "registration": agent})
+        memo = unit_of_work().memo
+        memo.pop(("id", row.id), None)
+        memo.pop(("client_id", client_id), None)
         return _returned(row)
 
     def change(self, pk: int, values: dict[str, Any]) -> RegisteredApp:
@@ -266,9 +299,10 @@ class SqlApps:
         self, start: datetime, end: datetime, owner_id: str | None = None
     ) -> list[tuple[RegisteredApp, Owner | None]]:
         """Apps registered for some of [start, end) - created before its end, not deleted before its
-        start - oldest first, each with its owner (what the fee ledger bills)."""
+        start - oldest first, each with its owner (what the fee ledger bills). Registered apps only:
+        an agent known by its metadata document has no developer to bill."""
         stmt = (
-            _WITH_OWNER.where(_clients.c.created_at < end)
+            _WITH_OWNER.where(_clients.c.created_at < end, _clients.c.registration == Registration.CONSOLE.value)
             .where(or_(_clients.c.deleted_at.is_(None), _clients.c.deleted_at > start))
             .order_by(*_OLDEST_FIRST)
         )

@@ -46,6 +46,7 @@ REDEMPTION = (
         _codes.c.code_challenge_method,
         _codes.c.auth_time,
         _codes.c.amr,
+        _codes.c.resource,
     ),
 )
 _SPENT = select(_codes.c.grant_id, _codes.c.user_id).where(
@@ -68,6 +69,7 @@ class RedeemedCode:
     code_challenge_method: str | None
     auth_time: datetime
     amr: str  # how the member signed in (RFC 8176 values, space-separated)
+    resource: str | None  # the resource (RFC 8707) it was asked for; its tokens are bound to it
     user: Member
     successor_id: int  # the row of the pair it bought, written by the same step
 
@@ -137,6 +139,7 @@ class SqlCodes:
             row.code_challenge_method,
             row.auth_time,
             row.amr,
+            row.resource,
             member_from(row),
             spent.successor_id,
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Label, Row, Table, select
 
@@ -12,6 +12,27 @@ from app.models import User
 
 _users = User.__table__
 MEMBER_COLUMNS = ("sub", "name", "email", "email_verified", "tier", "profile_id")
+
+
+class MemberFacts(Protocol):
+    """What a service reads of a member, whichever shape holds them: the store's `Member` record
+    (the protocol's reads, one statement) or the ORM `User` a page is changing. One name for the
+    one aggregate in every signature that only reads it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def sub(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def email(self) -> str: ...
+    @property
+    def email_verified(self) -> bool: ...
+    @property
+    def tier(self) -> str: ...
+    @property
+    def profile_id(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)

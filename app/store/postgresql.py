@@ -16,7 +16,7 @@ does better in their place. This module is the one place a dialect is spelled ou
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -32,12 +32,14 @@ from sqlalchemy import (
     event,
     exists,
     func,
+    literal_column,
     select,
     true,
 )
 from sqlalchemy.dialects import postgresql
 
 from app.models import (
+    ApiUsage,
     AuditEvent,
     AuthorizationCode,
     Client,
@@ -50,9 +52,11 @@ from app.models import (
 )
 from app.store import app_cache
 from app.store.apps import App, Key, SqlApps
+from app.store.audit_trail import SqlAuditTrail
 from app.store.codes import REDEMPTION, SqlCodes
 from app.store.logins import Login, SqlLogins, login_row, started
 from app.store.members import MEMBER_COLUMNS, Member, member_joined
+from app.store.meter import SqlMeter
 from app.store.pending_requests import CONSUMED, SqlPendingRequests
 from app.store.rosters import SqlRosters
 from app.store.statements import first, run
@@ -248,6 +252,24 @@ class PostgresRosters(SqlRosters):
             roster_id=roster_id, profile_id=profile_id, added_at=at
         )
         return bool(run(statement.on_conflict_do_nothing()).rowcount)
+
+
+class PostgresMeter(SqlMeter):
+    """The meter on PostgreSQL: its spelling of the counting upsert."""
+
+    def count(self, key_id: str, day: date) -> None:
+        usage = ApiUsage.__table__
+        statement = postgresql.insert(usage).values(key_id=key_id, day=day, count=1)
+        run(statement.on_conflict_do_update(index_elements=["key_id", "day"], set_={"count": usage.c.count + 1}))
+
+
+class PostgresAuditTrail(SqlAuditTrail):
+    """The audit trail on PostgreSQL, where a timestamp carries its zone: the day is taken in UTC."""
+
+    def _day(self, column: Any) -> ColumnElement[str]:
+        # literals, not bound parameters: the same expression in SELECT and GROUP BY must be
+        # identical for PostgreSQL, and two binds ($1, $3) would make them differ
+        return func.to_char(func.timezone(literal_column("'UTC'"), column), literal_column("'YYYY-MM-DD'"))
 
 
 # -- apps kept between requests -------------------------------------------------------------------

@@ -65,7 +65,7 @@ class _Compiled:
         }
         columns = statement.exported_columns  # a SELECT's, or RETURNING's
         self.results = [column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns]
-        self.row: Callable[..., tuple[Any, ...]] = namedtuple("Row", [str(key) for key in columns.keys()])  # type: ignore[misc]
+        self.row: Callable[..., tuple[Any, ...]] = namedtuple("Row", [str(key) for key in columns.keys()])  # type: ignore[misc]  # noqa: SIM118 - a column collection iterates its columns
 
     def parameters(self, params: dict[str, Any]) -> dict[str, Any] | tuple[Any, ...]:
         values = {**self.fixed, **params} if self.fixed else params

@@ -49,7 +49,7 @@ _INSERT = _tokens.insert().returning(_tokens.c.id)
 # replaces it. The new pair copies the spent row's app, member, grant and login, and its scope (a
 # narrowed request's scope when one is given); its hashes and times are drawn by the caller
 # (app/protocol/tokens.py: NewPair).
-COPIED = ("client_id", "user_id", "grant_id", "auth_time", "amr")
+COPIED = ("client_id", "user_id", "grant_id", "auth_time", "amr", "resource")
 DRAWN = ("access_token_hash", "refresh_token_hash", "issued_at", "access_expires_at", "refresh_expires_at")
 
 
@@ -126,6 +126,7 @@ _STORED_COLUMNS = (
     _tokens.c.refresh_expires_at,
     _tokens.c.refresh_used_at,
     _tokens.c.revoked_at,
+    _tokens.c.resource,
     _clients.c.client_id.label("app_client_id"),
     _clients.c.status.label("app_status"),
     *member_joined(),
@@ -172,6 +173,7 @@ class StoredToken(TokenMixin):
     refresh_expires_at: datetime | None
     refresh_used_at: datetime | None
     revoked_at: datetime | None
+    resource: str | None  # the resource (RFC 8707) it is bound to; None: the provider's own APIs
     client: TokenApp
     user: Member
     member_suspended: bool
@@ -222,6 +224,7 @@ def _stored(row: Any) -> StoredToken | None:
         row.refresh_expires_at,
         row.refresh_used_at,
         row.revoked_at,
+        row.resource,
         TokenApp(row.client_id, row.app_client_id, row.app_status),
         member_from(row),
         row.member_suspended_at is not None,
@@ -238,6 +241,7 @@ class RotatedRefresh:
     scope: str
     auth_time: datetime
     amr: str
+    resource: str | None  # the resource its family is bound to (RFC 8707)
     user: Member
     successor_id: int  # the row of the pair that replaces it, written by the same rotation
 
@@ -313,7 +317,15 @@ class SqlTokens:
             return None
         row = spent.row
         return RotatedRefresh(
-            row.id, row.grant_id, row.user_id, row.scope, row.auth_time, row.amr, member_from(row), spent.successor_id
+            row.id,
+            row.grant_id,
+            row.user_id,
+            row.scope,
+            row.auth_time,
+            row.amr,
+            row.resource,
+            member_from(row),
+            spent.successor_id,
         )
 
     def discard_unissued(self, pk: int) -> None:
@@ -419,7 +431,7 @@ class SqlTokens:
             .where(_tokens.c.user_id == user_id)
             .group_by(_tokens.c.client_id)
         ).all()
-        return {client_pk: issued for client_pk, issued in rows}
+        return dict(rows)
 
     def live_grants_by_app(self, user_id: str, now: datetime) -> dict[int, LiveGrant]:
         """The apps holding a live token of the member, with what they hold, in one query."""

@@ -42,7 +42,7 @@ _KEY = "unit_of_work"  # where the app context keeps its UnitOfWork, in `g`
 class UnitOfWork:
     """One connection and its transaction, for one request or one command."""
 
-    __slots__ = ("engine", "current", "memo")
+    __slots__ = ("current", "engine", "memo")
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

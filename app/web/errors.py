@@ -34,6 +34,7 @@ MACHINE_PREFIXES = (
     "/api/auth/oauth2/userinfo",
     "/api/auth/oauth2/revoke",
     "/api/auth/oauth2/introspect",
+    "/api/auth/oauth2/register",
     "/api/auth/jwks",
     "/.well-known/",
 )

@@ -6,16 +6,18 @@ from flask import Blueprint, Response, current_app, request
 from werkzeug.wrappers import Response as BaseResponse
 
 from app.core.capabilities import (
+    AS_METADATA_PATH,
     AUTHORIZE_PATH,
     DISCOVERY_PATH,
     INTROSPECTION_PATH,
     JWKS_PATH,
+    REGISTRATION_PATH,
     REVOCATION_PATH,
     TOKEN_PATH,
     USERINFO_PATH,
 )
 from app.core.extensions import csrf
-from app.protocol import authorize, token_endpoint
+from app.protocol import authorize, registration, token_endpoint
 from app.protocol.jwks import keystore
 from app.protocol.metadata import not_modified, published_headers
 from app.protocol.server import server
@@ -38,6 +40,13 @@ def discovery() -> Response:
     return _cached_json(doc.body, doc.etag)
 
 
+@bp.get(AS_METADATA_PATH)
+def as_metadata() -> Response:
+    """RFC 8414 authorization server metadata: OIDC discovery's facts (app/protocol/metadata.py)."""
+    doc = current_app.extensions["as_metadata"]
+    return _cached_json(doc.body, doc.etag)
+
+
 @bp.get(JWKS_PATH)
 def jwks() -> Response:
     snap = keystore.snapshot()
@@ -48,6 +57,13 @@ def jwks() -> Response:
 @csrf.exempt  # relying parties may POST the authorization request (OIDC Core 3.1.2.1)
 def authorize_endpoint() -> BaseResponse:
     return authorize.run(server.create_oauth2_request(None))
+
+
+@bp.post(REGISTRATION_PATH)
+@csrf.exempt  # an agent's JSON POST, no cookie
+def register_client() -> Response:
+    """Dynamic client registration (RFC 7591) for AI agents: app/protocol/registration.py."""
+    return registration.register(request._get_current_object())  # type: ignore[attr-defined]
 
 
 @bp.post(TOKEN_PATH)

@@ -45,7 +45,7 @@ def chromium():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        browser_unavailable("Playwright is not installed: pip install -r requirements-dev.txt")
+        browser_unavailable("Playwright is not installed: make venv")
     if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
         found = shutil.which("chromium")
         browser_unavailable(
@@ -122,7 +122,7 @@ def page(context, request):
         try:
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / request.node.name / "failed.png"), full_page=True)
-        except Exception:  # noqa: BLE001 - a failure screenshot must never hide the failure itself
+        except Exception:
             pass
 
 
@@ -161,7 +161,7 @@ class Callback:
 
 def _handler(callback: Callback):
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's naming
+        def do_GET(self):
             parts = urlsplit(self.path)
             if parts.path == "/favicon.ico":
                 self.send_response(204)

@@ -188,7 +188,7 @@ def test_wrong_password_is_said_plainly_and_marked_on_the_fields(live_server, ca
 
 
 def test_error_pages_say_what_happened_and_what_to_do(live_server, callback, page, shots):
-    client, rp = app_for(live_server, callback)
+    _client, rp = app_for(live_server, callback)
 
     response = page.goto(live_server("/api/auth/oauth2/authorize?response_type=code&client_id=no-such-app"))
     assert response.status == 400

@@ -52,7 +52,7 @@ class SinglePageApp:
         app = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's naming
+            def do_GET(self):
                 if urlsplit(self.path).path not in ("/app", "/probe"):
                     self.send_error(404)
                     return

@@ -104,7 +104,7 @@ class HostSite:
 
 def _site_handler(site: HostSite):
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's naming
+        def do_GET(self):
             path = urlsplit(self.path).path
             if path in site.pages:
                 body, headers = site.pages[path][0].encode(), {"Content-Type": "text/html; charset=utf-8"}
@@ -230,7 +230,7 @@ def open_page(host_browser, request):
                 folder = ARTIFACTS / request.node.name
                 folder.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(folder / f"failed-{n}.png"), full_page=True)
-            except Exception:  # noqa: BLE001 - never hide the failure itself
+            except Exception:
                 pass
         context.close()
 

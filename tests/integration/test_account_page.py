@@ -64,7 +64,7 @@ def test_connected_apps_in_plain_words(live_server):
 def test_revoke_cuts_off_userinfo_and_refresh_at_once(live_server):
     member = make_member()
     client, rp, tokens = connect(live_server, member)
-    other, other_rp, other_tokens = connect(live_server, member, name="Other App")
+    _other, other_rp, other_tokens = connect(live_server, member, name="Other App")
     assert userinfo(live_server.url, tokens["access_token"]).status_code == 200
     # a second grant of the same app: every token of the app is revoked, not only one family
     params, _ = sign_in(live_server.url, rp, member.email, scope="openid offline_access")
@@ -130,7 +130,7 @@ def test_revoke_needs_a_csrf_token_and_a_sign_in(live_server):
 
 def test_first_party_app_without_consent_is_listed_and_revocable(live_server):
     member = make_member()
-    client, rp, tokens = connect(live_server, member, name="Credits Studio", trusted=True)
+    client, _rp, tokens = connect(live_server, member, name="Credits Studio", trusted=True)
     assert db.session.scalar(db.select(Consent).where(Consent.client_id == client.id)) is None
     browser = signed_in(live_server.url, member.email, "/account")
     page = browser.get("/account").text
@@ -174,7 +174,7 @@ def test_sign_out_everywhere_ends_every_session(live_server):
     laptop = signed_in(live_server.url, member.email, "/account")
     phone = signed_in(live_server.url, member.email, "/account")
     bystander = signed_in(live_server.url, someone_else.email, "/account")
-    client, _, tokens = connect(live_server, member)
+    _client, _, tokens = connect(live_server, member)
 
     response = post_form(phone, "/account", "/account/sign-out-everywhere")
     assert response.status_code == 303

@@ -197,7 +197,7 @@ def test_a_confidential_legacy_app_may_skip_pkce_when_an_admin_relaxed_it(live_s
 
 
 def test_repeated_parameters_are_rejected(live_server, rp):
-    params = list(rp.auth_params().items()) + [("state", "second")]
+    params = [*list(rp.auth_params().items()), ("state", "second")]
     response = Browser(live_server.url).get(AUTHORIZE, params=params)
     assert redirect_params(response)["error"] == "invalid_request"
 
@@ -370,7 +370,7 @@ def test_prompt_none_never_shows_ui(live_server, rp, member):
 
 
 def test_prompt_login_and_max_age_force_a_new_login(live_server, rp, member):
-    params, browser = sign_in(live_server.url, rp, member.email)
+    _params, browser = sign_in(live_server.url, rp, member.email)
     first_login = db.session.scalar(db.select(LoginSession).order_by(LoginSession.id.desc()))
     again = browser.authorize(rp.auth_params(prompt="login"))
     assert 'type="password"' in again.text

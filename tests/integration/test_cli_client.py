@@ -592,7 +592,7 @@ def test_login_stores_nothing_the_api_refuses(home, live_server, catalog, key):
     empty = cli("login", stdin="")
     assert empty.returncode == 2 and "no key on standard input" in empty.stderr
     assert not stored.exists()
-    assert all(unknown not in t and publishable not in t for t in cli.seen + [wrong_kind.stdout, wrong_kind.stderr])
+    assert all(unknown not in t and publishable not in t for t in [*cli.seen, wrong_kind.stdout, wrong_kind.stderr])
 
     # Without XDG_CONFIG_HOME: ~/.config/credits, a directory it tightens to 0700 if it was looser.
     loose_dir = home / "home" / ".config" / "credits"

@@ -175,7 +175,7 @@ def test_a_suspension_pauses_the_owners_keys_unmetered_and_lifting_it_resumes_th
     def metered() -> dict[str, int]:
         fresh()
         rows = db.session.execute(db.select(ApiUsage.key_id, ApiUsage.count)).all()
-        return {key_id: count for key_id, count in rows}
+        return dict(rows)
 
     assert catalog_call(secret).status_code == 200 and widget_call().status_code == 200
     assert metered() == {secret_key.id: 1, widget_key.id: 1}

@@ -236,7 +236,7 @@ def dev_app(live_server):
 
 
 def test_edit_details_and_uris(live_server, dev_app):
-    dev, client, _, browser = dev_app
+    _dev, client, _, browser = dev_app
     page = browser.get(f"/console/apps/{client.client_id}/edit")
     assert page.status_code == 200 and "http://127.0.0.1:7199/cb" in page.text
     data = {
@@ -300,7 +300,7 @@ def test_rotate_secret_with_grace_period(live_server, dev_app):
 
 
 def test_disable_then_enable(live_server, dev_app):
-    dev, client, secret, browser = dev_app
+    _dev, client, secret, browser = dev_app
     member = make_member()
     rp = RelyingParty(live_server.url, client.client_id, secret)
     params, _ = sign_in(live_server.url, rp, member.email, scope="openid offline_access")
@@ -347,7 +347,7 @@ def test_a_code_issued_before_a_disable_does_not_redeem_after_it(live_server, de
 
 
 def test_an_app_an_admin_disabled_stays_disabled_until_an_admin_enables_it(live_server, dev_app):
-    dev, client, secret, browser = dev_app
+    _dev, client, secret, browser = dev_app
     admin = signed_in(live_server.url, make_member(role="admin").email)
     detail = f"/console/apps/{client.client_id}"
     assert post_form(admin, detail, f"{detail}/disable").status_code == 302
@@ -378,7 +378,7 @@ def test_an_app_an_admin_disabled_stays_disabled_until_an_admin_enables_it(live_
 
 
 def test_delete_revokes_tokens_and_consents(live_server, dev_app):
-    dev, client, secret, browser = dev_app
+    _dev, client, secret, browser = dev_app
     member = make_member()
     rp = RelyingParty(live_server.url, client.client_id, secret)
     params, _ = sign_in(live_server.url, rp, member.email, scope="openid offline_access")

@@ -45,7 +45,7 @@ def test_a_browser_app_reads_its_token_response_from_its_own_origin(spa):
 
 
 def test_other_sites_cannot_read_an_apps_token_answers(live_server, spa):
-    rp, tokens = spa
+    rp, _tokens = spa
     for origin in ("https://evil.example", "http://127.0.0.1:7198", "null"):
         refreshed = requests.post(
             live_server(TOKEN),

@@ -64,7 +64,7 @@ def test_the_second_step_finished_after_it_expired_goes_on(live_server):
     secret = second_factor.begin_totp(member)
     second_factor.confirm_totp(member, pyotp.TOTP(secret).at(utcnow().timestamp() - 30))
     db.session.commit()
-    _, rp, browser, params, _, uid = started(live_server)
+    _, _rp, browser, params, _, uid = started(live_server)
     step = browser.login(member.email)
     assert "Two-step verification" in step.text
     expire(uid)

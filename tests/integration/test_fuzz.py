@@ -178,7 +178,7 @@ class World:
     interactions: list[str] = field(default_factory=list)  # interactions[i] belongs to sessions[i]
     valid_basic: str = ""
     api_keys: list[str] = field(default_factory=list)
-    session_indexes: st.SearchStrategy[int] = st.just(0)
+    session_indexes: st.SearchStrategy[int] = field(default_factory=lambda: st.just(0))
 
 
 def seed_token(member, client) -> tuple[str, str]:

@@ -87,20 +87,22 @@ def test_scopes_not_asked_about_stay_granted(live_server):
 
 
 def test_unticking_everything_still_grants_openid_only(live_server):
-    member, client_pk, rp, browser, _ = start(live_server)
+    _member, _client_pk, rp, browser, _ = start(live_server)
     body = finish(rp, browser.consent(allow=True, scopes=[]))
     assert body["scope"] == "openid"
     assert "refresh_token" not in body  # offline_access was unticked
 
 
 def test_a_posted_scope_that_was_not_requested_is_not_granted(live_server):
-    member, client_pk, rp, browser, _ = start(live_server, tier="pro", scope="openid profile")
+    _member, _client_pk, rp, browser, _ = start(live_server, tier="pro", scope="openid profile")
     body = finish(rp, browser.consent(allow=True, scopes=["profile", "analytics:read", "email", "bogus"]))
     assert body["scope"] == "openid profile"
 
 
 def test_the_membership_limits_what_ticking_can_grant(live_server):
-    member, client_pk, rp, browser, page = start(live_server, tier="basic", scope="openid analytics:read credits:read")
+    _member, _client_pk, rp, browser, page = start(
+        live_server, tier="basic", scope="openid analytics:read credits:read"
+    )
     assert 'value="analytics:read"' not in page.text  # shown as not included, no checkbox
     assert "Not included in your basic membership" in page.text
     body = finish(rp, browser.consent(allow=True, scopes=["analytics:read", "credits:read"]))
@@ -108,7 +110,7 @@ def test_the_membership_limits_what_ticking_can_grant(live_server):
 
 
 def test_deny_grants_nothing(live_server):
-    member, client_pk, rp, browser, _ = start(live_server)
+    member, _client_pk, _rp, browser, _ = start(live_server)
     response = browser.consent(allow=False)
     params = query(response.headers["Location"])
     assert params["error"] == "access_denied" and "code" not in params

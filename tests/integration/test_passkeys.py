@@ -112,7 +112,7 @@ def test_a_member_adds_a_passkey_and_signs_in_with_it_alone(live_server):
 
     rp, browser, login = app_and_browser(live_server)
     assert "Sign in with a passkey" not in login.text  # an IP-address issuer (see add_passkey)
-    callback, answer, page = passwordless(browser, login, authenticator)
+    callback, answer, _page = passwordless(browser, login, authenticator)
     assert callback.status_code == 302, alerts(callback.text)
     token = claims(rp.exchange(query(callback.headers["Location"])["code"]).json()["id_token"])
     assert token["sub"] == member.sub and token["amr"] == ["hwk"] and token["acr"] == MFA
@@ -143,7 +143,7 @@ def test_a_passkey_is_the_second_step_after_the_password(live_server):
     member, other = make_member(), make_member()
     _, authenticator = add_passkey(live_server, member)
     _, other_authenticator = add_passkey(live_server, other)
-    rp, browser, login = app_and_browser(live_server)
+    rp, browser, _login = app_and_browser(live_server)
     step = browser.login(member.email)
     assert step.url.endswith("/login/second-factor") and "Use a passkey" in step.text
     assert "Use a recovery code" in step.text and "Lost your passkey?" in step.text  # no app: codes only
@@ -395,7 +395,7 @@ def test_a_cloned_authenticators_stale_count_is_refused(live_server):
 
 def test_a_members_passkeys_have_unique_names_and_adding_follows_the_removal_rule(live_server):
     member = make_member()
-    browser, authenticator = add_passkey(live_server, member, name="Laptop")
+    browser, _authenticator = add_passkey(live_server, member, name="Laptop")
     account = browser.get("/account")
     ask = browser.post("/account/two-step/passkeys/new", data={"csrf_token": csrf_token(account.text)})
     taken = browser.post(
@@ -432,4 +432,4 @@ def test_the_autofill_options_need_the_pages_token_and_a_host_name_issuer(live_s
     assert "webauthn" not in login.text  # an IP-address issuer offers no passkeys: no autofill either
     assert browser.post("/login/passkey/options").status_code == 400  # no CSRF token
     answer = browser.post("/login/passkey/options", headers={"X-CSRFToken": csrf_token(login.text)})
-    assert answer.status_code == 404
+    assert answer.status_code == 404 and "text/html" in answer.headers["Content-Type"]  # the error page

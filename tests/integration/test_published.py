@@ -29,7 +29,7 @@ def cached_keys(app, monkeypatch):
     keystore.snapshot()
 
 
-@pytest.fixture()
+@pytest.fixture
 def client(app):
     return app.test_client()
 

@@ -114,7 +114,7 @@ def next_code(member, secret: str) -> str:
 
 def test_a_fresh_code_from_the_authenticator_app_confirms_too(live_server):
     member = make_member()
-    browser, secret, codes = enroll(live_server, member)
+    browser, secret, _codes = enroll(live_server, member)
     age_confirmation(browser, WINDOW + 1)
     account = browser.get("/account")
     ask = browser.post("/account/two-step/recovery-codes", data={"csrf_token": csrf_token(account.text)})

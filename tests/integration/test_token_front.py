@@ -33,7 +33,7 @@ def front_app(settings):
     return create_app({k: v for k, v in settings.items() if not k.startswith("_")})
 
 
-@pytest.fixture()
+@pytest.fixture
 def member(front_app):
     return Member(front_app)
 

@@ -221,7 +221,7 @@ def test_bad_arguments_and_unknown_ids_are_tool_errors_and_not_counted(servers):
 
 
 def test_keys_the_gateway_refuses_are_refused_at_the_door(servers):
-    key, secret = make_key()
+    key, _secret = make_key()
     gone, gone_secret = make_key(name="Revoked")
     revoke_key(gone)
     db.session.commit()
@@ -235,7 +235,7 @@ def test_keys_the_gateway_refuses_are_refused_at_the_door(servers):
         (publishable, "You cannot consume this service"),
     ):
         for mode in ("auto", "legacy"):
-            with pytest.raises(BaseException) as refused:  # noqa: B017 - the SDK raises it inside a task group
+            with pytest.raises(BaseException) as refused:
                 with_client(servers.mcp, presented, lambda client: client.list_tools(), mode=mode)
             error = refused.value
             while isinstance(error, BaseExceptionGroup):

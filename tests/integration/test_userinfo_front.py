@@ -28,7 +28,7 @@ def front_app(settings):
     return create_app({k: v for k, v in settings.items() if not k.startswith("_")})
 
 
-@pytest.fixture()
+@pytest.fixture
 def signed_in(front_app):
     m = Member(front_app)
     m.tokens = m.exchange(*m.sign_in()).get_json()

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -155,8 +155,6 @@ class TcpProxy:
 
 
 def _close(sock: socket.socket) -> None:
-    try:
+    with suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
     sock.close()

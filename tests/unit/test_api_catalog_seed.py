@@ -30,8 +30,7 @@ CATALOG_TABLES = (
 def snapshot() -> dict[str, list[tuple]]:
     with db.engine.connect() as conn:
         return {
-            t: sorted(tuple(map(str, row)) for row in conn.execute(text(f"SELECT * FROM {t}")))  # noqa: S608
-            for t in CATALOG_TABLES
+            t: sorted(tuple(map(str, row)) for row in conn.execute(text(f"SELECT * FROM {t}"))) for t in CATALOG_TABLES
         }
 
 
@@ -105,8 +104,7 @@ def test_the_catalog_is_realistic():
 
 
 def run(app, *args):
-    result = app.test_cli_runner().invoke(args=list(args))
-    return result
+    return app.test_cli_runner().invoke(args=list(args))
 
 
 def test_demo_seed_builds_the_catalog_and_links_the_members(app):

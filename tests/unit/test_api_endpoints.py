@@ -354,7 +354,7 @@ def test_a_token_revoked_after_use_stops_at_once(client, catalog, pro):
 
 def test_reads_change_nothing(client, catalog, pro):
     before = db_state()
-    for path in ROUTES + ["/v1/me/credits?limit=51", f"/v1/profile/{catalog.other}", "/v1/nope"]:
+    for path in [*ROUTES, "/v1/me/credits?limit=51", f"/v1/profile/{catalog.other}", "/v1/nope"]:
         get(client, path, pro[2])
     assert db_state() == before
 

@@ -255,7 +255,7 @@ def test_an_invalid_bearer_token_on_a_catalog_path_is_401(client, catalog):
 
 
 def test_the_sign_in_never_moves_the_meter(client, catalog):
-    key, _ = make_key()
+    _key, _ = make_key()
     _, _, token = member_with_token("pro", catalog.mine)
     for path in ("/v1/me", "/v1/me/credits", "/v1/me/analytics", f"/v1/profile/{catalog.mine}/credits"):
         assert client.get(path, headers=bearer(token)).status_code == 200

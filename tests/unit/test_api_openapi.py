@@ -108,7 +108,7 @@ def _validate(spec, response):
 
 def test_real_responses_validate_against_the_document(app, client, spec, monkeypatch):
     catalog = make_catalog(credits=30)
-    user, _, token = member_with_token("pro", catalog.mine)
+    _user, _, token = member_with_token("pro", catalog.mine)
     _, _, credits_only = member_with_token("basic", catalog.mine, scope="openid credits:read")
     _, _, no_profile = member_with_token("pro", None)
     cases = [

@@ -19,7 +19,7 @@ from bench import floor_provider as floor
 SCOPE = "openid profile email offline_access"
 
 
-@pytest.fixture()
+@pytest.fixture
 def provider():
     app = floor.create_app()
     browser, rp = app.test_client(), app.test_client()

@@ -20,9 +20,7 @@ SIGN_IN = [
 def test_a_sign_in_is_broken_down_request_by_request(capsys):
     profile.main(["--op", "roundtrip", "--n", "3", "--no-tree", "--by-request"])
     out = capsys.readouterr().out
-    per_request = dict(
-        (kind, float(share)) for share, kind in re.findall(r"ms CPU/request, ([\d.]+)/op +([A-Z]+ \S+)", out)
-    )
+    per_request = {kind: float(share) for share, kind in re.findall(r"ms CPU/request, ([\d.]+)/op +([A-Z]+ \S+)", out)}
     assert per_request == dict.fromkeys(SIGN_IN, 1.0), out
     assert re.search(r"ms CPU/op in the app", out), out
 

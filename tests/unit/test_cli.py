@@ -6,8 +6,7 @@ from app.models.base import sha256_hex
 
 
 def run(app, *args, input=None):
-    result = app.test_cli_runner().invoke(args=list(args), input=input)
-    return result
+    return app.test_cli_runner().invoke(args=list(args), input=input)
 
 
 def test_users_create_prints_id_and_sub_as_json(app):
@@ -119,7 +118,7 @@ def test_keys_list_and_ensure(app):
     assert [k["state"] for k in listing].count("active") == 1
     ensured = json.loads(run(app, "keys", "ensure", "--json").output)
     assert (
-        ensured["generated"] is None and ensured["active"] == [k for k in listing if k["state"] == "active"][0]["kid"]
+        ensured["generated"] is None and ensured["active"] == next(k for k in listing if k["state"] == "active")["kid"]
     )
 
 
@@ -132,7 +131,7 @@ def test_demo_seed_is_repeatable_and_prints_fresh_credentials(app):
     # Demo addresses receive no mail: created (and kept) verified, so `make run` works at once.
     assert all(u.email_verified for u in User.query)
     assert first["members"][0]["password"] != second["members"][0]["password"]
-    web = [a for a in second["apps"] if a["client_id"] == "demo-web-app"][0]
+    web = next(a for a in second["apps"] if a["client_id"] == "demo-web-app")
     assert Client.query.filter_by(client_id="demo-web-app").one().check_client_secret(web["client_secret"])
     assert first["developer"]["api_key"] != second["developer"]["api_key"]
 

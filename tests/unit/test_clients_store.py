@@ -106,4 +106,4 @@ def test_the_audit_trail_names_its_apps_through_the_store():
     assert event.client_id == app.id and list(page.apps) == [app.id]
     assert (page.apps[app.id].client_id, page.apps[app.id].name) == (app.client_id, "Audited")
     with pytest.raises(InvalidRequestError):
-        event.client  # noqa: B018 - raiseload: reading it would be a second path to the row
+        event.client

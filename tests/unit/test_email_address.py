@@ -127,7 +127,7 @@ def test_the_member_service_stores_the_mailbox_and_finds_it_typed_either_way():
     assert member_by_email("ANA@XN--BCHER-KVA.EXAMPLE").id == user.id
     with pytest.raises(MemberError, match="already exists"):
         create_member("ana@xn--bcher-kva.example", "Ana again", None)
-    with pytest.raises(MemberError, match="Not a valid email address: .*angle brackets"):
+    with pytest.raises(MemberError, match=r"Not a valid email address: .*angle brackets"):
         create_member("Ana <ana@example.com>", "Ana", None)
 
 

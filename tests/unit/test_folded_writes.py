@@ -62,6 +62,7 @@ def code_row(member, client) -> dict:
         "code_challenge_method": "S256",
         "auth_time": now,
         "amr": "pwd",
+        "resource": None,
         "issued_at": now,
         "expires_at": now + timedelta(minutes=1),
     }
@@ -97,7 +98,7 @@ def test_a_login_lands_with_its_audit_line_and_the_request_it_was_for(member_app
 
 
 def test_a_login_for_no_request_attaches_none(member_app_request):
-    member, client, uid = member_app_request
+    member, _client, uid = member_app_request
     login = store().logins.start(new_secret(32), member, login_values(), event_row("signin.ok", actor=member))
     db.session.commit()
     assert db.session.get(LoginSession, login.id) is not None and len(events("signin.ok", member.id)) == 1

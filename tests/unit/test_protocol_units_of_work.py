@@ -14,6 +14,8 @@ PROTOCOL_COMMITS = {
     ("app/protocol/authorize.py", "_issue_code"): "the answer: request consumed, consent, audit, code",
     ("app/protocol/authorize.py", "complete_consent"): "a refused answer still consumes the request",
     ("app/protocol/authorize.py", "_hand_off"): "the parked request, before the browser goes to read it",
+    ("app/protocol/authorize.py", "_agent"): "an agent's document just read is kept, whatever the request's outcome",
+    ("app/protocol/registration.py", "register"): "a dynamically registered agent, before its id is handed out",
     ("app/protocol/grants.py", "create_token_response"): "the token response: code or refresh spent, pair stored",
     ("app/protocol/grants.py", "query_authorization_code"): "a reused code's family revoked, though refused",
     ("app/protocol/grants.py", "validate_token_request"): "a code that failed a check stays spent, though refused",

@@ -268,9 +268,13 @@ def locking_reads(source: str) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr == "with_for_update":
             found.append(f"line {node.lineno}: with_for_update")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
-            if LOCKING_SQL.search(node.value):
-                found.append(f"line {node.lineno}: {node.value[:60]!r}")
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and LOCKING_SQL.search(node.value)
+        ):
+            found.append(f"line {node.lineno}: {node.value[:60]!r}")
     return found
 
 

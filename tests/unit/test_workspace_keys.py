@@ -108,7 +108,7 @@ def test_an_id_in_capitals_is_the_same_profile(client, catalog, roster):
 
 @pytest.mark.parametrize("value", ["mwk_" + "A" * 43, "mwk_short", "mwk_" + "B" * 44])
 def test_an_unknown_workspace_key_is_401_unauthorized(client, catalog, value):
-    for path in roster_paths(catalog.mine) + ["/v1/roles", "/v1/me", f"/embed/v1/profile/{catalog.mine}"]:
+    for path in [*roster_paths(catalog.mine), "/v1/roles", "/v1/me", f"/embed/v1/profile/{catalog.mine}"]:
         assert_gateway_error(client.get(path, headers=key_header(value)), 401, "Unauthorized")
 
 

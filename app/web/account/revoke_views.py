@@ -19,7 +19,7 @@ def confirm_revoke(client_id: str):
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.show")))
-    client = store().apps.registered(client_id[:64])
+    client = store().apps.registered(client_id[:255])
     found = [c for c in connections(user) if client is not None and c.client.id == client.id]
     if not found:
         flash("That app is not connected to your account.", "error")

@@ -84,7 +84,7 @@ def revoke(client_id: str):
     user = current_user()
     if user is None:
         return redirect(url_for("auth.login", next=url_for("account.show")))
-    client = store().apps.registered(client_id[:64])
+    client = store().apps.registered(client_id[:255])
     if client is None or not is_connected(user, client):
         flash("That app is not connected to your account.", "error")
         return redirect(url_for("account.show"), 303)

@@ -66,6 +66,13 @@ def authenticate(scope: str) -> Caller:
     if token is None:
         description = "The access token is invalid, expired or revoked"
         raise ApiError(401, description, challenge("invalid_token", description))
+    return allowed(token, scope)
+
+
+def allowed(token: StoredToken, scope: str) -> Caller:
+    """A live token's caller, if it may use `scope` right now (its member's membership includes
+    it, and the token was granted it) - or the 403 `insufficient_scope` ApiError. For `/v1` and
+    the tool server's sign-in callers alike."""
     user = token.user
     if not tier_allows(scope, user.tier):
         feature = FEATURES.get(scope, scope)

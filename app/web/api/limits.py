@@ -28,6 +28,11 @@ LIMIT_SCOPE = "api-v1"
 GATEWAY_REQUEST_ID = "X-Gateway-Request-Id"  # the spec's name; X-Request-Id is set on every response
 
 
+def grant_budget(grant_id: str) -> tuple[str, str]:
+    """The budget of one sign-in (a grant: its access token and those refreshed from it)."""
+    return f"grant:{grant_id}", "each sign-in of a member to an app (its refreshed tokens included)"
+
+
 def caller_key() -> tuple[str, str]:
     """Whose budget a request draws on, and how the 429 names it. A live token draws on its
     grant's: the member's sign-in to the app, which every refreshed token continues (by token, a
@@ -35,7 +40,7 @@ def caller_key() -> tuple[str, str]:
     value, a made-up token per request would never run out."""
     token = live_token()
     if token is not None:
-        return f"grant:{token.grant_id}", "each sign-in of a member to an app (its refreshed tokens included)"
+        return grant_budget(token.grant_id)
     return f"addr:{request.remote_addr or 'unknown'}", "each address without a valid access token"
 
 
@@ -54,7 +59,13 @@ def count_request() -> None:
     has_key = API_KEY_HEADER in request.headers
     if has_key and presented_key() is not None and _keyed_route():
         return  # the gateway counts it on the key's budget
-    key, per = caller_key()
+    count_on(*caller_key())
+
+
+def count_on(key: str, per: str) -> None:
+    """Spend one request of the budget `key` (`per`: whose it is, in the 429's words); past it,
+    429 with `Retry-After`. The tool server spends a sign-in's grant budget here, per tool call."""
+    has_key = API_KEY_HEADER in request.headers
     item = RateLimitItemPerMinute(int(current_app.config["API_RATE_LIMIT_PER_MINUTE"]))
     spent = spend(item, LIMIT_SCOPE, key)
     if spent is None:  # the counter store is down: served uncounted

@@ -276,7 +276,7 @@ def passkey_autofill_options() -> Response:
     static/passkeys.js, with the page's CSRF token, only where the browser can do it. The
     challenge is kept server-side like the passkey page's; the answer goes to /login/passkey."""
     if not passkeys.available():
-        abort(404)  # no passkeys on an IP-address issuer: the page never asks
+        abort(404)  # the script offers no autofill; anyone else meets the error page
     options = passkeys.authentication_options(None, "signin")
     db.session.commit()  # the challenge
     return make_response(options, 200, {"Content-Type": "application/json"})

@@ -31,7 +31,7 @@ from app.services.passwords import passwords
 from app.services.roles import can_use_console
 from app.services.second_factor import member_signing_in
 from app.services.sessions import current_user, end_login, start_login
-from app.store.members import Member
+from app.store.members import MemberFacts
 from app.store.pending_requests import PendingRequest
 
 bp = Blueprint("auth", __name__)
@@ -179,7 +179,7 @@ def login() -> Response | str:
 
 
 def begin_session(
-    user: User | Member, interaction: PendingRequest | None, amr: tuple[str, ...], notice: tuple[str, str] | None = None
+    user: MemberFacts, interaction: PendingRequest | None, amr: tuple[str, ...], notice: tuple[str, str] | None = None
 ) -> PendingRequest | None:
     """Every factor checked: a known browser from now on, a fresh session, the audit line, and the
     parked request (if any) bound to the new session, which is returned. `notice` (message,
@@ -191,7 +191,7 @@ def begin_session(
     session_row = start_login(user, amr=amr, event=event, attach_to=interaction.id if interaction else None)
     if notice is not None:
         flash(*notice)
-    metrics.login_succeeded(user)
+    metrics.login_succeeded(user.id)
     if interaction is not None:
         return signed_in_for(interaction, session_row)
     return None

@@ -55,7 +55,7 @@ def _refused(form: AppForm, client=None, problems: dict[str, list[str]] | None =
             _spec_from(form), client.is_public if client else form.client_type.data == "public"
         )
     for name, found in problems.items():
-        field = form[name] if name in form else None
+        field = form[name] if name in form else None  # noqa: SIM401 - a WTForms form has no get()
         if field is not None and not field.errors:
             field.errors = list(field.errors) + found
     return _form_page(form, client, error=other or "Check the fields marked below.", status=400)

@@ -15,6 +15,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from app.core.config import is_loopback_host
 from app.web.toolserver.door import Door
+from app.web.toolserver.metadata import ResourceMetadata
 from app.web.toolserver.server import build_server
 
 # A tool call's arguments are a few short strings; a body this size is already far beyond one.
@@ -40,10 +41,10 @@ def transport_security(mcp_url: str, issuer_url: str) -> TransportSecuritySettin
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
-def tool_server_app(flask_app: Flask) -> Door:
+def tool_server_app(flask_app: Flask) -> ResourceMetadata:
     """The Streamable HTTP endpoint at MCP_URL's path, stateless (any worker answers any request:
     no session to keep), answering JSON rather than an event stream (a tool answers at once), behind
-    the door."""
+    the door, beside its protected resource metadata (RFC 9728)."""
     mcp_url, path = flask_app.config["MCP_URL"], endpoint_path(flask_app.config["MCP_URL"])
     starlette = build_server().streamable_http_app(
         streamable_http_path=path,
@@ -52,4 +53,4 @@ def tool_server_app(flask_app: Flask) -> Door:
         transport_security=transport_security(mcp_url, flask_app.config["ISSUER_URL"]),
         max_request_body_size=MAX_BODY_BYTES,
     )
-    return Door(starlette, flask_app, path)
+    return ResourceMetadata(Door(starlette, flask_app, path), flask_app.config)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 from mcp import MCPError
@@ -57,6 +58,7 @@ INSTRUCTIONS = (
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 log = logging.getLogger(__name__)
+OAUTH_ERROR = re.compile(r'error="([a-z_]+)"')
 
 
 def _listed(tool: CatalogTool) -> Tool:
@@ -91,6 +93,9 @@ def refusal(status: int, message: str, headers: dict[str, str]) -> CallToolResul
         seconds = int(retry_after)
         details["retryAfter"] = seconds
         details["message"] = f"{message}; retry after {seconds} second{'' if seconds == 1 else 's'}"
+    challenged = OAUTH_ERROR.search(headers.get("WWW-Authenticate", ""))
+    if challenged is not None:
+        details["error"] = challenged.group(1)  # insufficient_scope: a member's token, a catalog-wide tool
     if exchange is not None:
         details["request_id"] = exchange.request_id
     return CallToolResult(content=[TextContent(text=details["message"])], structured_content=details, is_error=True)
@@ -117,7 +122,7 @@ def _run(tool: CatalogTool, arguments: dict[str, Any]) -> tuple[int, CallToolRes
     """Budget, read, count: one unit of work, committed once when the call answers."""
     caller = CALLER.get()
     try:
-        caller.admit(tool.name)
+        caller.admit(tool.name, arguments)
         data = tool.call(arguments)
         caller.settle()
     except (ApiError, GatewayError) as refused:
@@ -134,7 +139,7 @@ def no_header_parameters(name: str) -> None:
     """What the transport checks `Mcp-Param-*` headers against (2026-07-28): no tool's schema marks
     an argument to be sent as a header (`x-mcp-header`), so nothing - rather than the SDK running
     the tool listing for every call to find that out."""
-    return None
+    return
 
 
 async def note_method(ctx: ServerRequestContext, call_next: CallNext) -> HandlerResult:
