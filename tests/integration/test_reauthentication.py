@@ -118,7 +118,8 @@ def test_sudo_modes_confirmation_uses_the_same_rule(web):
     outsider_until_waiting(web, member.email)
     token = csrf_token(own.get("/account").get_data(as_text=True))
     removed = own.post(
-        f"/account/two-step/passkeys/{passkey_id}/remove", data={"csrf_token": token, "current": PASSWORD}
+        f"/account/two-step/passkeys/{passkey_id}/remove",
+        data={"csrf_token": token, "confirm": "yes", "current": PASSWORD},
     )
     assert removed.status_code == 303, removed.get_data(as_text=True)[:500]
     assert db.session.scalar(db.select(Passkey.id).where(Passkey.user_id == member.id)) is None

@@ -151,7 +151,9 @@ def _check(
     return page(user, form, error=error, status=throttle.FAILED_LOGIN_STATUS)
 
 
-def _signed_in(user: User, interaction, next_path: str, used: str) -> Response:
+def _begin(user: User, interaction, used: str):
+    """The second step passed: the session begins (flushed; the route commits, then goes on). A
+    recovery code used says how many are left, and to make new ones when few are."""
     notice = None
     if used == "recovery":
         left = second_factor.recovery_codes_left(user)
@@ -160,9 +162,7 @@ def _signed_in(user: User, interaction, next_path: str, used: str) -> Response:
             + (" Make new ones on your account page." if left <= 3 else ""),
             "error" if left <= 3 else "message",
         )
-    interaction = begin_session(user, interaction, amr=("pwd", "otp"), notice=notice)
-    db.session.commit()  # with the recovery code used up, if one was
-    return onward(interaction, next_path)
+    return begin_session(user, interaction, amr=("pwd", "otp"), notice=notice)
 
 
 @bp.route("/login/second-factor", methods=["GET", "POST"])
@@ -180,7 +180,9 @@ def code() -> Response:
         return page
     outcome = _check(user, form, _page, lambda code: second_factor.verify(user, code), NO_CODE, WRONG_CODE)
     if isinstance(outcome, str):
-        return _signed_in(user, interaction, next_path, outcome)
+        interaction = _begin(user, interaction, outcome)
+        db.session.commit()  # with the recovery code used up, if one was
+        return onward(interaction, next_path)
     db.session.commit()  # a failed attempt's audit line stays, with the page's passkey challenge
     return outcome
 
@@ -204,7 +206,9 @@ def recovery_code() -> Response:
         WRONG_RECOVERY_CODE,
     )
     if isinstance(outcome, str):
-        return _signed_in(user, interaction, next_path, outcome)
+        interaction = _begin(user, interaction, outcome)
+        db.session.commit()  # with the recovery code used up, if one was
+        return onward(interaction, next_path)
     db.session.commit()  # a failed attempt's audit line stays
     return outcome
 
