@@ -169,6 +169,7 @@ def world(sweep_app, restore_keys):
             "session_id": str(login.id),
             "passkey_id": "1",
             "roster_id": roster.id,
+            "name": "integrating",  # a developer document (/docs/<name>)
         },
         key_value=key_value,
         key_id=key.id,
