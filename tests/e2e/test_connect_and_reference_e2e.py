@@ -77,6 +77,11 @@ def test_the_api_reference_is_readable_and_linked_from_the_api_keys_page(live_se
     expect(operation.locator("table.answers")).to_contain_text("400")
     operation.evaluate("e => e.scrollIntoView()")
     to_docs(shots.take("api-reference", full_page=False), "api-reference.png")
+    # What the server accepts, as the document states it (issue 50, item 17).
+    q = page.locator("#get--v1-search-autocomplete table.fields tr", has_text="q")
+    expect(q).to_contain_text("1 to 200 characters")
+    expect(q).to_contain_text("matching")
+    expect(page.locator("#get--v1-profiles-search")).to_contain_text("x-query-schema")
     page.get_by_role("link", name="POST /v1/search").click()
     expect(page.locator("#post--v1-search")).to_contain_text("keyword")
     page.locator("#post--v1-search").get_by_role("link", name="SearchRequest").first.click()
