@@ -78,7 +78,12 @@ JSON_KINDS = {
     "a list body": '["keyword"]',
     "a string body": '"keyword"',
 }
-MACHINE = ("/api/auth/oauth2/token", "/api/auth/oauth2/revoke", "/api/auth/oauth2/introspect")
+MACHINE = (
+    "/api/auth/oauth2/token",
+    "/api/auth/oauth2/revoke",
+    "/api/auth/oauth2/introspect",
+    "/api/auth/oauth2/register",
+)
 API = ("/v1/", "/embed/v1/")
 # Files, not answers: they read no input (the widget's script: tests/unit/test_widget_script.py).
 SKIPPED_RULES = {"/static/<path:filename>", "/embed/v1/widget.js", "/embed/v1/widget.<digest>.js"}
@@ -169,7 +174,7 @@ def world(sweep_app, restore_keys):
             "session_id": str(login.id),
             "passkey_id": "1",
             "roster_id": roster.id,
-            "name": "integrating",  # a developer document (/docs/<name>)
+            "name": "integrating",  # a developer guide's page (/docs/<name>)
         },
         key_value=key_value,
         key_id=key.id,
@@ -181,9 +186,9 @@ def world(sweep_app, restore_keys):
 
     def after_execute(conn, cursor, statement, parameters, context, executemany):
         verb = statement.lstrip().split(" ", 1)[0].upper()
-        if world.recording and (verb == "INSERT" or (verb in ("UPDATE", "DELETE") and cursor.rowcount > 0)):
-            if "INTO audit_events" not in statement:  # refused sign-ins are audited on purpose
-                world.pending.append(statement.split("\n")[0][:100])
+        changed = verb == "INSERT" or (verb in ("UPDATE", "DELETE") and cursor.rowcount > 0)
+        if world.recording and changed and "INTO audit_events" not in statement:  # refused sign-ins are audited
+            world.pending.append(statement.split("\n")[0][:100])
 
     def on_commit(conn):
         if world.recording:
