@@ -39,6 +39,7 @@ from app.models import (
     User,
     credit_role_links,
 )
+from app.store import store
 
 DEFAULT_SEED = 20261123
 DEFAULT_CREDITS = 6000
@@ -555,6 +556,7 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
         for start in range(0, len(rows), BATCH):
             db.session.execute(insert(table), rows[start : start + BATCH])
     _sync_sequences()
+    store().catalog.refresh_profile_stats()
 
     summary.profiles, summary.albums, summary.tracks = len(profiles), len(albums), len(tracks)
     summary.credits, summary.chart_rows, summary.roles = len(credit_rows), len(chart_rows), len(role_rows)

@@ -12,6 +12,8 @@
     app_cache.py       those kept apps, vouched for by LISTEN/NOTIFY
     expiry.py          when a row can no longer be used (what housekeeping may delete)
     rosters.py         members' rosters of catalog profiles, and a workspace key's reach
+    catalog.py         catalog search, type-ahead, collaborators (SQLite's FTS5 text index);
+                       catalog_postgresql.py: the same through pg_trgm and full-text GIN indexes
 
 The implementations are chosen once, when the app is created (`init_store`): no dialect is tested
 anywhere else, and SQLite (the local default) and PostgreSQL run the same code but where
@@ -28,11 +30,13 @@ from app.core.extensions import db
 from app.store import app_cache
 from app.store import postgresql as pg
 from app.store.apps import SqlApps
+from app.store.catalog import SqlCatalog
+from app.store.catalog_postgresql import PostgresCatalog
 from app.store.codes import SqlCodes
 from app.store.consents import SqlConsents
 from app.store.logins import SqlLogins
 from app.store.pending_requests import SqlPendingRequests
-from app.store.ports import Apps, Codes, Consents, Logins, PendingRequests, Rosters, Tokens
+from app.store.ports import Apps, Catalog, Codes, Consents, Logins, PendingRequests, Rosters, Tokens
 from app.store.rosters import SqlRosters
 from app.store.tokens import SqlTokens
 
@@ -50,12 +54,15 @@ class Store:
     requests: PendingRequests
     consents: Consents
     rosters: Rosters
+    catalog: Catalog
 
 
 def sql_store() -> Store:
     """The SQL implementation (SQLite's, and the base of PostgreSQL's)."""
     apps = SqlApps()
-    return Store(apps, SqlCodes(), SqlTokens(), SqlLogins(), SqlPendingRequests(apps), SqlConsents(), SqlRosters())
+    return Store(
+        apps, SqlCodes(), SqlTokens(), SqlLogins(), SqlPendingRequests(apps), SqlConsents(), SqlRosters(), SqlCatalog()
+    )
 
 
 def init_store(app: Flask) -> None:
@@ -76,6 +83,7 @@ def init_store(app: Flask) -> None:
             pg.PostgresPendingRequests(apps),
             SqlConsents(),
             pg.PostgresRosters(),
+            PostgresCatalog(),
         )
     else:
         chosen = sql_store()
