@@ -21,6 +21,8 @@ catalog. Fuzzy variants are asked for only when the other tiers found fewer than
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +30,7 @@ from sqlalchemy import bindparam, text
 
 from app.models.catalog import fold
 from app.store.statements import run
+from app.store.unit_of_work import unit_of_work
 
 KINDS = ("profile", "track", "album")
 TABLES = {"profile": "profiles", "track": "tracks", "album": "albums"}
@@ -169,7 +172,7 @@ class SqlCatalog:
             )
             for tier in word.tiers
         ]
-        ranked = run(text(" UNION ALL ".join(branches) + " ORDER BY tier, popularity DESC, id"), params).all()
+        ranked = run(text(_ranked(branches, "tier, popularity DESC, id")), params).all()
         ids = list(dict.fromkeys(row[0] for row in ranked))[:limit]
         total = run(
             text(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {self._widest(kind, word)} LIMIT :cap) AS hits"),
@@ -209,7 +212,7 @@ class SqlCatalog:
             for order, kind in enumerate(KINDS)
         ]
         rows = run(
-            text(" UNION ALL ".join(branches) + " ORDER BY tier, kind_order, popularity DESC, id"),
+            text(_ranked(branches, "tier, kind_order, popularity DESC, id")),
             {**self._params(word), "n": limit},
         ).all()
         found: dict[str, Suggestion] = {}
@@ -227,11 +230,44 @@ class SqlCatalog:
         total = run(_COLLABORATOR_COUNT, {"profile_id": profile_id}).scalar_one()
         return total, []
 
+    # -- loading a whole catalog (`flask catalog generate`) -------------------------------------------
+
+    def clear(self) -> None:
+        """Remove every catalog row; members keep their accounts, not their profile link."""
+        run(text("UPDATE users SET profile_id = NULL WHERE profile_id IS NOT NULL"))
+        for table in _CLEARED:
+            run(text(f"DELETE FROM {table}"))
+        run(text("UPDATE credit_roles SET parent_id = NULL"))
+        run(text("DELETE FROM credit_roles"))
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Around a load of many rows: on SQLite nothing to set aside (the text index follows by
+        its triggers)."""
+        yield
+
+    def bulk_insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        """Insert `rows` (tuples in `columns` order) into `table`, in the caller's transaction."""
+        if not rows:
+            return 0
+        marks = ", ".join("?" for _ in columns)
+        connection = unit_of_work().connection()
+        connection.exec_driver_sql(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", [tuple(r) for r in rows]
+        )
+        return len(rows)
+
     def refresh_profile_stats(self) -> None:
         """Compute each profile's figures from the credits (after a load; a full pass)."""
         for statement in _REFRESH:
             run(text(statement))
         run(text(_COMMON_ROLES_SQLITE))
+
+
+def _ranked(branches: list[str], order: str) -> str:
+    """The tiers' branches as one statement. It starts with SELECT: on PostgreSQL a statement that
+    does not opens a transaction (app/store/unit_of_work.py), and a search only reads."""
+    return f"SELECT * FROM ({' UNION ALL '.join(branches)}) AS ranked ORDER BY {order}"
 
 
 def _tsquery(word: Keyword) -> str:
@@ -246,12 +282,25 @@ _SHARED = (
     "WHERE m.profile_id = :profile_id AND o.profile_id <> :profile_id GROUP BY o.profile_id"
 )
 _COLLABORATORS = text(
-    f"WITH shared AS ({_SHARED}), counted AS (SELECT id, shared, count(*) OVER () AS total FROM shared "
-    "ORDER BY shared DESC, id LIMIT :limit OFFSET :offset) "
-    "SELECT p.id, p.name, p.avatar_url, counted.shared, counted.total FROM counted JOIN profiles p ON p.id = counted.id "
+    "SELECT p.id, p.name, p.avatar_url, counted.shared, counted.total FROM ("
+    f"SELECT id, shared, count(*) OVER () AS total FROM ({_SHARED}) AS pairs "
+    "ORDER BY shared DESC, id LIMIT :limit OFFSET :offset) AS counted JOIN profiles p ON p.id = counted.id "
     "ORDER BY counted.shared DESC, p.id"
 ).bindparams(bindparam("limit"), bindparam("offset"))
 _COLLABORATOR_COUNT = text(f"SELECT count(*) FROM ({_SHARED}) AS shared")
+
+# Children first (SQLite does not enforce the foreign keys; PostgreSQL does).
+_CLEARED = (
+    "credit_role_links",
+    "credits",
+    "chart_rows",
+    "track_artists",
+    "track_isrcs",
+    "tracks",
+    "albums",
+    "roster_profiles",
+    "profiles",
+)
 
 _REFRESH = (
     "UPDATE profiles SET "
