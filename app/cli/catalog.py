@@ -33,6 +33,7 @@ def catalog_generate(tracks, profiles, albums, credits, tenth, seed, replace, as
     except CatalogNotEmpty as exc:
         fail(str(exc))
     db.session.commit()
+    store().catalog.after_load()
     emit({**made.as_dict(), "seconds": round(time.monotonic() - started, 1)}, as_json, _human)
 
 
@@ -41,6 +42,7 @@ def catalog_refresh():
     """Recompute the profile figures search shows (popularity, credits, collaborators, roles)."""
     store().catalog.refresh_profile_stats()
     db.session.commit()
+    store().catalog.after_load()
     click.echo("profile figures recomputed")
 
 

@@ -218,6 +218,21 @@ class Credit(db.Model):
     roles: Mapped[list[CreditRole]] = relationship(secondary=credit_role_links, order_by=CreditRole.id)
 
 
+class ProfileCollaborator(db.Model):
+    """Who a prolific profile shares tracks with, counted when the catalog is loaded (the store's
+    refresh_profile_stats): for a profile with thousands of credits, counting them per request
+    would join tens of thousands of credit rows. Profiles below the store's threshold are counted
+    live from the (track, profile) index; the answer is the same."""
+
+    __tablename__ = "profile_collaborators"
+
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"), primary_key=True)
+    collaborator_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"), primary_key=True)
+    shared: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = (Index("ix_profile_collaborators_page", "profile_id", shared.desc(), "collaborator_id"),)
+
+
 class ChartRow(db.Model):
     """A profile's standing on one chart (the member's analytics)."""
 

@@ -36,6 +36,8 @@ KINDS = ("profile", "track", "album")
 TABLES = {"profile": "profiles", "track": "tracks", "album": "albums"}
 NAMES = {"profile": "name", "track": "title", "album": "title"}
 TOTAL_CAP = 1000
+# The most rows a text-index tier reads before ranking them (PostgreSQL; see catalog_postgresql.py).
+WINDOW = 5000
 FUZZY_MIN = 5  # letters a word needs before one typo is forgiven
 FUZZY_WORDS = 3  # the long words of a keyword that get typo variants
 EXACT, PREFIX, WORD, FRAGMENT, FUZZY = range(5)
@@ -119,6 +121,9 @@ def keyword(raw: str) -> Keyword | None:
 class SqlCatalog:
     """The catalog's searches on SQLite: B-tree for exact and prefix, FTS5 trigram for the rest."""
 
+    # Credits from which a profile's collaborators are counted at load rather than per request.
+    PRECOMPUTED_FROM = 1000
+
     def _text_match(self, kind: str, name: str) -> str:
         """A condition: the row's key matches the LIKE pattern bound as :name (through the text index)."""
         table = TABLES[kind]
@@ -156,6 +161,15 @@ class SqlCatalog:
             "fragment": "%" + word.core + "%",
         }
 
+    def _tier_rows(self, kind: str, tier: int, columns: str) -> str:
+        """One tier's rows, most popular first, at most :n. The planner picks the index: the
+        popularity index read until :n rows match for a common keyword, the B-tree or text index and
+        a small sort for a rare one."""
+        return (
+            f"SELECT {columns} FROM {TABLES[kind]} WHERE {self._tier_condition(kind, tier)} "
+            "ORDER BY popularity DESC, id LIMIT :n"
+        )
+
     def _widest(self, kind: str, word: Keyword) -> str:
         return self._tier_condition(kind, word.tiers[-1])
 
@@ -164,14 +178,8 @@ class SqlCatalog:
         if word is None:
             return Hits(0, [])
         table = TABLES[kind]
-        params = {**self._params(word), "n": limit, "cap": TOTAL_CAP}
-        branches = [
-            self._branch(
-                f"SELECT id, {tier} AS tier, popularity FROM {table} WHERE {self._tier_condition(kind, tier)} "
-                "ORDER BY popularity DESC, id LIMIT :n"
-            )
-            for tier in word.tiers
-        ]
+        params = {**self._params(word), "n": limit, "cap": TOTAL_CAP, "window": WINDOW}
+        branches = [self._branch(self._tier_rows(kind, tier, f"id, {tier} AS tier, popularity")) for tier in word.tiers]
         ranked = run(text(_ranked(branches, "tier, popularity DESC, id")), params).all()
         ids = list(dict.fromkeys(row[0] for row in ranked))[:limit]
         total = run(
@@ -183,10 +191,10 @@ class SqlCatalog:
             names = [f"fuzzy{i}" for i in range(len(patterns))]
             near = run(
                 text(
-                    f"SELECT id FROM {table} WHERE {self._any_match(kind, names)} "
-                    "ORDER BY popularity DESC, id LIMIT :cap"
+                    f"SELECT id FROM (SELECT id, popularity FROM {table} WHERE {self._any_match(kind, names)} "
+                    "LIMIT :window) AS near ORDER BY popularity DESC, id LIMIT :cap"
                 ),
-                {**dict(zip(names, patterns, strict=True)), "cap": TOTAL_CAP},
+                {**dict(zip(names, patterns, strict=True)), "cap": TOTAL_CAP, "window": WINDOW},
             ).scalars()
             # Here the other tiers found fewer than `limit`: `ids` holds every one of them.
             seen = set(ids)
@@ -204,16 +212,18 @@ class SqlCatalog:
         tiers = [t for t in word.tiers if t != FRAGMENT]
         branches = [
             self._branch(
-                f"SELECT id, {NAMES[kind]} AS name, '{kind}' AS kind, {tier} AS tier, {order} AS kind_order, "
-                f"popularity FROM {TABLES[kind]} WHERE {self._tier_condition(kind, tier)} "
-                "ORDER BY popularity DESC, id LIMIT :n"
+                self._tier_rows(
+                    kind,
+                    tier,
+                    f"id, {NAMES[kind]} AS name, '{kind}' AS kind, {tier} AS tier, {order} AS kind_order, popularity",
+                )
             )
             for tier in tiers
             for order, kind in enumerate(KINDS)
         ]
         rows = run(
             text(_ranked(branches, "tier, kind_order, popularity DESC, id")),
-            {**self._params(word), "n": limit},
+            {**self._params(word), "n": limit, "window": WINDOW},
         ).all()
         found: dict[str, Suggestion] = {}
         for row_id, name, kind, *_ in rows:
@@ -222,15 +232,26 @@ class SqlCatalog:
 
     def collaborators(self, profile_id: str, limit: int, offset: int) -> tuple[int, list[Collaborator]]:
         """The profiles sharing the most tracks with `profile_id` (most shared first, ties by id), and
-        how many there are: the profile's tracks from its credits' unique index, everyone on them
-        from (track, profile) - both read from the index alone - counted once."""
-        rows = run(_COLLABORATORS, {"profile_id": profile_id, "limit": limit, "offset": offset}).all()
+        how many there are. A prolific profile's (PRECOMPUTED_FROM credits or more) were counted
+        at load: a page of `profile_collaborators`' index. Anyone else's are counted now: the
+        profile's tracks from its credits' unique index, everyone on them from (track, profile),
+        both read from the index alone."""
+        figures = run(_FIGURES, {"profile_id": profile_id}).first()
+        if figures is None:
+            return 0, []
+        params = {"profile_id": profile_id, "limit": limit, "offset": offset}
+        if figures.credit_count >= self.PRECOMPUTED_FROM:
+            rows = run(_KEPT_COLLABORATORS, params).all()
+            return figures.collaborator_count, [Collaborator(r.id, r.name, r.avatar_url, r.shared) for r in rows]
+        rows = run(_COLLABORATORS, params).all()
         if rows:
             return rows[0].total, [Collaborator(r.id, r.name, r.avatar_url, r.shared) for r in rows]
-        total = run(_COLLABORATOR_COUNT, {"profile_id": profile_id}).scalar_one()
-        return total, []
+        return run(_COLLABORATOR_COUNT, {"profile_id": profile_id}).scalar_one(), []
 
     # -- loading a whole catalog (`flask catalog generate`) -------------------------------------------
+
+    def after_load(self) -> None:
+        """After the load's commit (PostgreSQL vacuums; SQLite has nothing to do)."""
 
     def clear(self) -> None:
         """Remove every catalog row; members keep their accounts, not their profile link."""
@@ -262,6 +283,11 @@ class SqlCatalog:
         for statement in _REFRESH:
             run(text(statement))
         run(text(_COMMON_ROLES_SQLITE))
+        self._keep_collaborators()
+
+    def _keep_collaborators(self) -> None:
+        run(text("DELETE FROM profile_collaborators"))
+        run(_KEEP_COLLABORATORS, {"heavy": self.PRECOMPUTED_FROM})
 
 
 def _ranked(branches: list[str], order: str) -> str:
@@ -287,6 +313,17 @@ _COLLABORATORS = text(
     "ORDER BY shared DESC, id LIMIT :limit OFFSET :offset) AS counted JOIN profiles p ON p.id = counted.id "
     "ORDER BY counted.shared DESC, p.id"
 ).bindparams(bindparam("limit"), bindparam("offset"))
+_FIGURES = text("SELECT credit_count, collaborator_count FROM profiles WHERE id = :profile_id")
+_KEPT_COLLABORATORS = text(
+    "SELECT p.id, p.name, p.avatar_url, k.shared FROM profile_collaborators k JOIN profiles p ON p.id = k.collaborator_id "
+    "WHERE k.profile_id = :profile_id ORDER BY k.shared DESC, k.collaborator_id LIMIT :limit OFFSET :offset"
+)
+_KEEP_COLLABORATORS = text(
+    "INSERT INTO profile_collaborators (profile_id, collaborator_id, shared) "
+    "SELECT m.profile_id, o.profile_id, count(DISTINCT o.track_id) FROM credits m JOIN credits o "
+    "ON o.track_id = m.track_id AND o.profile_id <> m.profile_id "
+    "WHERE m.profile_id IN (SELECT id FROM profiles WHERE credit_count >= :heavy) GROUP BY m.profile_id, o.profile_id"
+)
 _COLLABORATOR_COUNT = text(f"SELECT count(*) FROM ({_SHARED}) AS shared")
 
 # Children first (SQLite does not enforce the foreign keys; PostgreSQL does).
@@ -299,6 +336,7 @@ _CLEARED = (
     "tracks",
     "albums",
     "roster_profiles",
+    "profile_collaborators",
     "profiles",
 )
 

@@ -4,8 +4,10 @@
   whose last word is a prefix (`crazy <-> in:*`);
 - fragments and typo variants: `pg_trgm`'s GIN index (`search_key gin_trgm_ops`), which answers
   `LIKE '%...%'` (and `_`) from trigrams; the variants of a keyword are one bitmap OR;
-- each tier its own parenthesized branch, planned on its own: the most popular rows first from
-  the popularity index when the tier is common, from the text index and a small sort when rare;
+- each tier its own parenthesized branch, planned on its own: exact and prefix from the B-tree or
+  the popularity index, whichever the planner finds cheaper; a text-index tier reads at most
+  `WINDOW` matches from its GIN index and ranks those (for a word in tens of thousands of names,
+  the most popular of the first 5,000 found - the exact and prefix tiers come before it anyway);
 - profile figures recomputed set-wise (one pass over the credits per figure), not row by row.
 
 Migration 0020 makes the indexes (and the `pg_trgm` extension, trusted: no superuser needed)."""
@@ -18,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from app.store.catalog import SqlCatalog
+from app.store.catalog import EXACT, NAMES, PREFIX, TABLES, SqlCatalog
 from app.store.statements import run
 from app.store.unit_of_work import unit_of_work
 
@@ -43,9 +45,26 @@ class PostgresCatalog(SqlCatalog):
     def _branch(sql: str) -> str:
         return f"({sql})"
 
+    def _tier_rows(self, kind: str, tier: int, columns: str) -> str:
+        """Exact and prefix as the base class (a B-tree, or the popularity index with a cheap
+        filter). A text-index tier reads its matches from the GIN index first - at most :window of
+        them - and ranks those: PostgreSQL would otherwise walk the popularity index and test each
+        row (a tsvector or a dozen patterns computed per row), for ever when its estimate is wrong."""
+        if tier in (EXACT, PREFIX):
+            return super()._tier_rows(kind, tier, columns)
+        return (
+            f"SELECT {columns} FROM (SELECT id, popularity, {NAMES[kind]} FROM {TABLES[kind]} "
+            f"WHERE {self._tier_condition(kind, tier)} LIMIT :window) AS matched ORDER BY popularity DESC, id LIMIT :n"
+        )
+
     def clear(self) -> None:
         """The large tables emptied at once (TRUNCATE), then what members and rosters point at."""
-        run(text("TRUNCATE credit_role_links, credits, chart_rows, track_artists, track_isrcs, tracks, albums"))
+        run(
+            text(
+                "TRUNCATE credit_role_links, credits, chart_rows, track_artists, track_isrcs, tracks, albums, "
+                "profile_collaborators"
+            )
+        )
         super().clear()
 
     @contextmanager
@@ -96,6 +115,24 @@ class PostgresCatalog(SqlCatalog):
         run(text("SET LOCAL work_mem = '256MB'"))
         for statement in _REFRESH:
             run(text(statement))
+        self._keep_collaborators()
+
+    def after_load(self) -> None:
+        """After the load's commit: VACUUM sets the visibility map, so index-only scans (the
+        collaborators', the counts') need not visit the rows COPY wrote; ANALYZE the statistics.
+        On a pooled connection of its own, outside SQLAlchemy's statement path: that path begins a
+        transaction at the first statement that is not a SELECT (app/store/unit_of_work.py), and
+        VACUUM refuses to run in one."""
+        raw = unit_of_work().engine.raw_connection()
+        try:
+            driver: Any = raw.driver_connection
+            driver.autocommit = True
+            with driver.cursor() as cursor:
+                for table in (*LOADED, "profile_collaborators"):
+                    cursor.execute(f"VACUUM (ANALYZE) {table}")
+            driver.autocommit = False
+        finally:
+            raw.close()
 
 
 _REFRESH = (

@@ -13,6 +13,8 @@
 - profiles' `popularity`, `credit_count`, `collaborator_count`, `common_roles`: computed when the
   catalog is loaded (the store's `refresh_profile_stats`), filled here for a catalog already there.
 - credits (track_id, profile_id) in place of (track_id): collaborators read from the index alone.
+- `profile_collaborators`: a prolific profile's collaborators, counted when the catalog is loaded
+  (filled by the store's `refresh_profile_stats`; `flask catalog refresh` for a catalog already there).
 
 PostgreSQL: `CREATE EXTENSION pg_trgm` needs no superuser (a trusted extension since PostgreSQL
 13: the database owner may create it); `.ci/run` creates it as the superuser anyway.
@@ -96,6 +98,17 @@ def upgrade():
         batch_op.create_index('ix_credits_track_profile', ['track_id', 'profile_id'], unique=False)
         batch_op.drop_index(batch_op.f('ix_credits_track_id'))
 
+    op.create_table('profile_collaborators',
+    sa.Column('profile_id', sa.String(length=36), nullable=False),
+    sa.Column('collaborator_id', sa.String(length=36), nullable=False),
+    sa.Column('shared', sa.Integer(), nullable=False),
+    sa.ForeignKeyConstraint(['collaborator_id'], ['profiles.id'], name=op.f('fk_profile_collaborators_collaborator_id_profiles'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['profile_id'], ['profiles.id'], name=op.f('fk_profile_collaborators_profile_id_profiles'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('profile_id', 'collaborator_id', name=op.f('pk_profile_collaborators'))
+    )
+    with op.batch_alter_table('profile_collaborators', schema=None) as batch_op:
+        batch_op.create_index('ix_profile_collaborators_page', ['profile_id', sa.text('shared DESC'), 'collaborator_id'], unique=False)
+
     if postgres:
         op.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
         for table in NAMED:
@@ -142,6 +155,7 @@ def downgrade():
             for trigger in ("insert", "delete", "update"):
                 op.execute(f"DROP TRIGGER IF EXISTS {table}_search_{trigger}")
             op.execute(f"DROP TABLE IF EXISTS {table}_search")
+    op.drop_table('profile_collaborators')
     with op.batch_alter_table('credits', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_credits_track_id'), ['track_id'], unique=False)
         batch_op.drop_index('ix_credits_track_profile')
