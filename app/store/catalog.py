@@ -179,9 +179,15 @@ class SqlCatalog:
             return Hits(0, [])
         table = TABLES[kind]
         params = {**self._params(word), "n": limit, "cap": TOTAL_CAP, "window": WINDOW}
-        branches = [self._branch(self._tier_rows(kind, tier, f"id, {tier} AS tier, popularity")) for tier in word.tiers]
-        ranked = run(text(_ranked(branches, "tier, popularity DESC, id")), params).all()
-        ids = list(dict.fromkeys(row[0] for row in ranked))[:limit]
+        found: dict[str, None] = {}
+        for phase in _phases(word.tiers):
+            branches = [self._branch(self._tier_rows(kind, tier, f"id, {tier} AS tier, popularity")) for tier in phase]
+            found.update(
+                dict.fromkeys(row[0] for row in run(text(_ranked(branches, "tier, popularity DESC, id")), params))
+            )
+            if len(found) >= limit:
+                break  # a later tier ranks below every row found: nothing of it would be shown
+        ids = list(found)[:limit]
         total = run(
             text(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {self._widest(kind, word)} LIMIT :cap) AS hits"),
             params,
@@ -209,7 +215,15 @@ class SqlCatalog:
         word = keyword(raw)
         if word is None:
             return []
-        tiers = [t for t in word.tiers if t != FRAGMENT]
+        found: dict[str, Suggestion] = {}
+        for phase in _phases(tuple(t for t in word.tiers if t != FRAGMENT)):
+            for row_id, name, kind, *_ in self._suggestions(word, phase, limit):
+                found.setdefault(row_id, Suggestion(row_id, name, kind))
+            if len(found) >= limit:
+                break
+        return list(found.values())[:limit]
+
+    def _suggestions(self, word: Keyword, tiers: tuple[int, ...], limit: int) -> Sequence[Any]:
         branches = [
             self._branch(
                 self._tier_rows(
@@ -221,14 +235,10 @@ class SqlCatalog:
             for tier in tiers
             for order, kind in enumerate(KINDS)
         ]
-        rows = run(
+        return run(
             text(_ranked(branches, "tier, kind_order, popularity DESC, id")),
             {**self._params(word), "n": limit, "window": WINDOW},
         ).all()
-        found: dict[str, Suggestion] = {}
-        for row_id, name, kind, *_ in rows:
-            found.setdefault(row_id, Suggestion(row_id, name, kind))
-        return list(found.values())[:limit]
 
     def collaborators(self, profile_id: str, limit: int, offset: int) -> tuple[int, list[Collaborator]]:
         """The profiles sharing the most tracks with `profile_id` (most shared first, ties by id), and
@@ -288,6 +298,14 @@ class SqlCatalog:
     def _keep_collaborators(self) -> None:
         run(text("DELETE FROM profile_collaborators"))
         run(_KEEP_COLLABORATORS, {"heavy": self.PRECOMPUTED_FROM})
+
+
+def _phases(tiers: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The tiers in the round trips that ask for them: exact and prefix together (B-tree reads,
+    cheap), then each text-index tier only while fewer than `limit` rows were found - for a common
+    keyword the B-tree tiers fill the page and the text index is never read."""
+    first = tuple(t for t in tiers if t in (EXACT, PREFIX))
+    return [first, *((t,) for t in tiers if t not in first)]
 
 
 def _ranked(branches: list[str], order: str) -> str:
