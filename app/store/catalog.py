@@ -39,7 +39,8 @@ TOTAL_CAP = 1000
 # The most rows a text-index tier reads before ranking them (PostgreSQL; see catalog_postgresql.py).
 WINDOW = 5000
 FUZZY_MIN = 5  # letters a word needs before one typo is forgiven
-FUZZY_WORDS = 3  # the long words of a keyword that get typo variants
+FUZZY_WORDS = 2  # the long words of a keyword that get typo variants (the first two)
+FUZZY_LONGEST = 16  # a longer word is matched as typed: at most 2 x 64 variants in one statement
 EXACT, PREFIX, WORD, FRAGMENT, FUZZY = range(5)
 
 
@@ -95,7 +96,7 @@ class Keyword:
         changed or added (`_`), dropped, or two neighbours swapped. A keyword without a long word
         has none."""
         patterns: set[str] = set()
-        long_words = [i for i, w in enumerate(self.words) if len(w) >= FUZZY_MIN][:FUZZY_WORDS]
+        long_words = [i for i, w in enumerate(self.words) if FUZZY_MIN <= len(w) <= FUZZY_LONGEST][:FUZZY_WORDS]
         for i in long_words:
             word = self.words[i]
             variants = set()

@@ -147,5 +147,16 @@ def test_a_keyword_without_letters_or_digits_matches_nothing(catalog):
         assert (hits.total, hits.ids) == (0, []), keyword
 
 
+def test_the_longest_keyword_stays_one_bounded_statement(catalog):
+    """200 characters of long words (the API's most): typo variants for two words of up to 16
+    letters only - SQLite refuses a statement of more than 500 selects."""
+    from app.store.catalog import keyword
+
+    longest = " ".join(["abcdefghijklmnop"] * 11 + ["abcdefghijklmnopqrstuvwxyz"])[:200]
+    assert len(keyword(longest).fuzzy_patterns()) <= 2 * 64
+    assert store().catalog.search("track", longest, 10).ids == []
+    assert store().catalog.search("track", "x" * 200, 10).ids == []
+
+
 def test_there_are_enough_cases():
     assert len(CASES) >= 30
