@@ -14,6 +14,7 @@ from sqlalchemy import event
 from app.core.extensions import db
 from app.models import Album, ChartRow, Credit, CreditRole, Profile, Token, Track, TrackArtist, credit_role_links
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
+from app.store import store
 from tests.factories import make_client, make_member
 
 ALL_SCOPES = "openid profile email credits:read analytics:read"
@@ -137,6 +138,8 @@ def make_catalog(credits: int = 45) -> Catalog:
             ),
         ]
     )
+    db.session.flush()
+    store().catalog.refresh_profile_stats()  # as every load does: search shows these figures
     db.session.commit()
     order.sort(key=lambda row: (row[1], row[0]), reverse=True)
     return Catalog(mine=mine, other=other, credits=credits, newest_first=[(t, a) for _, _, t, a in order])

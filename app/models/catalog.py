@@ -3,16 +3,68 @@ taxonomy, credits and chart rows.
 
 The catalog is read-only for the data API. Every read the API makes is backed by an index:
 a member's credits by (profile, release date, id) - which also gives the page its stable
-order - and the children of a page (roles, track artists) by the ids on that page."""
+order - and the children of a page (roles, track artists) by the ids on that page.
+
+Search reads `search_key`, a name or title folded once when it is written (`fold`: lower case,
+accents and punctuation gone, words separated by one space, a space at each end), so that every
+store matches the same text the same way and indexes it as it is: a B-tree for exact and prefix
+matches, and the store's text index for words and fragments (app/store/catalog.py). A profile's
+figures that search ranks and shows (popularity, credits, collaborators, common roles) are
+computed when the catalog is loaded (`refresh_profile_stats` in the store), not per search."""
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import date
+from typing import Any
 
 from sqlalchemy import JSON, Date, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
 from app.core.extensions import Model, db
+
+# Letters that carry no combining mark to strip (NFKD leaves them whole); unaccent folds them so.
+_LETTERS = str.maketrans({"ø": "o", "æ": "ae", "œ": "oe", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i"})
+_JOINERS = str.maketrans({"'": None, "\u2019": None, "`": None})
+SEARCH_KEY_LENGTH = 320
+
+
+def fold(text: str) -> str:
+    """The form search compares: "Beyoncé feat. JAY-Z" -> " beyonce feat jay z ". Lower case,
+    no accents, apostrophes dropped ("don't" -> "dont"), any other run of non-letters and
+    non-digits one space, one space at each end so a word start is always " word"."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold().translate(_JOINERS))
+    plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).translate(_LETTERS)
+    words = "".join(ch if ch.isalnum() else " " for ch in plain).split()
+    return f" {' '.join(words)} " if words else ""
+
+
+def _folded(column: str) -> Any:
+    """A column default: the search key of the row's `column` (a Core insert gets it too)."""
+
+    def default(context: Any) -> str:
+        return fold(context.get_current_parameters().get(column) or "")[:SEARCH_KEY_LENGTH]
+
+    return default
+
+
+def _search_key() -> Any:
+    # Bytewise order on PostgreSQL ("C"), as SQLite's: a prefix is a range of the B-tree.
+    return String(SEARCH_KEY_LENGTH).with_variant(String(SEARCH_KEY_LENGTH, collation="C"), "postgresql")
+
+
+# The stores' text indexes (migration 0020): on SQLite FTS5 tables (and their shadow tables) kept
+# in step by triggers, on PostgreSQL GIN indexes. Not models: the schema comparison leaves them be.
+_SEARCH_TABLES = ("profiles_search", "tracks_search", "albums_search")
+_SEARCH_INDEXES = tuple(f"ix_{t}_search_{kind}" for t in ("profiles", "tracks", "albums") for kind in ("trgm", "words"))
+
+
+def outside_the_models(name: str | None, type_: str) -> bool:
+    """Whether a table or index of the database is one of the stores' text indexes (Alembic's
+    `include_name` answers the opposite)."""
+    if type_ == "table":
+        return bool(name) and any(name == t or name.startswith(t + "_") for t in _SEARCH_TABLES)  # type: ignore[union-attr]
+    return type_ == "index" and name in _SEARCH_INDEXES
 
 
 class Profile(Model):
@@ -31,6 +83,21 @@ class Profile(Model):
     instagram: Mapped[str | None] = mapped_column(String(500), nullable=True)
     spotify_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     avatar_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    search_key: Mapped[str] = mapped_column(_search_key(), default=_folded("name"), index=True)
+    # Computed from the credits when the catalog is loaded (the store's refresh_profile_stats):
+    # the most popular credited track's popularity, credit rows, distinct collaborators (profiles
+    # credited on the same tracks), the three most held roles.
+    popularity: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    credit_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    collaborator_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    common_roles: Mapped[list[str]] = mapped_column(JSON, default=list)
+
+    __table_args__ = (Index("ix_profiles_popularity", popularity.desc(), "id"),)
+
+    @validates("name")
+    def _fold_name(self, _key: str, value: str) -> str:
+        self.search_key = fold(value or "")[:SEARCH_KEY_LENGTH]
+        return value
 
 
 class Track(Model):
@@ -43,10 +110,18 @@ class Track(Model):
     spotify_id: Mapped[str] = mapped_column(String(64), index=True)
     spotify_preview_url: Mapped[str] = mapped_column(String(500))
     label: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    search_key: Mapped[str] = mapped_column(_search_key(), default=_folded("title"), index=True)
+
+    __table_args__ = (Index("ix_tracks_popularity", popularity.desc(), "id"),)
 
     artists: Mapped[list[TrackArtist]] = relationship(
         back_populates="track", order_by="TrackArtist.position", cascade="all, delete-orphan"
     )
+
+    @validates("title")
+    def _fold_title(self, _key: str, value: str) -> str:
+        self.search_key = fold(value or "")[:SEARCH_KEY_LENGTH]
+        return value
 
 
 class Album(Model):
@@ -61,6 +136,14 @@ class Album(Model):
     # Looked up by the catalog API (`/album/spotify/{id}`); popularity: its most popular track's.
     spotify_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     popularity: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    search_key: Mapped[str] = mapped_column(_search_key(), default=_folded("title"), index=True)
+
+    __table_args__ = (Index("ix_albums_popularity", popularity.desc(), "id"),)
+
+    @validates("title")
+    def _fold_title(self, _key: str, value: str) -> str:
+        self.search_key = fold(value or "")[:SEARCH_KEY_LENGTH]
+        return value
 
 
 class TrackIsrc(Model):
@@ -118,11 +201,13 @@ class Credit(Model):
         # The page: a profile's credits, newest release first; the id breaks ties so the order
         # is total and stable. The index also answers the count.
         Index("ix_credits_profile_release", "profile_id", "release_date", "id"),
+        # Who else is credited on a track (collaborators): read from the index alone.
+        Index("ix_credits_track_profile", "track_id", "profile_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
-    track_id: Mapped[str] = mapped_column(ForeignKey("tracks.id", ondelete="CASCADE"), index=True)
+    track_id: Mapped[str] = mapped_column(ForeignKey("tracks.id", ondelete="CASCADE"))
     album_id: Mapped[str] = mapped_column(ForeignKey("albums.id", ondelete="CASCADE"), index=True)
     # The album's release date, copied here so the page order is served by one index.
     release_date: Mapped[date] = mapped_column(Date)
@@ -131,6 +216,21 @@ class Credit(Model):
     track: Mapped[Track] = relationship()
     album: Mapped[Album] = relationship()
     roles: Mapped[list[CreditRole]] = relationship(secondary=credit_role_links, order_by=CreditRole.id)
+
+
+class ProfileCollaborator(Model):
+    """Who a prolific profile shares tracks with, counted when the catalog is loaded (the store's
+    refresh_profile_stats): for a profile with thousands of credits, counting them per request
+    would join tens of thousands of credit rows. Profiles below the store's threshold are counted
+    live from the (track, profile) index; the answer is the same."""
+
+    __tablename__ = "profile_collaborators"
+
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"), primary_key=True)
+    collaborator_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"), primary_key=True)
+    shared: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = (Index("ix_profile_collaborators_page", "profile_id", shared.desc(), "collaborator_id"),)
 
 
 class ChartRow(Model):

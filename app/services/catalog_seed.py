@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from itertools import accumulate
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import delete, func, insert, select, update
 
 from app.core.extensions import db
 from app.models import (
@@ -39,6 +39,7 @@ from app.models import (
     User,
     credit_role_links,
 )
+from app.store import store
 
 DEFAULT_SEED = 20261123
 DEFAULT_CREDITS = 6000
@@ -554,24 +555,12 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
         table = getattr(model_or_table, "__table__", model_or_table)
         for start in range(0, len(rows), BATCH):
             db.session.execute(insert(table), rows[start : start + BATCH])
-    _sync_sequences()
+    store().catalog.sync_ids()
+    store().catalog.refresh_profile_stats()
 
     summary.profiles, summary.albums, summary.tracks = len(profiles), len(albums), len(tracks)
     summary.credits, summary.chart_rows, summary.roles = len(credit_rows), len(chart_rows), len(role_rows)
     return summary
-
-
-def _sync_sequences() -> None:
-    """Rows were written with explicit ids; move PostgreSQL's sequences past them so later
-    inserts that let the database choose the id do not collide (SQLite needs nothing)."""
-    if db.session.get_bind().dialect.name != "postgresql":
-        return
-    for table in ("credits", "credit_roles", "chart_rows"):
-        db.session.execute(
-            text(
-                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"  # noqa: S608 - fixed names
-            )
-        )
 
 
 class CatalogExists(RuntimeError):

@@ -14,6 +14,8 @@
     rosters.py         members' rosters of catalog profiles, and a workspace key's reach
     meter.py           the api_requests meter's counters, one per key and UTC day
     audit_trail.py     the audit trail counted by day (the console's activity pictures)
+    catalog.py         catalog search, type-ahead, collaborators (SQLite's FTS5 text index);
+                       catalog_postgresql.py: the same through pg_trgm and full-text GIN indexes
 
 The implementations are chosen once, when the app is created (`init_store`): no dialect is tested
 anywhere else, and SQLite (the local default) and PostgreSQL run the same code but where
@@ -31,6 +33,8 @@ from app.store import app_cache
 from app.store import postgresql as pg
 from app.store.apps import SqlApps
 from app.store.audit_trail import SqlAuditTrail
+from app.store.catalog import SqlCatalog
+from app.store.catalog_postgresql import PostgresCatalog
 from app.store.codes import SqlCodes
 from app.store.consents import SqlConsents
 from app.store.logins import SqlLogins
@@ -39,6 +43,7 @@ from app.store.pending_requests import SqlPendingRequests
 from app.store.ports import (
     Apps,
     AuditTrail,
+    Catalog,
     Codes,
     Consents,
     Logins,
@@ -66,6 +71,7 @@ class Store:
     rosters: Rosters
     meter: Meter
     audit: AuditTrail
+    catalog: Catalog
 
 
 def sql_store() -> Store:
@@ -81,6 +87,7 @@ def sql_store() -> Store:
         SqlRosters(),
         SqlMeter(),
         SqlAuditTrail(),
+        SqlCatalog(),
     )
 
 
@@ -104,6 +111,7 @@ def init_store(app: Flask) -> None:
             pg.PostgresRosters(),
             pg.PostgresMeter(),
             pg.PostgresAuditTrail(),
+            PostgresCatalog(),
         )
     else:
         chosen = sql_store()

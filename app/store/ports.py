@@ -12,7 +12,8 @@ one statement (`UPDATE ... RETURNING`), so exactly one concurrent caller gets th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager
 from datetime import date, datetime
 from typing import Any, Protocol
 
@@ -20,6 +21,7 @@ from sqlalchemy import Select
 
 from app.models import ClientStatus
 from app.store.apps import App, Owner, RegisteredApp
+from app.store.catalog import Collaborator, Hits, Suggestion
 from app.store.codes import RedeemedCode, SpentCode
 from app.store.logins import Login, SessionSeen
 from app.store.members import Member
@@ -166,3 +168,19 @@ class AuditTrail(Protocol):
         self, actions: Collection[str], since: datetime, client_id: int | None
     ) -> list[tuple[str, str, int]]: ...
     def actors_per_day(self, action: str, since: datetime, client_id: int | None) -> list[tuple[str, int]]: ...
+
+
+class Catalog(Protocol):
+    """The catalog reads that need the store's text index or its own plan: search by kind,
+    type-ahead over the three kinds, a profile's collaborators; and the profile figures search
+    shows, recomputed after a load (app/store/catalog.py says how each ranks and what it reads)."""
+
+    def search(self, kind: str, raw: str, limit: int) -> Hits: ...
+    def autocomplete(self, raw: str, limit: int) -> list[Suggestion]: ...
+    def collaborators(self, profile_id: str, limit: int, offset: int) -> tuple[int, list[Collaborator]]: ...
+    def refresh_profile_stats(self) -> None: ...
+    def clear(self) -> None: ...
+    def after_load(self) -> None: ...
+    def sync_ids(self) -> None: ...
+    def bulk_load(self) -> AbstractContextManager[None]: ...
+    def bulk_insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int: ...

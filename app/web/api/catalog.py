@@ -2,20 +2,19 @@
 their identifiers, album credits, search, autocomplete, the role taxonomy and profile search.
 
 Every lookup is an indexed equality (ids, `track_isrcs`, spotify ids, UPC); every list is a
-bounded page with its count. Search and autocomplete match names and titles with a
-case-insensitive substring (prefix for autocomplete) over at most `SEARCH_LIMIT` rows a bucket.
+bounded page with its count. Search, autocomplete and collaborators are the store's
+(`store().catalog`, app/store/catalog.py): their SQL depends on its text index.
 The JSON shapes are the spec's; where the spec says "not shown" the shape is ours and is
 documented in openapi.yaml."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-
-from sqlalchemy import distinct, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
 
 from app.core.extensions import db
-from app.models import Album, Credit, CreditRole, Profile, Track, TrackArtist, TrackIsrc, credit_role_links
+from app.models import Album, Credit, CreditRole, Profile, Track, TrackArtist, TrackIsrc
+from app.store import store
 from app.web.api.auth import canonical_uuid
 from app.web.api.envelope import page
 from app.web.api.paging import PageRequest
@@ -38,15 +37,6 @@ LISTED_TEXT = rf"^[^\x00]*[^\x00,{SPACE}][^\x00]*$"
 MAX_OFFSET = 10**18 - 1  # app/web/api/paging.py reads up to 18 digits
 MAX_NAMES = 20
 MAX_TRACK_IDS = 50
-
-
-ESCAPE = "!"  # not a backslash: PostgreSQL reads backslashes in literals by its own settings
-
-
-def _like(text: str, prefix_only: bool = False) -> str:
-    """A LIKE pattern matching `text` literally (its own %, _ and ! escaped with `!`)."""
-    escaped = text.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
-    return (escaped + "%") if prefix_only else ("%" + escaped + "%")
 
 
 def find_profile(profile_id: str) -> Profile | None:
@@ -127,28 +117,8 @@ def album_json(album: Album) -> dict:
 
 def collaborators_page(profile_id: str, wanted: PageRequest) -> dict:
     """The profiles sharing the most tracks with `profile_id` (most shared first, ties by id)."""
-    mine, theirs = aliased(Credit), aliased(Credit)
-    shared = func.count(distinct(theirs.track_id))
-    pairs = (
-        select(theirs.profile_id.label("profile_id"), shared.label("shared"))
-        .select_from(mine)
-        .join(theirs, theirs.track_id == mine.track_id)
-        .where(mine.profile_id == profile_id, theirs.profile_id != profile_id)
-        .group_by(theirs.profile_id)
-    ).subquery()
-    total = db.session.scalar(select(func.count()).select_from(pairs))
-    if wanted.offset >= total:
-        return page(wanted.limit, wanted.offset, total, [])
-    rows = db.session.execute(
-        select(Profile.id, Profile.name, Profile.avatar_url, pairs.c.shared)
-        .join(pairs, pairs.c.profile_id == Profile.id)
-        .order_by(pairs.c.shared.desc(), Profile.id)
-        .limit(wanted.limit)
-        .offset(wanted.offset)
-    ).all()
-    items = [
-        {"id": pid, "name": name, "avatarUrl": avatar, "sharedCredits": count} for pid, name, avatar, count in rows
-    ]
+    total, found = store().catalog.collaborators(profile_id, wanted.limit, wanted.offset)
+    items = [{"id": c.id, "name": c.name, "avatarUrl": c.avatar_url, "sharedCredits": c.shared} for c in found]
     return page(wanted.limit, wanted.offset, total, items)
 
 
@@ -238,139 +208,105 @@ def _empty() -> dict:
 
 
 def _profile_items(profile_ids: list[str]) -> list[dict]:
-    """Search rows for profiles: counts read in one grouped query each for the page's ids."""
+    """The profile bucket's items, in the order given: the figures were computed when the catalog
+    was loaded (the store's refresh_profile_stats), so a prolific profile costs no more than any."""
     if not profile_ids:
         return []
-    names = dict(db.session.execute(select(Profile.id, Profile.name).where(Profile.id.in_(profile_ids))).all())
-    avatars = dict(db.session.execute(select(Profile.id, Profile.avatar_url).where(Profile.id.in_(profile_ids))).all())
-    stats = {
-        pid: (count, popularity)
-        for pid, count, popularity in db.session.execute(
-            select(Credit.profile_id, func.count(Credit.id), func.max(Track.popularity))
-            .join(Track, Track.id == Credit.track_id)
-            .where(Credit.profile_id.in_(profile_ids))
-            .group_by(Credit.profile_id)
+    rows = {
+        row.id: row
+        for row in db.session.execute(
+            select(
+                Profile.id,
+                Profile.name,
+                Profile.avatar_url,
+                Profile.popularity,
+                Profile.credit_count,
+                Profile.collaborator_count,
+                Profile.common_roles,
+            ).where(Profile.id.in_(profile_ids))
         )
     }
-    mine, theirs = aliased(Credit), aliased(Credit)
-    collaborators = dict(
-        db.session.execute(
-            select(mine.profile_id, func.count(distinct(theirs.profile_id)))
-            .join(theirs, (theirs.track_id == mine.track_id) & (theirs.profile_id != mine.profile_id))
-            .where(mine.profile_id.in_(profile_ids))
-            .group_by(mine.profile_id)
-        ).all()
-    )
-    common: dict[str, Counter] = defaultdict(Counter)
-    for pid, role in db.session.execute(
-        select(Credit.profile_id, CreditRole.name)
-        .join(credit_role_links, credit_role_links.c.credit_id == Credit.id)
-        .join(CreditRole, CreditRole.id == credit_role_links.c.role_id)
-        .where(Credit.profile_id.in_(profile_ids))
-    ):
-        common[pid][role] += 1
     return [
         {
             "id": pid,
-            "name": names[pid],
-            "popularity": int(stats.get(pid, (0, 0))[1] or 0),
-            "creditCount": stats.get(pid, (0, 0))[0],
-            "collaboratorsCount": collaborators.get(pid, 0),
-            "avatarUrl": avatars[pid] or "",
-            "commonCredits": [role for role, _ in sorted(common[pid].items(), key=lambda kv: (-kv[1], kv[0]))[:3]],
+            "name": row.name,
+            "popularity": row.popularity,
+            "creditCount": row.credit_count,
+            "collaboratorsCount": row.collaborator_count,
+            "avatarUrl": row.avatar_url or "",
+            "commonCredits": list(row.common_roles or []),
         }
         for pid in profile_ids
-        if pid in names
+        if (row := rows.get(pid)) is not None
     ]
 
 
+def _track_items(track_ids: list[str]) -> list[dict]:
+    if not track_ids:
+        return []
+    rows = {
+        row.id: row
+        for row in db.session.execute(select(Track.id, Track.title, Track.popularity).where(Track.id.in_(track_ids)))
+    }
+    released = dict(
+        db.session.execute(
+            select(Credit.track_id, func.min(Credit.release_date))
+            .where(Credit.track_id.in_(track_ids))
+            .group_by(Credit.track_id)
+        ).all()
+    )
+    return [
+        {
+            "id": tid,
+            "title": row.title,
+            "popularity": row.popularity,
+            "releaseDate": released[tid].isoformat() + "T00:00:00" if tid in released else None,
+        }
+        for tid in track_ids
+        if (row := rows.get(tid)) is not None
+    ]
+
+
+def _album_items(album_ids: list[str]) -> list[dict]:
+    if not album_ids:
+        return []
+    albums = {a.id: a for a in db.session.scalars(select(Album).where(Album.id.in_(album_ids)))}
+    return [
+        {
+            "id": a.id,
+            "title": a.title,
+            "upc": a.upc,
+            "releaseDate": a.release_date.isoformat(),
+            "albumArt": a.album_art,
+            "popularity": a.popularity,
+        }
+        for aid in album_ids
+        if (a := albums.get(aid)) is not None
+    ]
+
+
+_ITEMS = {"profile": ("profiles", _profile_items), "track": ("tracks", _track_items), "album": ("albums", _album_items)}
+
+
 def search(keyword: str, types: list[str]) -> dict:
-    """Profiles, tracks and albums whose name or title contains `keyword`, most popular first;
-    a bucket that was not asked for is empty, not absent."""
-    pattern = _like(keyword)
+    """Profiles, tracks and albums matching `keyword`, best first: the exact name, then names
+    starting with it, then a word starting with it, a fragment, one typo (app/store/catalog.py);
+    ties by popularity. `total` counts matches up to the store's cap. A bucket that was not asked
+    for is empty, not absent."""
     result = {"tracks": _empty(), "albums": _empty(), "profiles": _empty()}
-    if "profile" in types:
-        where = func.lower(Profile.name).like(pattern, escape=ESCAPE)
-        ids = list(
-            db.session.scalars(select(Profile.id).where(where).order_by(Profile.name, Profile.id).limit(SEARCH_LIMIT))
-        )
-        result["profiles"] = {
-            "total": db.session.scalar(select(func.count()).select_from(Profile).where(where)),
-            "items": _profile_items(ids),
-        }
-    if "track" in types:
-        where = func.lower(Track.title).like(pattern, escape=ESCAPE)
-        rows = db.session.execute(
-            select(Track.id, Track.title, Track.popularity)
-            .where(where)
-            .order_by(Track.popularity.desc(), Track.id)
-            .limit(SEARCH_LIMIT)
-        ).all()
-        released = (
-            dict(
-                db.session.execute(
-                    select(Credit.track_id, func.min(Credit.release_date))
-                    .where(Credit.track_id.in_([r[0] for r in rows]))
-                    .group_by(Credit.track_id)
-                ).all()
-            )
-            if rows
-            else {}
-        )
-        result["tracks"] = {
-            "total": db.session.scalar(select(func.count()).select_from(Track).where(where)),
-            "items": [
-                {
-                    "id": tid,
-                    "title": title,
-                    "popularity": popularity,
-                    "releaseDate": released[tid].isoformat() + "T00:00:00" if tid in released else None,
-                }
-                for tid, title, popularity in rows
-            ],
-        }
-    if "album" in types:
-        where = func.lower(Album.title).like(pattern, escape=ESCAPE)
-        albums = db.session.scalars(
-            select(Album).where(where).order_by(Album.popularity.desc(), Album.id).limit(SEARCH_LIMIT)
-        ).all()
-        result["albums"] = {
-            "total": db.session.scalar(select(func.count()).select_from(Album).where(where)),
-            "items": [
-                {
-                    "id": a.id,
-                    "title": a.title,
-                    "upc": a.upc,
-                    "releaseDate": a.release_date.isoformat(),
-                    "albumArt": a.album_art,
-                    "popularity": a.popularity,
-                }
-                for a in albums
-            ],
-        }
+    for kind in SEARCH_TYPES:
+        if kind in types:
+            bucket, items = _ITEMS[kind]
+            hits = store().catalog.search(kind, keyword, SEARCH_LIMIT)
+            result[bucket] = {"total": hits.total, "items": items(hits.ids)}
     return result
 
 
 def autocomplete(q: str) -> dict:
-    """Type-ahead: names and titles starting with `q`, profiles first, then tracks, then albums."""
-    pattern = _like(q, prefix_only=True)
-    items: list[dict] = []
-    for model, label, kind, order in (
-        (Profile, Profile.name, "profile", Profile.name),
-        (Track, Track.title, "track", Track.popularity.desc()),
-        (Album, Album.title, "album", Album.popularity.desc()),
-    ):
-        left = AUTOCOMPLETE_LIMIT - len(items)
-        if left <= 0:
-            break
-        rows = db.session.execute(
-            select(model.id, label)
-            .where(func.lower(label).like(pattern, escape=ESCAPE))
-            .order_by(order, model.id)
-            .limit(left)
-        ).all()
-        items += [{"id": row_id, "name": name, "entityType": kind} for row_id, name in rows]
-    return {"items": items}
+    """Type-ahead over profiles, tracks and albums: names starting with `q` (then, from two letters,
+    names with a word starting with it), profiles before tracks before albums within each."""
+    found = store().catalog.autocomplete(q, AUTOCOMPLETE_LIMIT)
+    return {"items": [{"id": s.id, "name": s.name, "entityType": s.kind} for s in found]}
 
 
 def profiles_for_tracks(names: list[str], track_ids: list[str], spotify_track_ids: list[str]) -> dict:

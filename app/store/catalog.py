@@ -1,0 +1,380 @@
+"""Catalog search, type-ahead and collaborators: the catalog reads whose SQL depends on the store's
+text index. SQLite's (FTS5 trigram tables kept in step by triggers) is here; PostgreSQL's (pg_trgm
+and full-text GIN indexes) is app/store/catalog_postgresql.py.
+
+What a search matches, in the order it ranks (ties: the more popular first, then the id):
+
+    0 exact      the whole name, folded ("beyonce" finds "Beyoncé")       B-tree equality
+    1 prefix     the name starts with the keyword ("beyo")                 B-tree range
+    2 word       a word of the name starts with it ("crazy in" finds "Drunk Crazy In Love")
+    3 fragment   it occurs anywhere in the name (3 letters or more)        text index
+    4 fuzzy      one typo (a letter changed, added, dropped or two swapped) in a word of five
+                 letters or more ("beyonse")                               text index
+
+Names and keywords are compared folded (app/models/catalog.py `fold`), so every store matches the
+same text the same way. A one-letter keyword matches exact and prefix only, a two-letter one
+words too: a shorter fragment is in too many names to be worth an index. Each tier reads at most
+`limit` rows through an index, most popular first, so no search reads a whole table, and the
+number of matches (`total`) is counted up to `TOTAL_CAP` - a search is not a way to list the
+catalog. Fuzzy variants are asked for only when the other tiers found fewer than `limit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, text
+
+from app.models.catalog import fold
+from app.store.statements import run
+from app.store.unit_of_work import unit_of_work
+
+KINDS = ("profile", "track", "album")
+TABLES = {"profile": "profiles", "track": "tracks", "album": "albums"}
+NAMES = {"profile": "name", "track": "title", "album": "title"}
+TOTAL_CAP = 1000
+# The most rows a text-index tier reads before ranking them (PostgreSQL; see catalog_postgresql.py).
+WINDOW = 5000
+FUZZY_MIN = 5  # letters a word needs before one typo is forgiven
+FUZZY_WORDS = 2  # the long words of a keyword that get typo variants (the first two)
+FUZZY_LONGEST = 16  # a longer word is matched as typed: at most 2 x 64 variants in one statement
+EXACT, PREFIX, WORD, FRAGMENT, FUZZY = range(5)
+
+
+@dataclass(frozen=True, slots=True)
+class Hits:
+    """A search bucket's answer: the ids ranked, and how many rows match (up to TOTAL_CAP)."""
+
+    total: int
+    ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    id: str
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Collaborator:
+    id: str
+    name: str
+    avatar_url: str | None
+    shared: int
+
+
+@dataclass(frozen=True, slots=True)
+class Keyword:
+    """A keyword as search reads it: folded (" beyo "), its words, and the patterns of each tier."""
+
+    key: str  # " beyo ": the exact key
+    words: list[str]
+
+    @property
+    def core(self) -> str:
+        return self.key.strip()
+
+    @property
+    def prefix_range(self) -> tuple[str, str]:
+        """The B-tree range of keys starting with the keyword (bytewise order on both stores)."""
+        low = " " + self.core
+        return low, low[:-1] + chr(ord(low[-1]) + 1)
+
+    @property
+    def tiers(self) -> tuple[int, ...]:
+        length = len(self.core)
+        if length >= 3:
+            return (EXACT, PREFIX, WORD, FRAGMENT)
+        return (EXACT, PREFIX, WORD) if length == 2 else (EXACT, PREFIX)
+
+    def fuzzy_patterns(self) -> list[str]:
+        """LIKE patterns for one typo in one long word, each anchored at a word start: a letter
+        changed or added (`_`), dropped, or two neighbours swapped. A keyword without a long word
+        has none."""
+        patterns: set[str] = set()
+        long_words = [i for i, w in enumerate(self.words) if FUZZY_MIN <= len(w) <= FUZZY_LONGEST][:FUZZY_WORDS]
+        for i in long_words:
+            word = self.words[i]
+            variants = set()
+            for j in range(len(word)):
+                variants.add(word[:j] + "_" + word[j + 1 :])  # changed
+                variants.add(word[:j] + word[j + 1 :])  # dropped
+                if j + 1 < len(word):
+                    variants.add(word[:j] + word[j + 1] + word[j] + word[j + 2 :])  # swapped
+            for j in range(len(word) + 1):
+                variants.add(word[:j] + "_" + word[j:])  # added
+            variants.discard(word)
+            for variant in variants:
+                patterns.add("% " + " ".join([*self.words[:i], variant, *self.words[i + 1 :]]) + "%")
+        return sorted(patterns)
+
+
+def keyword(raw: str) -> Keyword | None:
+    """The keyword folded, or None when nothing searchable is left ("%", "!!")."""
+    key = fold(raw)
+    return Keyword(key, key.split()) if key else None
+
+
+class SqlCatalog:
+    """The catalog's searches on SQLite: B-tree for exact and prefix, FTS5 trigram for the rest."""
+
+    # Credits from which a profile's collaborators are counted at load rather than per request.
+    PRECOMPUTED_FROM = 1000
+
+    def _text_match(self, kind: str, name: str) -> str:
+        """A condition: the row's key matches the LIKE pattern bound as :name (through the text index)."""
+        table = TABLES[kind]
+        return f"rowid IN (SELECT rowid FROM {table}_search WHERE search_key LIKE :{name})"
+
+    def _any_match(self, kind: str, names: list[str]) -> str:
+        table = TABLES[kind]
+        union = " UNION ".join(f"SELECT rowid FROM {table}_search WHERE search_key LIKE :{n}" for n in names)
+        return f"rowid IN ({union})"
+
+    def _word_match(self, kind: str) -> str:
+        return self._text_match(kind, "word")
+
+    def _tier_condition(self, kind: str, tier: int) -> str:
+        if tier == EXACT:
+            return "search_key = :exact"
+        if tier == PREFIX:
+            return "search_key >= :low AND search_key < :high"
+        if tier == WORD:
+            return self._word_match(kind)
+        return self._text_match(kind, "fragment")
+
+    @staticmethod
+    def _branch(sql: str) -> str:
+        return f"SELECT * FROM ({sql})"
+
+    def _params(self, word: Keyword) -> dict[str, Any]:
+        low, high = word.prefix_range
+        return {
+            "exact": word.key,
+            "low": low,
+            "high": high,
+            "word": "% " + word.core + "%",
+            "words": _tsquery(word),
+            "fragment": "%" + word.core + "%",
+        }
+
+    def _tier_rows(self, kind: str, tier: int, columns: str) -> str:
+        """One tier's rows, most popular first, at most :n. The planner picks the index: the
+        popularity index read until :n rows match for a common keyword, the B-tree or text index and
+        a small sort for a rare one."""
+        return (
+            f"SELECT {columns} FROM {TABLES[kind]} WHERE {self._tier_condition(kind, tier)} "
+            "ORDER BY popularity DESC, id LIMIT :n"
+        )
+
+    def _widest(self, kind: str, word: Keyword) -> str:
+        return self._tier_condition(kind, word.tiers[-1])
+
+    def search(self, kind: str, raw: str, limit: int) -> Hits:
+        word = keyword(raw)
+        if word is None:
+            return Hits(0, [])
+        table = TABLES[kind]
+        params = {**self._params(word), "n": limit, "cap": TOTAL_CAP, "window": WINDOW}
+        found: dict[str, None] = {}
+        for phase in _phases(word.tiers):
+            branches = [self._branch(self._tier_rows(kind, tier, f"id, {tier} AS tier, popularity")) for tier in phase]
+            found.update(
+                dict.fromkeys(row[0] for row in run(text(_ranked(branches, "tier, popularity DESC, id")), params))
+            )
+            if len(found) >= limit:
+                break  # a later tier ranks below every row found: nothing of it would be shown
+        ids = list(found)[:limit]
+        total = run(
+            text(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {self._widest(kind, word)} LIMIT :cap) AS hits"),
+            params,
+        ).scalar_one()
+        patterns = word.fuzzy_patterns()
+        if len(ids) < limit and patterns:
+            names = [f"fuzzy{i}" for i in range(len(patterns))]
+            near = run(
+                text(
+                    f"SELECT id FROM (SELECT id, popularity FROM {table} WHERE {self._any_match(kind, names)} "
+                    "LIMIT :window) AS near ORDER BY popularity DESC, id LIMIT :cap"
+                ),
+                {**dict(zip(names, patterns, strict=True)), "cap": TOTAL_CAP, "window": WINDOW},
+            ).scalars()
+            # Here the other tiers found fewer than `limit`: `ids` holds every one of them.
+            seen = set(ids)
+            extra = [i for i in near if i not in seen]
+            total = min(TOTAL_CAP, total + len(extra))
+            ids += extra[: limit - len(ids)]
+        return Hits(total, ids)
+
+    def autocomplete(self, raw: str, limit: int) -> list[Suggestion]:
+        """Names starting with `raw` (then, from two letters, names with a word starting with it):
+        exact before prefix before word, profiles before tracks before albums, most popular first."""
+        word = keyword(raw)
+        if word is None:
+            return []
+        found: dict[str, Suggestion] = {}
+        for phase in _phases(tuple(t for t in word.tiers if t != FRAGMENT)):
+            for row_id, name, kind, *_ in self._suggestions(word, phase, limit):
+                found.setdefault(row_id, Suggestion(row_id, name, kind))
+            if len(found) >= limit:
+                break
+        return list(found.values())[:limit]
+
+    def _suggestions(self, word: Keyword, tiers: tuple[int, ...], limit: int) -> Sequence[Any]:
+        branches = [
+            self._branch(
+                self._tier_rows(
+                    kind,
+                    tier,
+                    f"id, {NAMES[kind]} AS name, '{kind}' AS kind, {tier} AS tier, {order} AS kind_order, popularity",
+                )
+            )
+            for tier in tiers
+            for order, kind in enumerate(KINDS)
+        ]
+        return run(
+            text(_ranked(branches, "tier, kind_order, popularity DESC, id")),
+            {**self._params(word), "n": limit, "window": WINDOW},
+        ).all()
+
+    def collaborators(self, profile_id: str, limit: int, offset: int) -> tuple[int, list[Collaborator]]:
+        """The profiles sharing the most tracks with `profile_id` (most shared first, ties by id), and
+        how many there are. A prolific profile's (PRECOMPUTED_FROM credits or more) were counted
+        at load: a page of `profile_collaborators`' index. Anyone else's are counted now: the
+        profile's tracks from its credits' unique index, everyone on them from (track, profile),
+        both read from the index alone."""
+        figures = run(_FIGURES, {"profile_id": profile_id}).first()
+        if figures is None:
+            return 0, []
+        params = {"profile_id": profile_id, "limit": limit, "offset": offset}
+        if figures.credit_count >= self.PRECOMPUTED_FROM:
+            rows = run(_KEPT_COLLABORATORS, params).all()
+            return figures.collaborator_count, [Collaborator(r.id, r.name, r.avatar_url, r.shared) for r in rows]
+        rows = run(_COLLABORATORS, params).all()
+        if rows:
+            return rows[0].total, [Collaborator(r.id, r.name, r.avatar_url, r.shared) for r in rows]
+        return run(_COLLABORATOR_COUNT, {"profile_id": profile_id}).scalar_one(), []
+
+    # -- loading a whole catalog (`flask catalog generate`) -------------------------------------------
+
+    def after_load(self) -> None:
+        """After the load's commit (PostgreSQL vacuums; SQLite has nothing to do)."""
+
+    def sync_ids(self) -> None:
+        """After rows were written with explicit ids, the next id the database chooses must not
+        collide with them (SQLite's follows the largest id by itself; PostgreSQL's sequences don't)."""
+
+    def clear(self) -> None:
+        """Remove every catalog row; members keep their accounts, not their profile link."""
+        run(text("UPDATE users SET profile_id = NULL WHERE profile_id IS NOT NULL"))
+        for table in _CLEARED:
+            run(text(f"DELETE FROM {table}"))
+        run(text("UPDATE credit_roles SET parent_id = NULL"))
+        run(text("DELETE FROM credit_roles"))
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Around a load of many rows: on SQLite nothing to set aside (the text index follows by
+        its triggers)."""
+        yield
+
+    def bulk_insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        """Insert `rows` (tuples in `columns` order) into `table`, in the caller's transaction."""
+        if not rows:
+            return 0
+        marks = ", ".join("?" for _ in columns)
+        connection = unit_of_work().connection()
+        connection.exec_driver_sql(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", [tuple(r) for r in rows]
+        )
+        return len(rows)
+
+    def refresh_profile_stats(self) -> None:
+        """Compute each profile's figures from the credits (after a load; a full pass)."""
+        for statement in _REFRESH:
+            run(text(statement))
+        run(text(_COMMON_ROLES_SQLITE))
+        self._keep_collaborators()
+
+    def _keep_collaborators(self) -> None:
+        run(text("DELETE FROM profile_collaborators"))
+        run(_KEEP_COLLABORATORS, {"heavy": self.PRECOMPUTED_FROM})
+
+
+def _phases(tiers: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The tiers in the round trips that ask for them: exact and prefix together (B-tree reads,
+    cheap), then each text-index tier only while fewer than `limit` rows were found - for a common
+    keyword the B-tree tiers fill the page and the text index is never read."""
+    first = tuple(t for t in tiers if t in (EXACT, PREFIX))
+    return [first, *((t,) for t in tiers if t not in first)]
+
+
+def _ranked(branches: list[str], order: str) -> str:
+    """The tiers' branches as one statement. It starts with SELECT: on PostgreSQL a statement that
+    does not opens a transaction (app/store/unit_of_work.py), and a search only reads."""
+    return f"SELECT * FROM ({' UNION ALL '.join(branches)}) AS ranked ORDER BY {order}"
+
+
+def _tsquery(word: Keyword) -> str:
+    """The words as a PostgreSQL phrase query, the last one a prefix: "crazy <-> in:*". The folded
+    words hold letters and digits only, nothing tsquery would read as an operator."""
+    return " <-> ".join([*word.words[:-1], word.words[-1] + ":*"])
+
+
+_SHARED = (
+    "SELECT o.profile_id AS id, count(DISTINCT o.track_id) AS shared "
+    "FROM credits m JOIN credits o ON o.track_id = m.track_id "
+    "WHERE m.profile_id = :profile_id AND o.profile_id <> :profile_id GROUP BY o.profile_id"
+)
+_COLLABORATORS = text(
+    "SELECT p.id, p.name, p.avatar_url, counted.shared, counted.total FROM ("
+    f"SELECT id, shared, count(*) OVER () AS total FROM ({_SHARED}) AS pairs "
+    "ORDER BY shared DESC, id LIMIT :limit OFFSET :offset) AS counted JOIN profiles p ON p.id = counted.id "
+    "ORDER BY counted.shared DESC, p.id"
+).bindparams(bindparam("limit"), bindparam("offset"))
+_FIGURES = text("SELECT credit_count, collaborator_count FROM profiles WHERE id = :profile_id")
+_KEPT_COLLABORATORS = text(
+    "SELECT p.id, p.name, p.avatar_url, k.shared FROM profile_collaborators k JOIN profiles p ON p.id = k.collaborator_id "
+    "WHERE k.profile_id = :profile_id ORDER BY k.shared DESC, k.collaborator_id LIMIT :limit OFFSET :offset"
+)
+_KEEP_COLLABORATORS = text(
+    "INSERT INTO profile_collaborators (profile_id, collaborator_id, shared) "
+    "SELECT m.profile_id, o.profile_id, count(DISTINCT o.track_id) FROM credits m JOIN credits o "
+    "ON o.track_id = m.track_id AND o.profile_id <> m.profile_id "
+    "WHERE m.profile_id IN (SELECT id FROM profiles WHERE credit_count >= :heavy) GROUP BY m.profile_id, o.profile_id"
+)
+_COLLABORATOR_COUNT = text(f"SELECT count(*) FROM ({_SHARED}) AS shared")
+
+# Children first (SQLite does not enforce the foreign keys; PostgreSQL does).
+_CLEARED = (
+    "credit_role_links",
+    "credits",
+    "chart_rows",
+    "track_artists",
+    "track_isrcs",
+    "tracks",
+    "albums",
+    "roster_profiles",
+    "profile_collaborators",
+    "profiles",
+)
+
+_REFRESH = (
+    "UPDATE profiles SET "
+    "credit_count = (SELECT count(*) FROM credits c WHERE c.profile_id = profiles.id), "
+    "popularity = COALESCE((SELECT max(t.popularity) FROM credits c JOIN tracks t ON t.id = c.track_id "
+    "WHERE c.profile_id = profiles.id), 0), "
+    "collaborator_count = (SELECT count(DISTINCT o.profile_id) FROM credits c JOIN credits o "
+    "ON o.track_id = c.track_id AND o.profile_id <> c.profile_id WHERE c.profile_id = profiles.id)",
+)
+# The three roles a profile holds most (ties by name), as a JSON list.
+_COMMON_ROLES_SQLITE = (
+    "UPDATE profiles SET common_roles = COALESCE((SELECT json_group_array(name) FROM ("
+    "SELECT r.name AS name FROM credits c JOIN credit_role_links l ON l.credit_id = c.id "
+    "JOIN credit_roles r ON r.id = l.role_id WHERE c.profile_id = profiles.id "
+    "GROUP BY r.name ORDER BY count(*) DESC, r.name LIMIT 3)), '[]')"
+)
