@@ -133,7 +133,7 @@ def trusted_destination(payload: Any) -> tuple[App, str]:
     client = (
         _agent(str(client_id))
         if looks_like_document_id(str(client_id))
-        else store().apps.by_client_id(str(client_id)[:64])
+        else store().apps.by_client_id(str(client_id)[:255])
     )
     if client is None or client.is_deleted:
         raise UntrustedRequest(
