@@ -42,6 +42,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     init_database(app)
     init_store(app)
+
+    from app.services.payments import init_payments
+
+    init_payments(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     csrf.init_app(app)
     init_keystore(app)

@@ -12,6 +12,7 @@
     app_cache.py       those kept apps, vouched for by LISTEN/NOTIFY
     expiry.py          when a row can no longer be used (what housekeeping may delete)
     rosters.py         members' rosters of catalog profiles, and a workspace key's reach
+    billing.py         developers' prepaid accounts: the append-only ledger, payments, provider events
 
 The implementations are chosen once, when the app is created (`init_store`): no dialect is tested
 anywhere else, and SQLite (the local default) and PostgreSQL run the same code but where
@@ -28,11 +29,12 @@ from app.core.extensions import db
 from app.store import app_cache
 from app.store import postgresql as pg
 from app.store.apps import SqlApps
+from app.store.billing import SqlBilling
 from app.store.codes import SqlCodes
 from app.store.consents import SqlConsents
 from app.store.logins import SqlLogins
 from app.store.pending_requests import SqlPendingRequests
-from app.store.ports import Apps, Codes, Consents, Logins, PendingRequests, Rosters, Tokens
+from app.store.ports import Apps, Billing, Codes, Consents, Logins, PendingRequests, Rosters, Tokens
 from app.store.rosters import SqlRosters
 from app.store.tokens import SqlTokens
 
@@ -50,12 +52,15 @@ class Store:
     requests: PendingRequests
     consents: Consents
     rosters: Rosters
+    billing: Billing
 
 
 def sql_store() -> Store:
     """The SQL implementation (SQLite's, and the base of PostgreSQL's)."""
     apps = SqlApps()
-    return Store(apps, SqlCodes(), SqlTokens(), SqlLogins(), SqlPendingRequests(apps), SqlConsents(), SqlRosters())
+    return Store(
+        apps, SqlCodes(), SqlTokens(), SqlLogins(), SqlPendingRequests(apps), SqlConsents(), SqlRosters(), SqlBilling()
+    )
 
 
 def init_store(app: Flask) -> None:
@@ -76,6 +81,7 @@ def init_store(app: Flask) -> None:
             pg.PostgresPendingRequests(apps),
             SqlConsents(),
             pg.PostgresRosters(),
+            pg.PostgresBilling(),
         )
     else:
         chosen = sql_store()

@@ -40,6 +40,9 @@ from sqlalchemy.dialects import postgresql
 from app.models import (
     AuditEvent,
     AuthorizationCode,
+    BillingAccount,
+    BillingEntry,
+    BillingWebhookEvent,
     Client,
     Consent,
     Interaction,
@@ -50,6 +53,7 @@ from app.models import (
 )
 from app.store import app_cache
 from app.store.apps import App, Key, SqlApps
+from app.store.billing import SqlBilling
 from app.store.codes import REDEMPTION, SqlCodes
 from app.store.logins import Login, SqlLogins, login_row, started
 from app.store.members import MEMBER_COLUMNS, Member, member_joined
@@ -248,6 +252,26 @@ class PostgresRosters(SqlRosters):
             roster_id=roster_id, profile_id=profile_id, added_at=at
         )
         return bool(run(statement.on_conflict_do_nothing()).rowcount)
+
+
+class PostgresBilling(SqlBilling):
+    """Billing on PostgreSQL: its spelling of the inserts that ignore a duplicate (an account made
+    twice by two first requests, an entry or a provider event posted twice). The account's row lock
+    (`lock`, an UPDATE) is the same statement on both databases."""
+
+    def _insert_account(self, values: dict[str, Any]) -> None:
+        statement = postgresql.insert(BillingAccount.__table__).values(**values)
+        run(statement.on_conflict_do_nothing(index_elements=["owner_id"]))
+
+    def _insert_entry(self, values: dict[str, Any]) -> bool:
+        table = BillingEntry.__table__
+        statement = postgresql.insert(table).values(**values).on_conflict_do_nothing(index_elements=["idempotency"])
+        return run(statement.returning(table.c.id)).first() is not None  # no row back: it was there
+
+    def _insert_event(self, values: dict[str, Any]) -> bool:
+        table = BillingWebhookEvent.__table__
+        statement = postgresql.insert(table).values(**values).on_conflict_do_nothing(index_elements=["event_id"])
+        return run(statement.returning(table.c.event_id)).first() is not None
 
 
 # -- apps kept between requests -------------------------------------------------------------------

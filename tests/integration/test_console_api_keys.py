@@ -19,7 +19,7 @@ from tests.api_support import make_catalog
 from tests.factories import db_state, make_member
 from tests.flows import csrf_token
 from tests.integration.console_support import alerts, flashes, post_form, signed_in
-from tests.key_support import make_key
+from tests.key_support import fund, make_key
 
 
 def value_on_page(html: str) -> str | None:
@@ -41,6 +41,7 @@ def create(browser, **fields):
 def test_create_see_the_key_once_use_it_rotate_and_revoke(live_server):
     make_catalog(credits=2)
     dev = make_member(role="developer")
+    fund(dev)  # a key is served while its owner's account has credits (docs/billing.md)
     browser = signed_in(live_server.url, dev.email)
     page = browser.get("/console/api-keys")
     assert page.status_code == 200 and "No API keys yet" in page.text and 'href="/console/api-keys"' in page.text
@@ -93,7 +94,7 @@ def test_create_see_the_key_once_use_it_rotate_and_revoke(live_server):
     assert requests.get(live_server.url + "/v1/roles", headers={"x-api-key": new_value}, timeout=30).status_code == 401
     fresh()
     actions = [e.action for e in db.session.scalars(db.select(AuditEvent).order_by(AuditEvent.id))]
-    assert actions == ["signin.ok", "apikey.created", "apikey.rotated", "apikey.revoked"]
+    assert actions == ["billing.posted", "signin.ok", "apikey.created", "apikey.rotated", "apikey.revoked"]
 
 
 def test_publishable_keys_need_domains_and_bad_input_is_a_400_that_writes_nothing(live_server):

@@ -22,7 +22,16 @@ from typing import Protocol
 from app.models import ApiKey
 from app.services.metering import meter_request
 from app.store.unit_of_work import commit
-from app.web.api.gateway import CANNOT_CONSUME, TOOLS, GatewayError, entitled, known_key, presented_key, spend_budget
+from app.web.api.gateway import (
+    CANNOT_CONSUME,
+    TOOLS,
+    GatewayError,
+    entitled,
+    known_key,
+    pay_gate,
+    presented_key,
+    spend_budget,
+)
 from app.web.api.limits import count_request
 
 
@@ -53,6 +62,7 @@ class KeyCaller:
 
     def admit(self, tool: str) -> None:
         spend_budget(self.key)
+        pay_gate(self.key)  # 402 when the owner's credits are used up or the ceiling reached
 
     def settle(self) -> None:
         meter_request(self.key)
