@@ -88,6 +88,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     from app.web.console import bp as console_bp
 
     app.register_blueprint(console_bp)
+
+    from app.web.payment_webhooks import bp as payment_webhooks_bp
+
+    app.register_blueprint(payment_webhooks_bp)
     app.register_blueprint(account_bp)
     app.register_blueprint(two_step_bp)
 

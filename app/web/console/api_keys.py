@@ -10,8 +10,9 @@ from flask import abort, flash, redirect, render_template, request, url_for
 
 from app.core.extensions import db
 from app.models import ApiKey
-from app.services.apikeys import ApiKeyError, KeyNotFound, find_key, revoke_key, rotate_key, visible_keys
+from app.services.apikeys import ApiKeyError, KeyNotFound, find_key, limits_of, revoke_key, rotate_key, visible_keys
 from app.services.apikeys import create_key as create_api_key
+from app.services.billing.enterprise import terms_of
 from app.services.fees import FeeError, Month
 from app.services.metering import BANDS, PLAN_FEES, last_used, usage_for, utc_day
 from app.web.api.widget_script import snippet as widget_snippet
@@ -123,6 +124,8 @@ def api_key_detail(key_id: str):
         rotate_form=RotateKeyForm(),
         action_form=ActionForm(),
         plan_fees=PLAN_FEES,
+        terms=terms_of(key.owner_id),  # enterprise terms: custom limits, data storage
+        limits=limits_of(key),
         # The value was shown once: the snippet names the key by its visible start.
         snippet=widget_snippet(f"{key.prefix}…") if key.is_publishable and not key.is_revoked else None,
     )
