@@ -17,7 +17,7 @@ OFFLINE_TOKEN = "offline-test-card"
 
 class OfflineProvider:
     name = "offline"
-    label = "Offline payments (local runs and tests): no card is charged and no money moves."
+    label = "For local runs and tests: no card is charged and no money moves."
     live = False
 
     def start_card_setup(self, account_id: str, email: str, customer_ref: str | None, return_url: str) -> CardSetup:

@@ -203,7 +203,7 @@ def _statement(account: Account, month_text: str, as_csv: bool):
             mimetype="text/csv",
             headers={"Content-Disposition": f'attachment; filename="credits-id-statement-{month}.csv"'},
         )
-    return render_template("console/billing_statement.html", s=found, names=NAMES, band_names=BAND_NAMES)
+    return render_template("console/billing_statement.html", s=found, names=NAMES, band_names=BAND_NAMES, kinds=KINDS)
 
 
 @bp.get("/billing/statements/<month_text>")
