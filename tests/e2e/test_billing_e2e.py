@@ -4,6 +4,8 @@ statement and downloads it as CSV. Screenshots under artifacts/e2e/ (the docs us
 
 from __future__ import annotations
 
+import os
+import shutil
 from datetime import timedelta
 from decimal import Decimal
 
@@ -14,8 +16,18 @@ from app.models import ApiUsage
 from app.services.billing.ledger import account_for, adjust
 from app.services.billing.posting import post_usage
 from app.services.metering import utc_day
+from tests.conftest import ROOT
 from tests.factories import PASSWORD, make_member
 from tests.key_support import make_key
+
+DOCS_IMG = ROOT / "docs" / "img"
+
+
+def to_docs(shot, name: str) -> None:
+    """UPDATE_DOCS_SCREENSHOTS=1 refreshes docs/billing.md's pictures from these tests."""
+    if os.environ.get("UPDATE_DOCS_SCREENSHOTS"):
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, DOCS_IMG / name)
 
 
 def sign_in(page, live_server, email: str, path: str = "/console/billing") -> None:
@@ -64,7 +76,7 @@ def test_load_credits_with_the_offline_provider(live_server, page, shots):
         page.get_by_label("Another amount (from 10 USD)").press("Enter")  # the typed amount, not a preset
     expect(page.locator("#balance")).to_have_text("42.34 USD")
     expect(page.locator("table.ledger")).to_contain_text("Starter credit")
-    shots.take("billing-loaded")
+    to_docs(shots.take("billing-loaded"), "billing.png")
     assert requests.get(live_server("/v1/roles"), headers={"x-api-key": value}, timeout=30).status_code == 200
     assert page.problems.messages == [], page.problems.messages
 
@@ -133,7 +145,7 @@ def test_the_ceilings_refusal_and_enterprise_terms(live_server, page, shots):
     with page.expect_navigation():
         row.get_by_role("button", name="Save").click()
     expect(page.locator(".flash")).to_contain_text("apply from its next request")
-    shots.take("admin-enterprise-terms")
+    to_docs(shots.take("admin-enterprise-terms"), "billing-admin.png")
     served = requests.get(live_server("/v1/roles"), headers={"x-api-key": value}, timeout=30)
     assert served.status_code == 200 and served.headers["RateLimit-Limit"] == "2400"
     page.goto(live_server(f"/console/api-keys/{key.id}"))
@@ -164,7 +176,7 @@ def test_the_monthly_statement_and_its_csv(live_server, page, shots):
     # 1,001 calls at 0.025 = 25.025, rounded once half up: 25.03; the opening credits of 100 were posted
     # this month (or, on the 1st, the previous month's last day's calls are on this statement).
     expect(page.locator("main")).to_contain_text("equals the closing balance, to the cent")
-    shots.take("statement")
+    to_docs(shots.take("statement"), "billing-statement.png")
     with page.expect_download() as download:
         page.get_by_role("link", name="Download CSV").click()
     text = open(download.value.path(), encoding="utf-8").read()
