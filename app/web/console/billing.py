@@ -51,7 +51,7 @@ def _statement_months(account: Account) -> list[Month]:
     return months
 
 
-def _account_page(account: Account, load_form: LoadForm | None = None, status: int = 200):
+def _account_page(account: Account, load_form: LoadForm | None = None, status: int = 200, error: str | None = None):
     billing = store().billing
     today = utc_day()
     return render_template(
@@ -74,6 +74,7 @@ def _account_page(account: Account, load_form: LoadForm | None = None, status: i
         is_admin=console_user().role == Role.ADMIN,
         months=_statement_months(account),
         admin_view=console_user().role == Role.ADMIN and account.owner_id != console_user().id,
+        error=error,
     ), status
 
 
@@ -147,15 +148,16 @@ def billing_load():
     form = LoadForm()
     account = account_for(console_user())
     if not form.validate_on_submit():
-        return _account_page(account, form, 400)
+        return _account_page(account, form, 400, error="Choose or type an amount to load.")
     if once.already_done(form.submission.data):
         flash("These credits were already loaded: the form was sent twice.")
         return redirect(url_for("console.billing"), 303)
     try:
         payment = begin_load(account, load_amount(form.amount.data))
     except BillingError as exc:
-        form.amount.errors = [*form.amount.errors, f"{str(exc)[:1].upper()}{str(exc)[1:]}."]
-        return _account_page(account, form, 400)
+        message = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
+        form.amount.errors = [*form.amount.errors, message]
+        return _account_page(account, form, 400, error=message)
     db.session.commit()  # the pending payment first: a webhook may beat the provider's answer
     once.remember(form.submission.data, payment.id)
     outcome = charge(payment)
