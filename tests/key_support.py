@@ -27,6 +27,18 @@ def fund(owner, amount: str = "1000.00", memo: str = "Test credits") -> None:
     db.session.commit()
 
 
+def opened_on(owner, day) -> None:
+    """Date the owner's billing account back to `day` (UTC): an account is billed for the calls made
+    from the day it was opened (app/services/billing/posting.py), so a test of past days needs one."""
+    from datetime import UTC, datetime, time
+
+    from app.services.billing.ledger import account_for
+    from app.store import store
+
+    store().billing.change(account_for(owner).id, {"created_at": datetime.combine(day, time(), UTC)})
+    db.session.commit()
+
+
 def make_key(
     kind: str = "secret",
     plan: str = "payg",

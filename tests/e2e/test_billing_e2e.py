@@ -18,7 +18,7 @@ from app.services.billing.posting import post_usage
 from app.services.metering import utc_day
 from tests.conftest import ROOT
 from tests.factories import PASSWORD, make_member
-from tests.key_support import make_key
+from tests.key_support import make_key, opened_on
 
 DOCS_IMG = ROOT / "docs" / "img"
 
@@ -162,6 +162,7 @@ def test_the_monthly_statement_and_its_csv(live_server, page, shots):
     key, _ = make_key(owner=dev, funded=False, name="Label site")
     adjust(account_for(dev), Decimal("100"), "opening credits")
     yesterday = utc_day() - timedelta(days=1)
+    opened_on(dev, yesterday)
     db.session.add(ApiUsage(key_id=key.id, day=yesterday, count=1_001))
     db.session.commit()
     post_usage(through=utc_day(), since=yesterday)

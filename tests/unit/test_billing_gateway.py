@@ -17,7 +17,15 @@ from app.services.billing.ledger import account_for, adjust, balance
 from app.services.metering import utc_day
 from app.store import store
 from tests.api_support import make_catalog
-from tests.key_support import index_catalog, key_header, make_developer, make_key, make_roster, make_workspace_key
+from tests.key_support import (
+    index_catalog,
+    key_header,
+    make_developer,
+    make_key,
+    make_roster,
+    make_workspace_key,
+    opened_on,
+)
 
 D = Decimal
 
@@ -168,6 +176,7 @@ def test_the_posting_command_posts_once_and_the_operator_commands_adjust_and_ref
     db.session.commit()
     settle(payment, charge(payment))
     db.session.commit()
+    opened_on(dev, utc_day() - timedelta(days=1))
     meter(key, 4, utc_day() - timedelta(days=1))
     runner = app.test_cli_runner()
     first = runner.invoke(args=["billing", "post", "--json"])

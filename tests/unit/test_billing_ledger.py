@@ -21,7 +21,7 @@ from app.services.fees import Month
 from app.services.payments import SavedCard
 from app.store import store
 from tests.factories import make_member
-from tests.key_support import make_developer, make_key
+from tests.key_support import make_developer, make_key, opened_on
 
 D = Decimal
 
@@ -88,6 +88,7 @@ def test_the_posting_job_posts_each_finished_day_once_band_by_band():
     key, _ = make_key(owner=dev, funded=False)
     other, _ = make_key(owner=dev, funded=False, name="Second")
     loaded(dev, "500")
+    opened_on(dev, date(2026, 2, 1))
     meter(key, date(2026, 3, 1), 60_000)
     meter(other, date(2026, 3, 1), 50_000)  # crosses 100,000 on the same day
     meter(key, date(2026, 3, 2), 10)
@@ -111,8 +112,7 @@ def test_two_overlapping_runs_post_once(app):
     dev = make_developer()
     key, _ = make_key(owner=dev)
     meter(key, date(2026, 3, 1), 1_000)
-    account_for(dev)
-    db.session.commit()
+    opened_on(dev, date(2026, 2, 1))
     errors: list[Exception] = []
 
     def run() -> None:
@@ -225,6 +225,7 @@ def test_the_statement_reconciles_to_the_ledger_to_the_cent_across_month_ends():
     dev = make_developer()
     key, _ = make_key(owner=dev, funded=False)
     loaded(dev, "100")
+    opened_on(dev, date(2026, 10, 1))
     meter(key, date(2026, 10, 31), 3)  # the month's last day: posted on November 1st
     meter(key, date(2026, 11, 1), 1)
     november = datetime(2026, 11, 1, 0, 5, tzinfo=UTC)
@@ -260,6 +261,18 @@ def test_the_statement_lists_the_sign_in_program_fees_of_the_owners_apps():
     s = statement(account_for(dev), Month(today.year, today.month))
     assert [line.app_name for line in s.signin_fees] == ["Fee app"] and s.signin_total == D("99")
     assert "sign-in program fees due" in csv_text(s)
+
+
+def test_calls_made_before_the_account_was_opened_are_never_billed():
+    dev = make_developer()
+    key, _ = make_key(owner=dev, funded=False)
+    meter(key, date(2026, 3, 1), 500)  # before billing: no account yet
+    assert post_usage(through=date(2026, 3, 2), since=date(2026, 3, 1)).lines == 0  # no account: skipped
+    opened_on(dev, date(2026, 3, 2))
+    meter(key, date(2026, 3, 2), 40)
+    run = post_usage(through=date(2026, 3, 3), since=date(2026, 3, 1))
+    db.session.commit()
+    assert run.lines == 1 and run.amount == D("1.00") and ledger_of(dev) == [("usage", D("-1.00"))]
 
 
 def test_standing_counts_unposted_calls_and_measures_the_ceiling():

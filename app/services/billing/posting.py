@@ -7,6 +7,10 @@ write it. Run it twice, it posts once; skip a day, the next run posts both. Only
 `through` (by default today, UTC) are posted: today's calls are still coming in (the gateway
 counts them as *unposted* in the meantime, app/services/billing/standing.py).
 
+An account is billed for the calls made from the day it was opened (UTC) on: the calls a key made
+before its owner had an account (before billing was deployed, say) are never posted, and an owner
+without an account is skipped (the gateway refuses their keys: they have no credits).
+
 A day is priced on the plan the account holds when the day is posted, in the order days and keys
 come (app/services/billing/pricing.py: the running total of the month continues from what is
 already posted, so the month adds up to its price rounded once)."""
@@ -14,11 +18,11 @@ already posted, so the month adds up to its price rounded once)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, timedelta
 from decimal import Decimal
 
 from app.services.audit import record
-from app.services.billing.ledger import account_for, post
+from app.services.billing.ledger import post
 from app.services.billing.pricing import PRICED_PLANS, MonthSoFar, price
 from app.services.metering import month_bounds, utc_day
 from app.store import store
@@ -56,11 +60,13 @@ def _months(since: date, through: date) -> list[tuple[date, date]]:
 def post_owner(owner_id: str, first_day: date, following: date, through: date) -> tuple[int, Decimal]:
     """Post one owner's unposted days of one month (before `through`): lines written, amount drawn."""
     billing = store().billing
-    end = min(following, through)
-    calls = billing.calls(owner_id, first_day, end)
+    account = billing.account_of(owner_id)
+    if account is None:
+        return 0, Decimal("0.00")
+    opened = account.created_at.astimezone(UTC).date()
+    calls = billing.calls(owner_id, max(first_day, opened), min(following, through))
     if not calls:
         return 0, Decimal("0.00")
-    account = account_for(owner_id)
     billing.lock(account.id)  # one posting of an account at a time; reads below see the others'
     posted = billing.usage_of_month(account.id, first_day, following)
     done = {(entry.key_id, entry.day) for entry in posted}

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date
 from decimal import Decimal
 
 from flask import current_app
@@ -89,7 +89,8 @@ def compute(owner_id: str, today: date | None = None) -> Standing:
     billing = store().billing
     account = billing.account_of(owner_id)
     first_day, following = month_bounds(today or utc_day())
-    calls = billing.calls(owner_id, first_day, following)
+    opened = account.created_at.astimezone(UTC).date() if account is not None else first_day
+    calls = billing.calls(owner_id, max(first_day, opened), following)  # billed from the opening day on
     if account is None:  # never opened: no credits
         month_calls = sum(count for _, _, count in calls)
         spend = list_price(month_calls, False)
