@@ -33,6 +33,7 @@ KINDS = {
     "adjustment": "Adjustment",
 }
 MAX_ADJUSTMENT = Decimal("100000")
+MAX_AMOUNT = Decimal("1000000000")  # no amount a person types is this large
 
 
 class BillingError(ValueError):
@@ -54,11 +55,16 @@ def find_account(account_id: str) -> Account:
 
 def parse_amount(text: str | Decimal | int, *, positive: bool = True) -> Decimal:
     """An amount typed by a person: dollars, at most two decimals."""
+    raw = str(text).strip().replace(",", "").lstrip("$")
     try:
-        amount = Decimal(str(text).strip().replace(",", "").lstrip("$"))
+        amount = Decimal(raw) if len(raw) <= 20 else Decimal("NaN")
     except InvalidOperation:
-        raise BillingError(f"not an amount: {text!r}") from None
-    if not amount.is_finite() or amount != amount.quantize(Decimal("0.01")):
+        raise BillingError(f"not an amount: {str(text)[:40]!r}") from None
+    if not amount.is_finite():
+        raise BillingError(f"not an amount: {str(text)[:40]!r}")
+    if abs(amount) >= MAX_AMOUNT:
+        raise BillingError(f"amounts are below {MAX_AMOUNT:,} USD")
+    if amount != amount.quantize(Decimal("0.01")):
         raise BillingError("amounts are in dollars to the cent (at most two decimals)")
     if positive and amount <= 0:
         raise BillingError("the amount must be more than zero")

@@ -56,6 +56,19 @@ def _switch(account: Account, plan: str, next_plan: str | None = None) -> Accoun
     return changed
 
 
+def key_plan(account: Account, asked: str) -> str:
+    """The plan a new console key gets: the account's Build or Scale when it holds one (a key's
+    limits follow the plan paid for); otherwise the key's own choice of pay as you go or the
+    `start` tier - Build and Scale are bought on the billing page, not per key."""
+    if account.plan in PRICED_PLANS:
+        return account.plan
+    if asked in PRICED_PLANS:
+        raise BillingError(
+            f"the {NAMES[asked]} plan is bought on the billing page (Console, Billing); your keys then follow it"
+        )
+    return asked
+
+
 def change_plan(account: Account, plan: str, actor: User | None = None, today: date | None = None) -> Account:
     """Buy, upgrade, downgrade or cancel (module docstring)."""
     today = today or utc_day()

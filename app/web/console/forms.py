@@ -182,6 +182,7 @@ class ApiKeyForm(OnceForm):
             ("scale", "Scale — 100 a second; 3,000/month with 150,000 calls included"),
         ],
         default="payg",
+        description="Build and Scale are bought on the billing page; then every key of yours follows the plan.",
     )
     domains = TextAreaField(
         "Domains (publishable keys; one per line)",
