@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from flask import url_for
 
 from app.models.base import new_secret
-from app.services.payments import CardSetup, Charge, ProviderEvent, SavedCard, WebhookRefused
+from app.services.payments.provider import CardSetup, Charge, ProviderEvent, SavedCard, WebhookRefused
 
 OFFLINE_TOKEN = "offline-test-card"
 

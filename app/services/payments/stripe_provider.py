@@ -21,7 +21,7 @@ from typing import Any
 
 import stripe
 
-from app.services.payments import CardSetup, Charge, PaymentError, ProviderEvent, SavedCard, WebhookRefused
+from app.services.payments.provider import CardSetup, Charge, PaymentError, ProviderEvent, SavedCard, WebhookRefused
 
 CURRENCY = "usd"
 
