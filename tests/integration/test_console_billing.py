@@ -110,3 +110,5 @@ def test_an_admin_adjusts_with_a_reason_and_sets_enterprise_terms(live_server):
     after = account_for(dev)
     assert after.enterprise and after.storage_allowed and str(after.terms_until) == "2027-12-31"
     assert balance(after) == Decimal("-2.50")
+    trail = admin.get("/console/audit").text  # every money change is on the admins' audit trail
+    assert "Billing ledger entry posted" in trail and "Enterprise terms changed" in trail
