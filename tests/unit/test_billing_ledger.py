@@ -15,7 +15,7 @@ from app.services.billing import standing
 from app.services.billing.ledger import BillingError, account_for, adjust, balance, debit_from_balance
 from app.services.billing.payments import begin_load, charge, load_amount, refund, save_card, settle
 from app.services.billing.plans import change_plan, prorated, renew_plans
-from app.services.billing.posting import post_usage
+from app.services.billing.posting import post_usage, run_daily
 from app.services.billing.statements import csv_text, statement
 from app.services.fees import Month
 from app.services.payments import SavedCard
@@ -289,3 +289,25 @@ def test_standing_counts_unposted_calls_and_measures_the_ceiling():
     account = store().billing.change(account_for(dev).id, {"enterprise": True})
     assert account.enterprise and not standing.compute(dev.id, today).exhausted
     assert standing.compute(dev.id, today).ceiling is None
+
+
+def test_an_upgrade_costs_the_difference_pro_rated_and_a_downgrade_waits_for_the_month_end():
+    dev = make_developer()
+    key, _ = make_key(owner=dev, funded=False)
+    adjust(account_for(dev), D("5000"), "test")
+    change_plan(account_for(dev), "build", today=date(2026, 11, 21))
+    change_plan(account_for(dev), "scale", today=date(2026, 11, 21))  # (3,000 - 500) x 10/30
+    db.session.commit()
+    assert [a for k, a in ledger_of(dev) if k == "plan_fee"] == [D("-166.67"), D("-833.33")]
+    first, following = date(2026, 11, 1), date(2026, 12, 1)
+    assert store().billing.plan_money(account_for(dev).id, first, following) == D("1000.00")  # 50,000 calls covered
+    change_plan(account_for(dev), "build", today=date(2026, 11, 25))
+    db.session.commit()
+    db.session.expire_all()
+    assert account_for(dev).plan == "scale" and db.session.get(ApiKey, key.id).plan == "scale"
+    renew_plans(date(2026, 12, 1))
+    db.session.commit()
+    db.session.expire_all()
+    assert account_for(dev).plan == "build" and db.session.get(ApiKey, key.id).plan == "build"
+    assert [a for k, a in ledger_of(dev) if k == "plan_fee"][-1] == D("-500.00")
+    assert run_daily(date(2026, 12, 2)).renewals == []  # the month is paid: nothing more
