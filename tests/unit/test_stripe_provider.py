@@ -325,3 +325,76 @@ def test_an_event_about_an_unknown_payment_is_asked_again_and_a_saved_card_bring
 
 def test_offline_payments_take_no_webhooks(app):
     assert app.test_client().post("/billing/stripe/webhook", data=b"{}").status_code == 404
+
+
+def signed_in_client(app, user):
+    """A test client with a live session of `user` and the CSRF token its forms carry (as the
+    malformed-input sweep makes one: tests/integration/test_malformed_input.py)."""
+    import secrets
+    from datetime import timedelta
+
+    from itsdangerous import URLSafeTimedSerializer
+
+    from app.models import LoginSession
+    from app.models.base import sha256_hex, utcnow
+
+    sid, raw, now = secrets.token_urlsafe(32), secrets.token_hex(20), utcnow()
+    db.session.add(
+        LoginSession(session_hash=sha256_hex(sid), user_id=user.id, auth_time=now, expires_at=now + timedelta(hours=1))
+    )
+    db.session.commit()
+    data = {"sid": sid, "bid": secrets.token_urlsafe(16), "csrf_token": raw, "_permanent": True}
+    client = app.test_client()
+    client.set_cookie("credits_id_session", app.session_interface.get_signing_serializer(app).dumps(data))
+    return client, URLSafeTimedSerializer(app.secret_key, salt="wtf-csrf-token").dumps(raw)
+
+
+def test_the_console_saves_a_card_through_checkout_and_loads_credits_through_stripe(provider, fake, app):
+    dev = make_developer()
+    client, token = signed_in_client(app, dev)
+    account_id = account_for(dev).id
+    db.session.commit()
+    fake.answer("POST", "/v1/customers", {"id": "cus_c", "object": "customer"})
+    fake.answer(
+        "POST",
+        "/v1/checkout/sessions",
+        {"id": "cs_c", "object": "checkout.session", "url": "https://checkout.stripe.com/c/pay/cs_c"},
+    )
+    started = client.post("/console/billing/card", data={"csrf_token": token})
+    assert started.status_code == 303 and started.headers["Location"] == "https://checkout.stripe.com/c/pay/cs_c"
+    fake.answer(
+        "GET",
+        "/v1/checkout/sessions/cs_c",
+        {
+            "id": "cs_c",
+            "object": "checkout.session",
+            "customer": "cus_c",
+            "metadata": {"account_id": account_id},
+            "setup_intent": {
+                "id": "seti_c",
+                "object": "setup_intent",
+                "status": "succeeded",
+                "payment_method": {
+                    "id": "pm_c",
+                    "object": "payment_method",
+                    "card": {"brand": "visa", "last4": "1881"},
+                },
+            },
+        },
+    )
+    back = client.get("/console/billing/card/return?setup=cs_c")
+    assert back.status_code == 303
+    page = client.get("/console/billing").get_data(as_text=True)
+    assert "Visa ending 1881" in page and "Payments by Stripe" in page and "Offline payments" not in page
+    fake.answer(
+        "POST",
+        "/v1/payment_intents",
+        {"id": "pi_c", "object": "payment_intent", "status": "succeeded", "amount": 10000, "amount_received": 10000},
+    )
+    submission = "s" * 22
+    loaded = client.post("/console/billing/load", data={"csrf_token": token, "submission": submission, "amount": "100"})
+    assert loaded.status_code == 303
+    db.session.expire_all()
+    assert balance(account_for(dev)) == D("105.00")  # the starter credit and the load
+    charge_sent = [s for s in fake.sent if s.path == "/v1/payment_intents"][0]
+    assert charge_sent.form["customer"] == ["cus_c"] and charge_sent.form["payment_method"] == ["pm_c"]
