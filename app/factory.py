@@ -43,6 +43,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     init_database(app)
     init_store(app)
+
+    from app.services.payments import init_payments
+
+    init_payments(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     csrf.init_app(app)
     init_keystore(app)
@@ -87,6 +91,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
 
     app.register_blueprint(console_bp)
     app.register_blueprint(devdocs_bp)
+
+    from app.web.payment_webhooks import bp as payment_webhooks_bp
+
+    app.register_blueprint(payment_webhooks_bp)
     app.register_blueprint(account_bp)
     app.register_blueprint(two_step_bp)
 

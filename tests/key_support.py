@@ -16,11 +16,45 @@ def make_developer(role: str = Role.DEVELOPER, **kw):
     return make_member(role=role, **kw)
 
 
+def fund(owner, amount: str = "1000.00", memo: str = "Test credits") -> None:
+    """Put `amount` on the owner's prepaid balance (an operator's adjustment, committed): a key of an
+    account without credits is refused with 402 (app/services/billing/standing.py)."""
+    from decimal import Decimal
+
+    from app.services.billing.ledger import account_for, adjust
+
+    adjust(account_for(owner), Decimal(amount), memo)
+    db.session.commit()
+
+
+def opened_on(owner, day) -> None:
+    """Date the owner's billing account back to `day` (UTC): an account is billed for the calls made
+    from the day it was opened (app/services/billing/posting.py), so a test of past days needs one."""
+    from datetime import UTC, datetime, time
+
+    from app.services.billing.ledger import account_for
+    from app.store import store
+
+    store().billing.change(account_for(owner).id, {"created_at": datetime.combine(day, time(), UTC)})
+    db.session.commit()
+
+
 def make_key(
-    kind: str = "secret", plan: str = "payg", domains: list[str] | None = None, owner=None, name: str = "Test key"
+    kind: str = "secret",
+    plan: str = "payg",
+    domains: list[str] | None = None,
+    owner=None,
+    name: str = "Test key",
+    funded: bool = True,
 ):
-    """A committed key and its value."""
+    """A committed key and its value; its owner's account funded with 1,000 unless `funded` is False
+    (a second key of an already funded owner adds nothing)."""
     owner = owner or make_developer()
+    if funded:
+        from app.services.billing.ledger import account_for, balance
+
+        if balance(account_for(owner)) <= 0:
+            fund(owner)
     key, value = create_key(
         owner, name, kind, plan, domains or ([] if kind == "secret" else ["widgets.example"]), actor=owner
     )

@@ -1,5 +1,5 @@
 """The `flask` commands for scripts and operators, one module per noun (users, clients, keys,
-api-keys, fees, demo, catalog, housekeeping), each defining its own group. Importing a module only defines
+api-keys, fees, billing, demo, catalog, housekeeping), each defining its own group. Importing a module only defines
 its commands; `register_commands` is what adds them to an app's CLI.
 
 Every command is one unit of work: it calls services (which only flush), commits once, and only
@@ -19,7 +19,7 @@ HELP_FLAGS = frozenset({"--help", "-h"})
 def register_commands(app: Flask) -> None:
     """Add every command group to `app.cli` (called by create_app)."""
     # Imported here, not at the top: `import app.cli.users` loads that module alone.
-    from app.cli import api_keys, catalog, clients, demo, fees, housekeeping, keys, users
+    from app.cli import api_keys, billing, catalog, clients, demo, fees, housekeeping, keys, users
 
     for command in (
         users.users,
@@ -28,6 +28,7 @@ def register_commands(app: Flask) -> None:
         demo.demo,
         catalog.catalog,
         fees.fees,
+        billing.billing,
         api_keys.api_keys,
         housekeeping.purge_expired_command,
     ):

@@ -169,6 +169,23 @@ DEFAULTS: dict[str, Setting] = {
         300,
         "Requests per minute to the `/v1` data API per sign-in (a grant: its access token and those refreshed from it).",
     ),
+    "BILLING_PROVIDER": Setting(
+        "offline",
+        "How cards are saved and charged: `stripe` (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET) or `offline` "
+        "(local runs and tests: no money moves, and the billing pages say so).",
+    ),
+    "STRIPE_SECRET_KEY": Setting(
+        "", "Stripe's secret API key (`sk_live_...`/`sk_test_...`), with BILLING_PROVIDER=stripe."
+    ),
+    "STRIPE_WEBHOOK_SECRET": Setting(
+        "",
+        "The signing secret (`whsec_...`) of the webhook endpoint `/billing/stripe/webhook`, with BILLING_PROVIDER=stripe.",
+    ),
+    "BILLING_STANDING_SECONDS": Setting(
+        30,
+        "The longest a process keeps a key owner's billing standing (balance, spend ceiling) between reads: "
+        "how late the gateway may notice credits running out. 0 = read on every request.",
+    ),
     "PROFILE_PAGE_URL": Setting(
         "",
         "The platform's public page of a profile, `{id}` standing for its id (`https://credits.example.com/p/{id}`): "
@@ -291,6 +308,15 @@ def check_settings(settings: dict[str, Any], problems: list[str] | None = None) 
         or "{id}" not in settings["PROFILE_PAGE_URL"]
     ):
         refuse("PROFILE_PAGE_URL must be an absolute http(s) URL with {id} where the profile id goes")
+    if settings["BILLING_PROVIDER"] not in {"offline", "stripe"}:
+        refuse("BILLING_PROVIDER must be `stripe` or `offline`")
+    if settings["BILLING_PROVIDER"] == "stripe" and not (
+        settings["STRIPE_SECRET_KEY"].startswith(("sk_", "rk_"))
+        and settings["STRIPE_WEBHOOK_SECRET"].startswith("whsec_")
+    ):
+        refuse("BILLING_PROVIDER=stripe needs STRIPE_SECRET_KEY (sk_...) and STRIPE_WEBHOOK_SECRET (whsec_...)")
+    if int(settings["BILLING_STANDING_SECONDS"]) < 0:
+        refuse("BILLING_STANDING_SECONDS must be 0 (read on every request) or a number of seconds")
     for name in [n for n in DEFAULTS if n.endswith("_LIFETIME")]:
         if int(settings[name]) <= 0:  # 0 would make every session, code or token expire at birth
             refuse(f"{name} must be a positive number of seconds")

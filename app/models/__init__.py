@@ -3,6 +3,7 @@
 from app.models.api_key import ApiKey, ApiUsage, KeyKind, KeyPlan
 from app.models.audit import AuditEvent
 from app.models.authorization_code import AuthorizationCode
+from app.models.billing import BillingAccount, BillingEntry, BillingPayment, BillingWebhookEvent
 from app.models.catalog import (
     Album,
     ChartRow,
@@ -34,6 +35,10 @@ __all__ = [
     "ApiUsage",
     "AuditEvent",
     "AuthorizationCode",
+    "BillingAccount",
+    "BillingEntry",
+    "BillingPayment",
+    "BillingWebhookEvent",
     "ChartRow",
     "Client",
     "ClientStatus",

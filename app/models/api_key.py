@@ -58,6 +58,10 @@ class ApiKey(Model):
     roster_id: Mapped[str | None] = mapped_column(
         ForeignKey("rosters.id", ondelete="SET NULL"), nullable=True, index=True
     )
+    # Enterprise terms (app/services/billing/enterprise.py): limits an admin set for this key, in
+    # place of its plan's; NULL = the plan's.
+    custom_per_minute: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    custom_per_second: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     rotated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

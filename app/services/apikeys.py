@@ -65,6 +65,18 @@ PLAN_LIMITS: dict[str, PlanLimits] = {
 }
 
 
+def limits_of(key: ApiKey) -> PlanLimits:
+    """The limits in force for a key: an enterprise key's own (set by an admin:
+    app/services/billing/enterprise.py), else its plan's. A per-second limit is also held to 60
+    times that per minute, unless a per-minute one is given."""
+    if key.custom_per_second:
+        per_minute = key.custom_per_minute or key.custom_per_second * 60
+        return PlanLimits(RateLimitItemPerSecond(key.custom_per_second), per_minute)
+    if key.custom_per_minute:
+        return PlanLimits(RateLimitItemPerMinute(key.custom_per_minute), key.custom_per_minute)
+    return PLAN_LIMITS.get(key.plan) or PLAN_LIMITS[KeyPlan.PAYG]
+
+
 class ApiKeyError(ValueError):
     """A key request that cannot be honoured (bad name, plan, domain list, grace)."""
 
@@ -337,4 +349,6 @@ def key_json(key: ApiKey) -> dict[str, Any]:
         "rotated_at": key.rotated_at.isoformat() if key.rotated_at else None,
         "previous_valid_until": key.previous_expires_at.isoformat() if key.previous_expires_at else None,
         "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+        "custom_per_minute": key.custom_per_minute,
+        "custom_per_second": key.custom_per_second,
     }

@@ -9,12 +9,14 @@ All of it is one transaction, the caller's: `flask demo seed` commits once, then
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, NamedTuple
 
 from app.core.extensions import db
 from app.models import ApiKey, Role, Tier, User
 from app.models.base import new_secret
 from app.services.apikeys import create_key, rotate_key
+from app.services.billing.ledger import account_for, post
 from app.services.catalog_seed import ensure_catalog, profiles_by_credit_count
 from app.services.members import create_member, set_password
 from app.services.registration import NewClient, register_client, rotate_secret, update_client
@@ -155,4 +157,14 @@ def _demo_developer() -> dict[str, Any]:
         key, value = create_key(user, DEMO_KEY_NAME, "secret", "payg")
     else:
         value = rotate_key(key)
+    _demo_credits(user)
     return {"email": user.email, "password": password, "api_key": value, "api_key_plan": key.plan}
+
+
+DEMO_CREDITS = Decimal("100.00")
+
+
+def _demo_credits(user: User) -> None:
+    """The demo developer's account starts with 100 of credits, once (the key works at once)."""
+    account = account_for(user)
+    post(account, "adjustment", DEMO_CREDITS, f"demo-credits:{account.id}", memo="Demo credits")

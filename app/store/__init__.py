@@ -16,6 +16,7 @@
     audit_trail.py     the audit trail counted by day (the console's activity pictures)
     catalog.py         catalog search, type-ahead, collaborators (SQLite's FTS5 text index);
                        catalog_postgresql.py: the same through pg_trgm and full-text GIN indexes
+    billing.py         developers' prepaid accounts: the append-only ledger, payments, provider events
 
 The implementations are chosen once, when the app is created (`init_store`): no dialect is tested
 anywhere else, and SQLite (the local default) and PostgreSQL run the same code but where
@@ -33,6 +34,7 @@ from app.store import app_cache
 from app.store import postgresql as pg
 from app.store.apps import SqlApps
 from app.store.audit_trail import SqlAuditTrail
+from app.store.billing import SqlBilling
 from app.store.catalog import SqlCatalog
 from app.store.catalog_postgresql import PostgresCatalog
 from app.store.codes import SqlCodes
@@ -43,6 +45,7 @@ from app.store.pending_requests import SqlPendingRequests
 from app.store.ports import (
     Apps,
     AuditTrail,
+    Billing,
     Catalog,
     Codes,
     Consents,
@@ -72,6 +75,7 @@ class Store:
     meter: Meter
     audit: AuditTrail
     catalog: Catalog
+    billing: Billing
 
 
 def sql_store() -> Store:
@@ -88,6 +92,7 @@ def sql_store() -> Store:
         SqlMeter(),
         SqlAuditTrail(),
         SqlCatalog(),
+        SqlBilling(),
     )
 
 
@@ -112,6 +117,7 @@ def init_store(app: Flask) -> None:
             pg.PostgresMeter(),
             pg.PostgresAuditTrail(),
             PostgresCatalog(),
+            pg.PostgresBilling(),
         )
     else:
         chosen = sql_store()

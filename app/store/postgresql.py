@@ -42,6 +42,9 @@ from app.models import (
     ApiUsage,
     AuditEvent,
     AuthorizationCode,
+    BillingAccount,
+    BillingEntry,
+    BillingWebhookEvent,
     Client,
     Consent,
     Interaction,
@@ -53,6 +56,7 @@ from app.models import (
 from app.store import app_cache
 from app.store.apps import App, Key, SqlApps
 from app.store.audit_trail import SqlAuditTrail
+from app.store.billing import SqlBilling
 from app.store.codes import REDEMPTION, SqlCodes
 from app.store.logins import Login, SqlLogins, login_row, started
 from app.store.members import MEMBER_COLUMNS, Member, member_joined
@@ -270,6 +274,26 @@ class PostgresAuditTrail(SqlAuditTrail):
         # literals, not bound parameters: the same expression in SELECT and GROUP BY must be
         # identical for PostgreSQL, and two binds ($1, $3) would make them differ
         return func.to_char(func.timezone(literal_column("'UTC'"), column), literal_column("'YYYY-MM-DD'"))
+
+
+class PostgresBilling(SqlBilling):
+    """Billing on PostgreSQL: its spelling of the inserts that ignore a duplicate (an account made
+    twice by two first requests, an entry or a provider event posted twice). The account's row lock
+    (`lock`, an UPDATE) is the same statement on both databases."""
+
+    def _insert_account(self, values: dict[str, Any]) -> None:
+        statement = postgresql.insert(BillingAccount.__table__).values(**values)
+        run(statement.on_conflict_do_nothing(index_elements=["owner_id"]))
+
+    def _insert_entry(self, values: dict[str, Any]) -> bool:
+        table = BillingEntry.__table__
+        statement = postgresql.insert(table).values(**values).on_conflict_do_nothing(index_elements=["idempotency"])
+        return run(statement.returning(table.c.id)).first() is not None  # no row back: it was there
+
+    def _insert_event(self, values: dict[str, Any]) -> bool:
+        table = BillingWebhookEvent.__table__
+        statement = postgresql.insert(table).values(**values).on_conflict_do_nothing(index_elements=["event_id"])
+        return run(statement.returning(table.c.event_id)).first() is not None
 
 
 # -- apps kept between requests -------------------------------------------------------------------

@@ -5,7 +5,7 @@ security notices, so two of one member's passkeys may not share a name. Existing
 renamed first ("Laptop", "Laptop 2", ...: the oldest keeps its name), then the constraint is added.
 
 Revision ID: 0017_unique_passkey_names
-Revises: 0015_workspace_keys_rosters
+Revises: 0016_billing_accounts
 Create Date: 2026-11-27
 
 """
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0017_unique_passkey_names'
-down_revision = '0015_workspace_keys_rosters'
+down_revision = '0016_billing_accounts'
 branch_labels = None
 depends_on = None
 

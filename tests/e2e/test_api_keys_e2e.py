@@ -7,6 +7,7 @@ from __future__ import annotations
 import requests
 
 from tests.factories import PASSWORD, make_member
+from tests.key_support import fund
 
 CLIPBOARD = ["clipboard-read", "clipboard-write"]
 
@@ -16,6 +17,7 @@ def test_create_copy_use_and_see_usage(live_server, context, page, shots):
 
     context.grant_permissions(CLIPBOARD, origin=live_server.url)
     dev = make_member(role="developer")
+    fund(dev)  # a key is served while its owner's account has credits (docs/billing.md)
     page.goto(live_server("/login?next=/console/api-keys"))
     page.get_by_label("Email").fill(dev.email)
     page.get_by_label("Password").fill(PASSWORD)

@@ -790,7 +790,10 @@ def test_nothing_shows_when_the_provider_is_down(settings, tmp_path, site, catal
 
 
 def test_the_snippet_from_the_console_works_as_pasted(live_server, site, catalog, open_page, request):
+    from tests.key_support import fund
+
     dev = make_member(role="developer")
+    fund(dev)  # a key is served while its owner's account has credits (docs/billing.md)
     page = open_page(clipboard_origin=live_server.url)
     shots = shots_for(page, request)
     page.goto(live_server("/login?next=/console/api-keys"))

@@ -14,12 +14,14 @@ import requests
 from app.core.extensions import db
 from app.models import ApiKey, ApiUsage, AuditEvent
 from app.models.base import sha256_hex
+from app.services.billing.ledger import account_for
+from app.services.billing.plans import change_plan
 from app.services.metering import meter_request, utc_day
 from tests.api_support import make_catalog
 from tests.factories import db_state, make_member
 from tests.flows import csrf_token
 from tests.integration.console_support import alerts, flashes, post_form, signed_in
-from tests.key_support import make_key
+from tests.key_support import fund, make_key
 
 
 def value_on_page(html: str) -> str | None:
@@ -41,8 +43,14 @@ def create(browser, **fields):
 def test_create_see_the_key_once_use_it_rotate_and_revoke(live_server):
     make_catalog(credits=2)
     dev = make_member(role="developer")
+    fund(dev)  # a key is served while its owner's account has credits (docs/billing.md)
     browser = signed_in(live_server.url, dev.email)
     page = browser.get("/console/api-keys")
+    assert page.status_code == 200 and "No API keys yet" in page.text
+    refused = create(browser, plan="build")  # Build is bought on the billing page, not per key
+    assert refused.status_code == 400 and "bought on the billing page" in refused.text
+    change_plan(account_for(dev), "build")
+    db.session.commit()
     assert page.status_code == 200 and "No API keys yet" in page.text and 'href="/console/api-keys"' in page.text
 
     response = create(browser, plan="build")
@@ -95,7 +103,8 @@ def test_create_see_the_key_once_use_it_rotate_and_revoke(live_server):
     assert revoked.status_code == 302 and "is revoked" in browser.get(revoked.headers["Location"]).text
     assert requests.get(live_server.url + "/v1/roles", headers={"x-api-key": new_value}, timeout=30).status_code == 401
     fresh()
-    actions = [e.action for e in db.session.scalars(db.select(AuditEvent).order_by(AuditEvent.id))]
+    events = db.session.scalars(db.select(AuditEvent).order_by(AuditEvent.id))
+    actions = [e.action for e in events if not e.action.startswith("billing.")]  # the credits and the plan
     assert actions == ["signin.ok", "apikey.created", "apikey.rotated", "apikey.revoked"]
 
 

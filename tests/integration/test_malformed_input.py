@@ -157,6 +157,10 @@ def world(sweep_app, restore_keys):
     )
     db.session.add(login)
     db.session.commit()
+    from app.services.billing.ledger import account_for
+
+    account_for(admin)  # the admin's billing account (make_key funded it): its pages are swept too
+    db.session.commit()
     kid = db.session.scalars(select(SigningKey.kid)).first()
     from app.models import Track
 
@@ -175,6 +179,8 @@ def world(sweep_app, restore_keys):
             "passkey_id": "1",
             "roster_id": roster.id,
             "name": "integrating",  # a developer guide's page (/docs/<name>)
+            "account_id": account_for(admin).id,
+            "month_text": utcnow().strftime("%Y-%m"),
         },
         key_value=key_value,
         key_id=key.id,

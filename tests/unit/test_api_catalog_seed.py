@@ -133,6 +133,13 @@ def test_demo_seed_builds_the_catalog_and_links_the_members(app):
     assert {m["tier"]: m["profile_id"] for m in again["members"]} == {t: m["profile_id"] for t, m in members.items()}
     # The same key, a new value: the old one stops.
     assert live_key(again["developer"]["api_key"]) is not None and live_key(data["developer"]["api_key"]) is None
+    # The demo developer's account has its 100 of credits, once however often the seed runs.
+    from decimal import Decimal
+
+    from app.services.billing.ledger import account_for, balance
+
+    developer = live_key(again["developer"]["api_key"]).owner
+    assert balance(account_for(developer)) == Decimal("100.00")
 
     refused = run(app, "demo", "seed", "--seed", "5")
     assert refused.exit_code != 0 and "--rebuild" in refused.output

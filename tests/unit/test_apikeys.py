@@ -24,13 +24,13 @@ from tests.key_support import make_key
 
 
 def test_a_new_key_is_prefixed_random_and_stored_only_as_a_hash():
-    key, value = make_key("secret", plan="start")
+    key, value = make_key("secret", plan="start", funded=False)  # no credits: the trail holds the keys' events alone
     assert value.startswith("msk_") and len(value) == 4 + 43
     assert key.secret_hash == sha256_hex(value) and key.prefix == value[:12]
     row = db.session.execute(db.text("SELECT * FROM api_keys")).mappings().one()
     assert value not in {str(v) for v in row.values()}
     assert live_key(value).id == key.id
-    publishable, pvalue = make_key("publishable", domains=["https://Shop.Example", "app.example:8443"])
+    publishable, pvalue = make_key("publishable", domains=["https://Shop.Example", "app.example:8443"], funded=False)
     assert pvalue.startswith("mpk_") and publishable.domains == ["shop.example", "app.example:8443"]
     actions = [e.action for e in db.session.scalars(db.select(AuditEvent).order_by(AuditEvent.id))]
     assert actions == ["apikey.created", "apikey.created"]
@@ -82,7 +82,7 @@ def test_rotation_with_grace_keeps_the_old_value_until_it_ends():
 
 
 def test_revocation_is_immediate_for_both_values_and_final():
-    key, old = make_key()
+    key, old = make_key(funded=False)
     new = rotate_key(key, timedelta(hours=1))
     assert revoke_key(key) is True
     db.session.commit()

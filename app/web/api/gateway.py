@@ -10,6 +10,10 @@ In order, each refusal in the gateway's own shape `{message, request_id}` (no en
   key not entitled to the route            -> 403 `You cannot consume this service`
     (a publishable key on `/v1`; a publishable key on the widget API from a page whose
     Origin/Referer is not one of its domains; any key on a sign-in-only route such as `/v1/me`)
+  the owner's prepaid credits used up, or  -> 402 `Payment required: ...` saying what to do
+    the month's spend ceiling reached          (`pay_gate`: app/services/billing/standing.py, the
+                                               standing kept per owner for BILLING_STANDING_SECONDS,
+                                               so no billing row is read per request)
 Then the view runs with the key, and the request counts once on the `api_requests` meter
 (app/services/metering.py, committed here) when the API has answered it: with data, or with a 404 for an
 identifier that matched nothing. A request the API refuses as malformed (400) is no call, nor is
@@ -38,13 +42,15 @@ from functools import wraps
 from typing import NoReturn
 from urllib.parse import urlsplit
 
-from flask import Response, g, jsonify, request
+from flask import Response, current_app, g, jsonify, request
 from limits import RateLimitItemPerDay, RateLimitItemPerMinute
 
 from app.core import logs
 from app.core.extensions import db
 from app.models import ApiKey
-from app.services.apikeys import PLAN_LIMITS, WORKSPACE_PREFIX, PlanLimits, domain_allows, live_key
+from app.services.apikeys import WORKSPACE_PREFIX, PlanLimits, domain_allows, limits_of, live_key
+from app.services.billing.standing import ceiling_warning, refusal, standing_of
+from app.services.mail import send_later
 from app.services.metering import meter_request
 from app.services.rosters import reaches
 from app.services.throttle import spend
@@ -120,8 +126,9 @@ def entitled(key: ApiKey, surface: str) -> bool:
 def spend_budget(key: ApiKey) -> None:
     """Per-key limits by plan, in Flask-Limiter's storage (Redis when REDIS_URL is set, so every
     process shares the count). Per-second plans are also held to 60 times that per minute, the
-    window the headers report; a breach of either is a 429."""
-    plan = PLAN_LIMITS.get(key.plan) or PLAN_LIMITS["payg"]
+    window the headers report; a breach of either is a 429. An enterprise key's custom limits
+    (app/services/billing/enterprise.py) take the plan's place."""
+    plan = limits_of(key)  # the plan's, or an enterprise key's own
     minute_item = RateLimitItemPerMinute(plan.per_minute)
     if plan.window.get_expiry() != 60:
         burst = spend(plan.window, KEY_SCOPE, key.id)
@@ -196,7 +203,30 @@ def pass_gateway(surface: str) -> KeyCaller:
     spend_budget(key)  # before the entitlement check, so a refusal carries the key's window too
     if not entitled(key, surface):
         raise GatewayError(403, CANNOT_CONSUME)
+    pay_gate(key)
     return KeyCaller(key)
+
+
+def billing_url() -> str:
+    return f"{current_app.config['ISSUER_URL'].rstrip('/')}/console/billing"
+
+
+def pay_gate(key: ApiKey) -> None:
+    """Refuse a key whose owner's prepaid credits are used up or whose month reached the spend
+    ceiling: 402 in the gateway's shape, with what to do. At 80 % of the ceiling the owner gets
+    one mail a month (written and committed here, sent after the commit). Workspace keys are a
+    member's, not billed."""
+    if key.is_workspace:
+        return
+    now = standing_of(key.owner_id)
+    message = refusal(now, billing_url())
+    if message is not None:
+        raise GatewayError(402, message)
+    if now.near_ceiling:
+        mail = ceiling_warning(key.owner, now, billing_url())
+        if mail is not None:
+            db.session.commit()
+            send_later(mail)
 
 
 def answer_and_meter(view: Callable, caller: KeyCaller, *args, **kwargs) -> Response:

@@ -10,8 +10,20 @@ from flask import abort, flash, redirect, render_template, request, url_for
 
 from app.core.extensions import db
 from app.models import ApiKey
-from app.services.apikeys import ApiKeyError, KeyNotFound, edit_key, find_key, revoke_key, rotate_key, visible_keys
+from app.services.apikeys import (
+    ApiKeyError,
+    KeyNotFound,
+    edit_key,
+    find_key,
+    limits_of,
+    revoke_key,
+    rotate_key,
+    visible_keys,
+)
 from app.services.apikeys import create_key as create_api_key
+from app.services.billing.enterprise import terms_of
+from app.services.billing.ledger import BillingError, account_for
+from app.services.billing.plans import key_plan
 from app.services.fees import FeeError, Month
 from app.services.metering import BANDS, PLAN_FEES, PLAN_RATE, last_used, usage_for, utc_day
 from app.web.api.widget_script import snippet as widget_snippet
@@ -87,11 +99,16 @@ def create_key():
         return redirect(url_for("console.api_key_detail", key_id=done), 303)
     user = console_user()
     try:
+        plan = key_plan(account_for(user), form.plan.data)
+    except BillingError as exc:
+        form.plan.errors = [*form.plan.errors, f"{str(exc)[:1].upper()}{str(exc)[1:]}."]
+        return _list_page(form, error=str(exc), status=400)
+    try:
         key, value = create_api_key(
             user,
             form.name.data,
             form.kind.data,
-            form.plan.data,
+            plan,
             lines(form.domains.data) if form.kind.data == "publishable" else [],
             actor=user,
         )
@@ -123,6 +140,8 @@ def api_key_detail(key_id: str):
         last_used=last_used([key]).get(key.id),
         rotate_form=RotateKeyForm(),
         plan_fees=PLAN_FEES,
+        terms=terms_of(key.owner_id),  # enterprise terms: custom limits, data storage
+        limits=limits_of(key),
         # The value was shown once: the snippet names the key by its visible start.
         snippet=widget_snippet(f"{key.prefix}…") if key.is_publishable and not key.is_revoked else None,
     )

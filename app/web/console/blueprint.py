@@ -93,6 +93,7 @@ def app_not_found(error: AppNotFound):
 # The console's navigation: each section and the path it starts with ("" is the apps section).
 SECTIONS = (
     ("api_keys", "/console/api-keys"),
+    ("billing", "/console/billing"),
     ("fees", "/console/fees"),
     ("audit", "/console/audit"),
     ("keys", "/console/keys"),

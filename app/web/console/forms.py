@@ -211,6 +211,7 @@ class ApiKeyForm(OnceForm):
             ("scale", "Scale — 100 a second; 3,000 USD a month with 150,000 calls included"),
         ],
         default="payg",
+        description="Build and Scale are bought on the billing page; then every key of yours follows the plan.",
     )
     domains = TextAreaField(
         "Domains (publishable keys; one per line)",
@@ -232,3 +233,41 @@ ROTATE_KEY_GRACE = [
 
 class RotateKeyForm(OnceForm):
     grace = SelectField("Keep the old key working for", choices=ROTATE_KEY_GRACE, default="86400")
+
+
+# -- billing (app/web/console/billing.py) ---------------------------------------------------------
+
+
+class LoadForm(OnceForm):
+    """Load credits: a preset or any amount from 10 (checked by app/services/billing/payments.py)."""
+
+    amount = StringField("Amount (USD)", validators=[DataRequired("Choose or type an amount"), Length(max=12)])
+
+
+class PlanForm(FlaskForm):
+    plan = HiddenField(validators=[DataRequired()])
+
+
+class AdjustForm(FlaskForm):
+    amount = StringField(
+        "Amount (USD)",
+        validators=[DataRequired("An amount is required"), Length(max=14)],
+        description="Positive credits the account, negative debits it.",
+    )
+    memo = StringField("Reason", validators=[DataRequired("Say why"), Length(max=255)])
+
+
+class EnterpriseForm(FlaskForm):
+    enterprise = BooleanField("Enterprise terms (custom key limits, no spend ceiling, invoiced)")
+    storage_allowed = BooleanField("The agreement allows caching or storing data for the term")
+    terms_until = StringField(
+        "Term ends (YYYY-MM-DD)",
+        validators=[Optional(), Length(max=10)],
+        description="Data stored must be deleted by then.",
+    )
+    note = StringField("Agreement reference", validators=[Optional(), Length(max=500)])
+
+
+class KeyLimitsForm(FlaskForm):
+    per_minute = StringField("Per minute", validators=[Optional(), Length(max=7)])
+    per_second = StringField("Per second", validators=[Optional(), Length(max=6)])

@@ -42,6 +42,7 @@ from app.web.api.gateway import (
     entitled,
     key_value,
     known_key,
+    pay_gate,
     presented_key,
     spend_budget,
 )
@@ -81,6 +82,7 @@ class KeyCaller:
 
     def admit(self, tool: str, arguments: Mapping[str, Any]) -> None:
         spend_budget(self.key)
+        pay_gate(self.key)  # 402 when the owner's credits are used up or the ceiling reached
 
     def settle(self) -> None:
         meter_request(self.key)
