@@ -47,7 +47,7 @@ CALLERS = (
     "app/web/console/api_keys.py",
     "app/web/console/views.py",
 )
-COMMAND_MODULES = ("api_keys", "clients", "demo", "fees", "housekeeping", "keys", "users")
+COMMAND_MODULES = ("api_keys", "billing", "catalog", "clients", "demo", "fees", "housekeeping", "keys", "users")
 COMMANDS = {
     "users": {
         "create",
@@ -58,12 +58,16 @@ COMMANDS = {
         "suspend",
         "unsuspend",
         "remove-second-factor",
+        "list",
+        "show",
     },
-    "clients": {"create", "list", "rotate-secret", "disable", "enable", "delete"},
+    "clients": {"create", "list", "show", "update", "rotate-secret", "disable", "enable", "delete"},
     "keys": {"generate", "ensure", "rotate", "retire", "revoke", "list"},
     "api-keys": {"create", "list", "rotate", "revoke", "usage"},
     "fees": {"report"},
     "demo": {"seed"},
+    "billing": {"accounts", "adjust", "enterprise", "post", "refund", "show", "statement"},
+    "catalog": {"generate", "refresh"},
     "purge-expired": set(),
 }
 

@@ -305,29 +305,31 @@ def suspend_user(user_id: str):
         if not ActionForm().validate_on_submit():
             abort(400)
         unsuspend_member(user, actor=console_user())
-        db.session.commit()
-        flash(f"{user.email} may sign in again; their API keys that were not revoked work again.")
-        return _back_to(user, 303)
-    form = SuspendForm()
-    if user.id == console_user().id:
-        if not ActionForm().validate_on_submit():
-            abort(400)
-        flash("You cannot suspend your own account.", "error")
-        return redirect(url_for("console.member", user_id=user.id), 303)
-    if not form.validate_on_submit():
-        if form.csrf_token.errors:
-            abort(400)
-        return _suspend_page(user, form, 400)
-    try:
-        ended = suspend_member(user, actor=console_user(), reason=form.reason.data.strip())
-    except MemberError as exc:  # checked before anything was written
-        flash(str(exc), "error")
-        return redirect(url_for("console.member", user_id=user.id), 303)
+        done = f"{user.email} may sign in again; their API keys that were not revoked work again."
+        answer = _back_to(user, 303)
+    else:
+        form = SuspendForm()
+        if user.id == console_user().id:
+            if not ActionForm().validate_on_submit():
+                abort(400)
+            flash("You cannot suspend your own account.", "error")
+            return redirect(url_for("console.member", user_id=user.id), 303)
+        if not form.validate_on_submit():
+            if form.csrf_token.errors:
+                abort(400)
+            return _suspend_page(user, form, 400)
+        try:
+            ended = suspend_member(user, actor=console_user(), reason=form.reason.data.strip())
+        except MemberError as exc:  # checked before anything was written
+            flash(str(exc), "error")
+            return redirect(url_for("console.member", user_id=user.id), 303)
+        done = (
+            f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
+            f"{ended.get('tokens_revoked', 0)} tokens revoked, {ended.get('api_keys_paused', 0)} API keys paused."
+            if ended
+            else f"{user.email} was already suspended."
+        )
+        answer = redirect(url_for("console.member", user_id=user.id), 303)
     db.session.commit()
-    flash(
-        f"{user.email} is suspended: {ended.get('sessions_ended', 0)} sessions ended, "
-        f"{ended.get('tokens_revoked', 0)} tokens revoked, {ended.get('api_keys_paused', 0)} API keys paused."
-        if ended
-        else f"{user.email} was already suspended."
-    )
-    return redirect(url_for("console.member", user_id=user.id), 303)
+    flash(done)
+    return answer
