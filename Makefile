@@ -63,6 +63,7 @@ $(NODE_DEPS): examples/clients/package.json examples/clients/package-lock.json t
 	@scripts/ensure-node-clients.sh
 
 ## bench: Credits ID under granian against node oidc-provider (needs ../shared/bench; see docs/performance.md)
+##        BENCH_ARGS="--profile catalog": the catalog at size instead (bench/catalog.py; set DATABASE_URL)
 BENCH_HARNESS ?= ../shared/bench
 BENCH_ARGS ?=
 bench: venv

@@ -5,8 +5,10 @@ The request id is taken from an incoming `X-Request-Id` (when it looks like an i
 cannot inject text into the logs) or made fresh, and is echoed in the response, so a support
 request, a proxy's log and ours can be matched. Each request ends with one access line: method,
 path (never the query string: it may carry an ID token as `id_token_hint`), endpoint, status,
-latency, client id and a keyed hash of the member id. Nothing else about the member, and never a
-secret, code or token, is logged.
+latency, client id and a keyed hash of the member id; through a key door (the catalog API, the
+widgets), the key's id and its clear prefix (`key_id`, `key_prefix`, as the tool server's lines
+carry them: a call is traceable to its key, the spec's data-use term 7). Nothing else about the
+member, and never a secret, code or token, is logged.
 """
 
 from __future__ import annotations
@@ -128,6 +130,12 @@ def note(client_id: str | None = None, user_id: str | None = None) -> None:
         g.log_user_id = str(user_id)
 
 
+def note_key(key_id: str, prefix: str) -> None:
+    """Tell the access line which API key the request came with (its id and clear prefix only)."""
+    if has_app_context():
+        g.log_key = {"key_id": key_id, "key_prefix": prefix}
+
+
 def event(message: str, **fields: Any) -> None:
     """One line for a notable event (login failed, code reuse...), with the request's context."""
     extra = {k: v for k, v in fields.items() if v is not None}
@@ -150,6 +158,7 @@ def write_access_line(
     member: str | None,
     remote_addr: str | None,
     request_id: str,
+    key: dict[str, str] | None = None,
 ) -> None:
     """The one access line per request (from Flask's hook, or the published-documents front)."""
     access_log.info(
@@ -164,6 +173,7 @@ def write_access_line(
             "member": member,
             "remote_addr": remote_addr,
             "request_id": request_id,
+            **(key or {}),
         },
     )
 
@@ -178,6 +188,7 @@ def request_id_of(environ: dict[str, Any]) -> str:
 
 def _start_request() -> None:
     g.request_started = time.perf_counter()
+    g.pop("log_key", None)  # a context kept across requests (a test's) must not lend the last one's key
     g.request_id = request_id_of(request.environ)
 
 
@@ -218,6 +229,7 @@ def _finish_request(response: Response) -> Response:
         member=member_of_request(),
         remote_addr=request.remote_addr,
         request_id=request_id,
+        key=g.get("log_key"),
     )
     return response
 

@@ -346,3 +346,19 @@ def test_no_param_when_no_single_input_is_to_blame(client, catalog, secret):
     for path in ("/v1/track/isrc/XX0000000000", f"/v1/profile/{uid(999, 1)}"):
         body = client.get(path, headers=key_header(secret)).get_json()
         assert body == {"result": "error", "code": 404, "message": "Not found"}
+
+
+def test_the_access_line_names_the_key_never_its_secret(client, catalog, caplog):
+    """Data-use term 7: a call through the key door is traceable to its key - id and clear prefix
+    on the access line, with the request id, status and duration; the secret never."""
+    import logging
+
+    key, value = make_key("secret")
+    with caplog.at_level(logging.INFO, logger="credits_id.access"):
+        client.get(f"/v1/profile/{catalog.mine}", headers=key_header(value, **{"X-Request-Id": "trace-47"}))
+        client.get(f"/v1/profile/{catalog.mine}", headers=key_header("msk_" + "x" * 40))
+    known, unknown = [r for r in caplog.records if r.name == "credits_id.access"]
+    assert (known.key_id, known.key_prefix, known.request_id, known.status) == (key.id, key.prefix, "trace-47", 200)
+    assert known.latency_ms >= 0 and value.startswith(key.prefix) and len(key.prefix) < len(value)
+    assert not hasattr(unknown, "key_id") and unknown.status == 401
+    assert value not in caplog.text

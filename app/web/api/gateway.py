@@ -101,7 +101,9 @@ def presented_key() -> ApiKey | None:
     """The live key the request carries, looked up once per request (the budget and the route ask)."""
     environ = request.environ
     if _LIVE_KEY not in environ:
-        environ[_LIVE_KEY] = live_key(key_value())
+        key = environ[_LIVE_KEY] = live_key(key_value())
+        if key is not None:
+            logs.note_key(key.id, key.prefix)  # the access line names the key (never its secret)
     return environ[_LIVE_KEY]
 
 
