@@ -26,7 +26,7 @@ from app.models.base import new_secret, utcnow
 from app.services import throttle
 from app.services.client_documents import AgentDocument, DocumentFetcher, DocumentRefused
 from app.store import store
-from app.store.apps import App, RegisteredApp
+from app.store.apps import App, ClientIdTaken, RegisteredApp
 
 FETCH_SCOPE = "client-document"
 DYNAMIC_PREFIX = "agent_"  # a self-registered agent's client id (never a URL: the authorization endpoint's fork)
@@ -60,7 +60,12 @@ def agent_app(client_id: str) -> App:
     spent = throttle.spend(limit, FETCH_SCOPE, host.lower()[:255])
     if spent is not None and not spent.allowed:
         raise DocumentRefused(f"Too many client metadata documents read from {host} lately; try again in a minute.")
-    return store().apps.keep_agent(client_id, {**_columns(fetcher().fetch(client_id)), "document_fetched_at": utcnow()})
+    try:
+        return store().apps.keep_agent(
+            client_id, {**_columns(fetcher().fetch(client_id)), "document_fetched_at": utcnow()}
+        )
+    except ClientIdTaken:
+        raise DocumentRefused("This client id belongs to an application registered another way.") from None
 
 
 def register_agent(metadata: AgentDocument) -> RegisteredApp:

@@ -26,6 +26,10 @@ _clients, _users, _consents, _events = Client.__table__, User.__table__, Consent
 Key = tuple[str, Any]  # ("client_id", ...) or ("id", ...): how a request's lookups find an app again
 
 
+class ClientIdTaken(LookupError):
+    """A metadata document's URL is already the client id of an app registered another way."""
+
+
 @dataclass(frozen=True, eq=False)
 class App(ClientRules):
     """A registered app, read-only: what sign-in, consent, logout and the token endpoint need."""
@@ -211,6 +215,8 @@ class SqlApps:
         )
         row = run(stmt).first()
         if row is None:
+            if self.registered(client_id) is not None:
+                raise ClientIdTaken(client_id)  # an app registered another way holds this id
             return self.insert({**values, "client_id": client_id, "registration": agent})
         memo = unit_of_work().memo
         memo.pop(("id", row.id), None)

@@ -37,6 +37,7 @@ from sqlalchemy import (
     true,
 )
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.exc import IntegrityError
 
 from app.models import (
     ApiUsage,
@@ -54,7 +55,7 @@ from app.models import (
     User,
 )
 from app.store import app_cache
-from app.store.apps import App, Key, SqlApps
+from app.store.apps import App, Key, RegisteredApp, SqlApps
 from app.store.audit_trail import SqlAuditTrail
 from app.store.billing import SqlBilling
 from app.store.codes import REDEMPTION, SqlCodes
@@ -65,7 +66,7 @@ from app.store.pending_requests import CONSUMED, SqlPendingRequests
 from app.store.rosters import SqlRosters
 from app.store.statements import first, run
 from app.store.tokens import _ACTIVE, COPIED, DRAWN, ROTATION, Spent, SqlTokens
-from app.store.unit_of_work import has_written
+from app.store.unit_of_work import has_written, unit_of_work
 
 _users, _clients, _tokens = User.__table__, Client.__table__, Token.__table__
 _events, _codes, _consents = AuditEvent.__table__, AuthorizationCode.__table__, Consent.__table__
@@ -306,6 +307,16 @@ class PostgresApps(SqlApps):
 
     def __init__(self, cache: app_cache.AppCache[App] | None) -> None:
         self.cache = cache
+
+    def keep_agent(self, client_id: str, values: dict[str, Any]) -> RegisteredApp:
+        """As SqlApps', safe when two first sign-ins of one agent race: the insert runs under a
+        savepoint, and the one that loses to the other's row refreshes that row instead (SQLite
+        serializes writers, so only PostgreSQL meets the race)."""
+        try:
+            with unit_of_work().connection().begin_nested():
+                return super().keep_agent(client_id, values)
+        except IntegrityError:
+            return super().keep_agent(client_id, values)
 
     def _read(self, key: Key, statement: Select[Any], params: dict[str, Any]) -> App | None:
         cache = self.cache
