@@ -128,7 +128,7 @@ def test_demo_seed_is_repeatable_and_prints_fresh_credentials(app):
     second = json.loads(run(app, "demo", "seed", "--json").output)
     assert [m["tier"] for m in first["members"]] == ["basic", "pro"]
     assert {a["client_id"] for a in first["apps"]} == {"demo-web-app", "demo-native-app"}
-    assert User.query.count() == 3 and Client.query.count() == 2  # the two members and the demo developer
+    assert User.query.count() == 4 and Client.query.count() == 2  # the two members, the developer, the admin
     # Demo addresses receive no mail: created (and kept) verified, so `make run` works at once.
     assert all(u.email_verified for u in User.query)
     assert first["members"][0]["password"] != second["members"][0]["password"]

@@ -284,6 +284,15 @@ def update_user(user_id: str):
     return _back_to(user)
 
 
+def _lift_suspension(user: User):
+    if not ActionForm().validate_on_submit():
+        abort(400)
+    unsuspend_member(user, actor=console_user())
+    db.session.commit()
+    flash(f"{user.email} may sign in again; their API keys that were not revoked work again.")
+    return _back_to(user, 303)
+
+
 def _suspend_page(user: User, form: SuspendForm, status: int = 200):
     return render_template("console/suspend.html", user=user, form=form, is_self=user.id == console_user().id), status
 
@@ -302,12 +311,7 @@ def suspend_user(user_id: str):
     the audit) or, with `lift`, restore."""
     user = _member(user_id)
     if request.form.get("lift"):
-        if not ActionForm().validate_on_submit():
-            abort(400)
-        unsuspend_member(user, actor=console_user())
-        db.session.commit()
-        flash(f"{user.email} may sign in again; their API keys that were not revoked work again.")
-        return _back_to(user, 303)
+        return _lift_suspension(user)
     form = SuspendForm()
     if user.id == console_user().id:
         if not ActionForm().validate_on_submit():
