@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import date, timedelta
 from itertools import accumulate
+from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
 
@@ -303,7 +304,7 @@ class CatalogSummary:
     roles: int = 0
     built: bool = True
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             k: getattr(self, k)
             for k in ("seed", "built", "profiles", "albums", "tracks", "credits", "chart_rows", "roles")
@@ -360,8 +361,8 @@ def _handle(name: str) -> str:
     return "".join(c for c in name.lower() if c.isalnum())
 
 
-def _profile_rows(rng: random.Random, new_id: _Ids, count: int) -> list[dict]:
-    rows = []
+def _profile_rows(rng: random.Random, new_id: _Ids, count: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     for n in range(count):
         if rng.random() < 0.2:
             name = f"{rng.choice(ACT_WORDS)} {rng.choice(ACT_NOUNS)}"
@@ -396,7 +397,7 @@ def _profile_rows(rng: random.Random, new_id: _Ids, count: int) -> list[dict]:
     return rows
 
 
-def _album_rows(rng: random.Random, new_id: _Ids, count: int) -> list[dict]:
+def _album_rows(rng: random.Random, new_id: _Ids, count: int) -> list[dict[str, Any]]:
     start = date(1990, 1, 1)
     span = (date(2026, 10, 31) - start).days
     rows = []
@@ -477,8 +478,10 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
     artists_of = defaultdict(list)
     for row in track_artists:
         artists_of[row["track_id"]].append(row["profile_id"])
-    credit_rows, link_rows, seen = [], [], set()
-    family_counts: dict[str, Counter] = defaultdict(Counter)
+    credit_rows: list[dict[str, Any]] = []
+    link_rows: list[dict[str, Any]] = []
+    seen: set[Any] = set()
+    family_counts: dict[str, Counter[Any]] = defaultdict(Counter)
     credit_id = 0
     appearances = [(t, a) for t, on in zip(tracks, track_albums, strict=True) for a in on]
     while len(credit_rows) < credits:
@@ -510,7 +513,7 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
                 link_rows.append({"credit_id": credit_id, "role_id": role_id})
                 family_counts[family_of[role_id]][profile_id] += 1
 
-    chart_rows = []
+    chart_rows: list[dict[str, Any]] = []
     for family, counts in family_counts.items():
         total = sum(counts.values())
         ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
@@ -533,8 +536,8 @@ def build_catalog(seed: int = DEFAULT_SEED, credits: int = DEFAULT_CREDITS) -> C
     # The catalog API's lookups: each track's ISRCs indexed, each album's Spotify id and popularity
     # (its most popular credited track's).
     isrc_rows = [{"isrc": isrc, "track_id": t["id"]} for t in tracks for isrc in dict.fromkeys(t["isrcs"])]
-    popularity = {t["id"]: t["popularity"] for t in tracks}
-    album_popularity: dict[str, int] = {}
+    popularity: dict[Any, int] = {t["id"]: t["popularity"] for t in tracks}
+    album_popularity: dict[Any, int] = {}
     for row in credit_rows:
         album_popularity[row["album_id"]] = max(album_popularity.get(row["album_id"], 0), popularity[row["track_id"]])
     for album in albums:
@@ -580,8 +583,8 @@ def ensure_catalog(seed: int | None = None, credits: int | None = None, rebuild:
 
 
 def existing_summary() -> CatalogSummary:
-    def count(model) -> int:
-        return db.session.scalar(select(func.count()).select_from(model))
+    def count(model: Any) -> int:
+        return db.session.scalar(select(func.count()).select_from(model)) or 0
 
     return CatalogSummary(
         seed=None,
