@@ -25,10 +25,12 @@ from sqlalchemy import (
     ColumnElement,
     Delete,
     Engine,
+    Integer,
     Select,
     Table,
     Update,
     bindparam,
+    cast,
     event,
     exists,
     func,
@@ -89,12 +91,35 @@ def prefixed(prefix: str, row: Mapping[str, Any]) -> dict[str, Any]:
 # -- a code redeemed, a refresh token rotated -------------------------------------------------------
 
 
+# The first key of the two-key advisory locks that serialize revocation with rotation: a member's
+# (the second key: the hash of their id; a collision only makes two members wait for each other)
+# and an app's (its row id). Advisory, not row locks: a share lock on a row is a write to it
+# (PostgreSQL records the lockers in the row's header, with a multixact when there are several),
+# so every refresh of a busy member or app would write to the same two rows; an advisory lock is
+# held in the lock table alone and costs no write.
+MEMBER_LOCK, APP_LOCK = 1, 2
+
+
+def member_lock(user_id: Any) -> tuple[ColumnElement[int], ColumnElement[int]]:
+    """The advisory lock key of the member `user_id` (a column or a value)."""
+    return literal_column(str(MEMBER_LOCK)), func.hashtext(user_id)
+
+
+def app_lock(client_pk: Any) -> tuple[ColumnElement[int], ColumnElement[int]]:
+    """The advisory lock key of the app whose row id is `client_pk` (a column or a value)."""
+    return literal_column(str(APP_LOCK)), cast(client_pk, Integer)
+
+
 class FoldedSpendAndStore:
     """Spend one credential and store its successor pair in one statement. Its first step, `held`,
-    finds the credential's member and app and share-locks both rows (FOR SHARE, with the member's
-    columns the answer needs), only while the member is not suspended and the app active; the
-    UPDATE names that member, so it runs after the lock and spends nothing when `held` found
-    nobody in good standing. That lock is what `end_grants` waits for."""
+    finds the credential's member and app (with the member's columns the answer needs), only while
+    the member is not suspended and the app active, and takes the member's and the app's advisory
+    locks in shared mode; the UPDATE names that member, so it runs after the locks and spends
+    nothing when `held` found nobody in good standing. Those locks are what `end_grants` waits for.
+
+    A rotation that had to wait for an `end_grants` still read the member with the snapshot it
+    started with, but its UPDATE re-reads the credential's row as that transaction left it: revoked
+    (a token) or deleted (a code), so nothing is spent and no pair is stored."""
 
     def __init__(self, spend: Update, returning: tuple[ColumnElement[Any], ...]) -> None:
         self._names = [c.name for c in returning if isinstance(c, Column)]
@@ -102,11 +127,15 @@ class FoldedSpendAndStore:
         assert isinstance(table, Table) and found is not None  # a code's or a token's, by its hash
         tokens = _tokens
         held = (
-            select(table.c.user_id, *member_joined())
+            select(
+                table.c.user_id,
+                *member_joined(),
+                func.pg_advisory_xact_lock_shared(*member_lock(_users.c.id)).label("member_held"),
+                func.pg_advisory_xact_lock_shared(*app_lock(_clients.c.id)).label("app_held"),
+            )
             .join_from(table, _users, _users.c.id == table.c.user_id)
             .join(_clients, _clients.c.id == table.c.client_id)
             .where(found, _users.c.suspended_at.is_(None), _clients.c.status == _ACTIVE)
-            .with_for_update(read=True, of=[_users, _clients])
             .cte("held")
         )
         spent = (
@@ -139,29 +168,29 @@ class FoldedSpendAndStore:
 
 
 class PostgresCodes(SqlCodes):
-    """Codes on PostgreSQL: a redemption is one statement, behind the member's and the app's locks."""
+    """Codes on PostgreSQL: a redemption is one statement, behind the member's and the app's
+    advisory locks."""
 
     def __init__(self) -> None:
         self._redeem = FoldedSpendAndStore(*REDEMPTION)
 
 
 class PostgresTokens(SqlTokens):
-    """Tokens on PostgreSQL: a rotation is one statement behind the member's and the app's locks,
-    and ending grants takes the member's (or the app's) row first."""
+    """Tokens on PostgreSQL: a rotation is one statement behind the member's and the app's advisory
+    locks, and ending grants takes the member's (or the app's) exclusively first."""
 
     def __init__(self) -> None:
         self._rotate = FoldedSpendAndStore(*ROTATION)
 
     def _held_while_ending(self, codes: Delete, user_id: str | None, client_id: int | None) -> Delete:
-        """The codes' DELETE, locking the member's row (the app's, when no member is named) first: it
-        waits for every redemption and rotation of theirs under way, which share-lock that row until
-        they commit, and from then until this transaction commits none can start. The token UPDATE,
-        a later statement, then sees (and revokes) every pair those stored. FOR NO KEY UPDATE waits
-        only for those share locks, not for the key-share locks that foreign keys take."""
-        holder, pk = (_users, user_id) if user_id is not None else (_clients, client_id)
-        held = select(holder.c.id).where(holder.c.id == pk).with_for_update(key_share=True).cte("held")
+        """The codes' DELETE, taking the member's advisory lock (the app's, when no member is named)
+        exclusively first: it waits for every redemption and rotation of theirs under way, which hold
+        it shared until they commit, and from then until this transaction commits none can start.
+        The token UPDATE, a later statement, then sees (and revokes) every pair those stored."""
+        key = member_lock(user_id) if user_id is not None else app_lock(client_id)
+        held = select(func.pg_advisory_xact_lock(*key).label("held")).cte("held")
         # A one-time filter: PostgreSQL takes the lock before it looks at any code, codes or none.
-        return codes.where(exists(select(held.c.id)))
+        return codes.where(exists(select(held.c.held)))
 
 
 # -- a login started ----------------------------------------------------------------------------------

@@ -306,24 +306,28 @@ def test_no_read_takes_a_lock():
     assert found == {}
 
 
-def held_elsewhere(table: str, pk: object) -> bool:
-    """Whether another connection finds the row of `table` locked against a share lock."""
+MEMBER_LOCK, APP_LOCK = 1, 2  # app/store/postgresql.py's advisory lock classes
+
+
+def advisory_held_elsewhere(lock: int, key: object) -> bool:
+    """Whether another connection finds the member's or the app's advisory lock taken exclusively."""
+    second = "hashtext(:key)" if lock == MEMBER_LOCK else "CAST(:key AS INTEGER)"
     with db.engine.connect() as other:
         try:
-            other.execute(text(f"SELECT id FROM {table} WHERE id = :pk FOR SHARE NOWAIT"), {"pk": pk})
-        except DBAPIError as error:
-            assert isinstance(error.orig, psycopg.errors.LockNotAvailable), error
-            return True
+            got = other.execute(
+                text(f"SELECT pg_try_advisory_xact_lock_shared(:lock, {second})"), {"lock": lock, "key": key}
+            ).scalar_one()
         finally:
             other.rollback()
-    return False
+    return not got
 
 
 @pytest.mark.skipif(not ON_POSTGRES, reason="the store locks rows on PostgreSQL only (set TEST_DATABASE_URL; CI does)")
 def test_the_stores_locks_are_steps_of_statements_that_write(app):
-    """The statements that store a pair share-lock the member and the app as a step of their own
-    write; `end_grants` locks the member (or the app) as its first write, so the lock holds until
-    the commit even when nothing before it had opened the transaction."""
+    """The statements that store a pair take the member's and the app's advisory locks, shared, as
+    a step of their own write (no row lock: a share lock writes to the row); `end_grants` takes the
+    member's (or the app's) exclusively as its first write, so the lock holds until the commit
+    even when nothing before it had opened the transaction."""
     from sqlalchemy.dialects import postgresql
 
     from app.store.codes import REDEMPTION
@@ -333,19 +337,23 @@ def test_the_stores_locks_are_steps_of_statements_that_write(app):
     for spend_and_store in (FoldedSpendAndStore(*ROTATION), FoldedSpendAndStore(*REDEMPTION)):
         sql = str(spend_and_store._in_one.compile(dialect=postgresql.dialect()))
         # A WITH that updates and inserts: the transaction begins with it (begin_at_first_write).
-        assert sql.startswith("WITH held AS") and "FOR SHARE OF users, clients" in sql
+        assert sql.startswith("WITH held AS") and "FOR SHARE" not in sql
+        assert "pg_advisory_xact_lock_shared(1, hashtext(users.id))" in sql
+        assert "pg_advisory_xact_lock_shared(2, CAST(clients.id AS INTEGER))" in sql
         assert "\nspent AS \n(UPDATE" in sql and "\nsuccessor AS \n(INSERT" in sql
 
     member = make_member()
     app_pk = register_app(NewClient(name="Locked", redirect_uris=["https://locked.example/cb"]), None)[0].id
     db.session.commit()
-    for ended, table, pk in (({"user_id": member.id}, "users", member.id), ({"client_id": app_pk}, "clients", app_pk)):
+    for ended, lock in (({"user_id": member.id}, MEMBER_LOCK), ({"client_id": app_pk}, APP_LOCK)):
         with app.app_context():
             assert not open_on_the_database()
             store().tokens.end_grants(**ended)
-            assert open_on_the_database() and held_elsewhere(table, pk)
+            assert open_on_the_database() and advisory_held_elsewhere(
+                lock, member.id if lock == MEMBER_LOCK else app_pk
+            )
             db.session.commit()
-            assert not held_elsewhere(table, pk)
+            assert not advisory_held_elsewhere(lock, member.id if lock == MEMBER_LOCK else app_pk)
 
 
 def test_a_request_that_touched_no_table_ends_no_transaction(app):
