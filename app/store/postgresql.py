@@ -7,9 +7,9 @@ does better in their place. This module is the one place a dialect is spelled ou
   the code. Each is one round trip where SQLite needs two to four, still in the request's
   transaction, and each writes nothing unless its first step matched.
 - **Revocation wins every race with a rotation in flight** (app/store/tokens.py's docstring says
-  why it must): storing a pair share-locks the member's and the app's rows first, and ending grants
-  locks the member's (or the app's) row before anything else, so whichever comes second waits for
-  the first to commit and then sees what it did.
+  why it must): storing a pair takes the member's and the app's advisory locks shared first, and
+  ending grants takes the member's (or the app's) exclusively before anything else, so whichever
+  comes second waits for the first to commit and then sees what it did.
 - **Apps kept between requests** while LISTEN/NOTIFY vouches for them (app/store/app_cache.py).
 """
 

@@ -4,21 +4,20 @@ revoked by family, by member or by app.
 Revocation wins every race with a rotation in flight. At READ COMMITTED an UPDATE that revokes a
 member's or an app's tokens cannot see the successor pair that a concurrent, not yet committed
 rotation has inserted: it would wait for the spent row, revoke it, and leave the successor alive.
-So the two serialize on the rows of the member and the app, which both must touch:
+So the two serialize on locks named after the member and the app (PostgreSQL's advisory locks,
+app/store/postgresql.py):
 
 - the statement that stores a pair (SpendAndStore: a code redeemed, a refresh token rotated) first
-  takes a share lock on its member's row and its app's row, and only while the member is not
+  takes its member's and its app's lock in shared mode, and only while the member is not
   suspended and the app active; only then does it spend (lock) the code or token row;
-- `end_grants` first takes an exclusive lock (FOR NO KEY UPDATE) on the member's row, or on the
-  app's when it ends an app's grants, and only then deletes codes and revokes tokens.
+- `end_grants` first takes the member's lock exclusively, or the app's when it ends an app's
+  grants, and only then deletes codes and revokes tokens.
 
 Whichever comes second waits for the first to commit. A revocation that waited then revokes with
 a later statement, whose snapshot holds every pair stored by the rotations it waited for; a
-rotation that waited finds the member suspended, the app disabled, or (PostgreSQL re-reads a row
-that changed while it waited) its code deleted or its token revoked, and stores nothing. Both take
-the member and app before any code or token row, so they cannot deadlock; and `end_grants`' lock
-waits only for those share locks, not for the key-share locks that foreign keys take (a sign-in's,
-a consent's). SQLite needs none of it: one writer at a time.
+rotation that waited finds (PostgreSQL re-reads a row that changed while it waited) its code
+deleted or its token revoked, and stores nothing. Both take those locks before any code or token
+row, so they cannot deadlock. SQLite needs none of it: one writer at a time.
 
 Whatever was revoked, a suspended member's or a disabled app's token is refused by every check
 on its own: SpendAndStore's condition, and `StoredToken.is_barred` for bearers and introspection."""
@@ -362,9 +361,9 @@ class SqlTokens:
         disconnect must not redeem after it), the member's pending sign-in requests to the app are
         closed, and live access and refresh tokens are revoked, with nothing in flight left behind.
 
-        On PostgreSQL the first statement locks the member's row (the app's, when no member is named)
+        On PostgreSQL the first statement takes the member's lock (the app's, when no member is named)
         as it deletes the codes: it waits for every redemption and rotation of theirs under way, which
-        share-lock that row until they commit (SpendAndStore), and from then until this transaction
+        hold it shared until they commit (SpendAndStore), and from then until this transaction
         commits none can start. The token UPDATE, a later statement, then sees (and revokes) every pair
         those stored. The caller commits, so the consent, the codes and the tokens change together,
         and the lock holds until then. Returns the tokens revoked."""
