@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     from app.models import Credit, Profile, TrackIsrc
     from app.models.api_key import KeyPlan
     from app.services.apikeys import create_key
+    from app.services.billing.enterprise import set_terms
+    from app.services.billing.ledger import account_for
     from app.services.catalog_generate import generate, sizes
     from app.services.catalog_seed import catalog_is_empty
     from app.services.members import create_member
@@ -81,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             f"catalog-bench-{secrets.token_hex(4)}@example.test", "Catalog Bench", secrets.token_urlsafe(16),
             role="developer", email_verified=True,
         )  # fmt: skip
+        # Enterprise terms: no spend ceiling and no balance to run out, so no call meets a 402.
+        set_terms(account_for(owner), True, False, None, "benchmark")
         _, secret = create_key(owner, "catalog bench", "secret", KeyPlan.SCALE.value, [], actor=owner)
         db.session.commit()
         busiest = db.session.execute(

@@ -86,6 +86,8 @@ def prepare(settings: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     from app.core.extensions import db
     from app.models import Album, Credit, Track, User
     from app.services.apikeys import create_key
+    from app.services.billing.enterprise import set_terms
+    from app.services.billing.ledger import account_for
     from app.services.catalog_seed import profiles_by_credit_count
     from app.services.demo import DEMO_DEVELOPER, seed_accounts
 
@@ -94,6 +96,8 @@ def prepare(settings: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         upgrade()
         seed_accounts()
         developer = db.session.scalar(db.select(User).where(User.email == DEMO_DEVELOPER["email"]))
+        # Enterprise terms: no spend ceiling and no balance to run out, so no call meets a 402.
+        set_terms(account_for(developer), True, False, None, "benchmark")
         values = [create_key(developer, f"bench {n}", "secret", "scale")[1] for n in range(KEYS)]
         profile = profiles_by_credit_count(1)[0]
         track = db.session.scalar(
