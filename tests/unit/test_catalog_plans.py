@@ -95,7 +95,9 @@ def _sqlite_whole_table_reads(plan: list[str]) -> list[str]:
 def test_the_check_sees_a_whole_table_read():
     connection = db.session.connection()
     if db.engine.dialect.name != "sqlite":
-        pytest.skip("the SQLite plan reader")
+        # This checks the checker, whose SQLite half reads EXPLAIN QUERY PLAN lines; on PostgreSQL
+        # the test below prices sequential scans out instead, so there is no reader to check.
+        pytest.skip("checks the SQLite plan reader; PostgreSQL's plans are checked with seqscan off")
     for sql in (
         "SELECT id FROM tracks WHERE title LIKE '%x%'",
         "SELECT rowid FROM tracks_search WHERE search_key LIKE '%ab%' OR rowid > 0",
