@@ -12,16 +12,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from flask import has_request_context, request
-from sqlalchemy import Select, insert, or_, select
-from sqlalchemy.orm import raiseload
 
 from app.core.extensions import db
 from app.models import AuditEvent, Role, User
 from app.models.base import utcnow
 from app.store import store
 from app.store.apps import App, RegisteredApp
+from app.store.audit_trail import EventQuery
 from app.store.members import MemberFacts
-from app.store.statements import first
 
 # Every action the trail knows, with how the console words it.
 ACTIONS: dict[str, str] = {
@@ -84,13 +82,6 @@ MEMBER_ACTIONS = frozenset(
 )
 
 
-# One statement, built once. An INSERT rather than an ORM object added to the session: the unit
-# of work's bookkeeping for one row costs more than the statement, and nothing reads the event back
-# in the request that writes it.
-EVENTS = AuditEvent.__table__  # also for a step that writes its event in its own statement (`event_row`)
-_INSERT = insert(EVENTS)
-
-
 def event_row(
     action: str,
     actor: MemberFacts | None = None,
@@ -136,7 +127,7 @@ def record(
 
 def write_event(row: dict[str, object]) -> None:
     """Write an event made by `event_row` in the caller's transaction."""
-    first(_INSERT, row)
+    store().audit.append(row)
 
 
 @dataclass(frozen=True)
@@ -153,32 +144,18 @@ class AuditFilter:
     since: datetime | None = None  # inclusive
     until: datetime | None = None  # exclusive
 
-
-def audit_query(f: AuditFilter) -> Select[AuditEvent]:
-    """Newest first. Filtering by member matches events they did and events about them. The apps
-    the events name are read through the store (`Page.apps`), not joined in by the ORM."""
-    stmt = (
-        select(AuditEvent)
-        .options(raiseload(AuditEvent.client))
-        .order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())
-    )
-    if f.owner is not None:
-        stmt = stmt.where(AuditEvent.client_id.in_(store().apps.owned_ids(f.owner.id)))
-    if f.client is not None:
-        stmt = stmt.where(AuditEvent.client_id == f.client.id)
-    if f.client_ids is not None:
-        stmt = stmt.where(AuditEvent.client_id.in_(f.client_ids))
-    if f.member is not None:
-        stmt = stmt.where(or_(AuditEvent.actor_id == f.member.id, AuditEvent.subject_id == f.member.id))
-    if f.member_ids is not None:
-        stmt = stmt.where(or_(AuditEvent.actor_id.in_(f.member_ids), AuditEvent.subject_id.in_(f.member_ids)))
-    if f.action is not None:
-        stmt = stmt.where(AuditEvent.action == f.action)
-    if f.since is not None:
-        stmt = stmt.where(AuditEvent.created_at >= f.since)
-    if f.until is not None:
-        stmt = stmt.where(AuditEvent.created_at < f.until)
-    return stmt
+    def query(self) -> EventQuery:
+        """The store's question for this filter."""
+        return EventQuery(
+            client_id=self.client.id if self.client else None,
+            member_id=self.member.id if self.member else None,
+            owner_id=self.owner.id if self.owner else None,
+            client_ids=self.client_ids,
+            member_ids=self.member_ids,
+            action=self.action,
+            since=self.since,
+            until=self.until,
+        )
 
 
 @dataclass(frozen=True)
@@ -197,8 +174,8 @@ def audit_page(f: AuditFilter, number: int = 1, size: int = PAGE_SIZE) -> Page:
     """One page of events. One row more than the page is read to know whether a next page
     exists, instead of counting the whole (growing) table."""
     number = max(1, number)
-    rows = db.session.scalars(audit_query(f).offset((number - 1) * size).limit(size + 1)).all()
-    items = list(rows[:size])
+    rows = store().audit.newest(f.query(), offset=(number - 1) * size, limit=size + 1)
+    items = rows[:size]
     apps = store().apps.by_ids({event.client_id for event in items if event.client_id is not None})
     return Page(items=items, number=number, has_next=len(rows) > size, apps=apps)
 

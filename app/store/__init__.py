@@ -13,7 +13,8 @@
     expiry.py          when a row can no longer be used (what housekeeping may delete)
     rosters.py         members' rosters of catalog profiles, and a workspace key's reach
     meter.py           the api_requests meter's counters, one per key and UTC day
-    audit_trail.py     the audit trail counted by day (the console's activity pictures)
+    audit_trail.py     the audit trail: events appended with their change, paged newest first,
+                       counted by day (the console's activity pictures)
     catalog.py         catalog search, type-ahead, collaborators (SQLite's FTS5 text index);
                        catalog_postgresql.py: the same through pg_trgm and full-text GIN indexes
     billing.py         developers' prepaid accounts: the append-only ledger, payments, provider events

@@ -297,10 +297,6 @@ class SqlApps:
             stmt = stmt.where(_clients.c.owner_id == owner_id)
         return tuple(run(stmt.limit(limit)).scalars())
 
-    def owned_ids(self, owner_id: str) -> Select[tuple[int]]:
-        """The row ids of one owner's apps, as a subquery (`column.in_(...)`)."""
-        return select(_clients.c.id).where(_clients.c.owner_id == owner_id)
-
     def registered_during(
         self, start: datetime, end: datetime, owner_id: str | None = None
     ) -> list[tuple[RegisteredApp, Owner | None]]:

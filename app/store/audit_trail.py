@@ -1,25 +1,79 @@
-"""The audit trail read by day, for the console's activity pictures (app/services/activity.py).
+"""The audit trail: events appended in the caller's transaction, read newest first a page at a
+time (the console's audit pages), and counted by day (the console's activity pictures,
+app/services/activity.py).
+
 The days are grouped in the database, so a busy provider returns a few small rows; the indexes
 `(client_id, created_at)` and `(action, created_at)` keep each read to the days asked for.
 Grouping by UTC day is spelled per database: SQLite stores naive UTC text (`date(...)`), PostgreSQL
-a zoned timestamp (app/store/postgresql.py)."""
+a zoned timestamp (app/store/postgresql.py). What an event holds, and that it never holds a
+secret, is the audit service's rule (app/services/audit.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, func, insert, or_, select
+from sqlalchemy.orm import raiseload
 
-from app.models import AuditEvent
-from app.store.statements import run
+from app.core.extensions import db
+from app.models import AuditEvent, Client
+from app.store.statements import first, run
 
-_events = AuditEvent.__table__
+_events, _clients = AuditEvent.__table__, Client.__table__
+# One statement, built once. An INSERT rather than an ORM object added to the session: the unit
+# of work's bookkeeping for one row costs more than the statement, and nothing reads the event back
+# in the request that writes it.
+_APPEND = insert(_events)
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    """Which events a page of the trail shows; every field left None is no filter. A member
+    matches the events they did and the events about them; an owner, the events of their apps."""
+
+    client_id: int | None = None
+    member_id: str | None = None
+    owner_id: str | None = None
+    client_ids: tuple[int, ...] | None = None  # any of these apps (what a search box found)
+    member_ids: tuple[str, ...] | None = None  # any of these members
+    action: str | None = None
+    since: datetime | None = None  # inclusive
+    until: datetime | None = None  # exclusive
 
 
 class SqlAuditTrail:
-    """Counts of audit events per UTC day."""
+    """Audit events: appended, paged newest first, counted per UTC day."""
+
+    def append(self, row: dict[str, object]) -> None:
+        """Write one event (its columns: app/services/audit.py's `event_row`) in the caller's
+        transaction, so it commits with the change it describes or not at all."""
+        first(_APPEND, row)
+
+    def newest(self, query: EventQuery, offset: int, limit: int) -> list[AuditEvent]:
+        """Up to `limit` events matching `query`, newest first, after skipping `offset`. The app an
+        event names is not loaded with it (`raiseload`): the caller reads apps through the apps port."""
+        e = AuditEvent
+        stmt = select(e).options(raiseload(e.client)).order_by(e.created_at.desc(), e.id.desc())
+        if query.owner_id is not None:
+            stmt = stmt.where(e.client_id.in_(select(_clients.c.id).where(_clients.c.owner_id == query.owner_id)))
+        if query.client_id is not None:
+            stmt = stmt.where(e.client_id == query.client_id)
+        if query.client_ids is not None:
+            stmt = stmt.where(e.client_id.in_(query.client_ids))
+        if query.member_id is not None:
+            stmt = stmt.where(or_(e.actor_id == query.member_id, e.subject_id == query.member_id))
+        if query.member_ids is not None:
+            stmt = stmt.where(or_(e.actor_id.in_(query.member_ids), e.subject_id.in_(query.member_ids)))
+        if query.action is not None:
+            stmt = stmt.where(e.action == query.action)
+        if query.since is not None:
+            stmt = stmt.where(e.created_at >= query.since)
+        if query.until is not None:
+            stmt = stmt.where(e.created_at < query.until)
+        return list(db.session.scalars(stmt.offset(offset).limit(limit)))
 
     def _day(self, column: Any) -> ColumnElement[str]:
         """The UTC day of a timestamp as 'YYYY-MM-DD'."""

@@ -18,10 +18,9 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from sqlalchemy import Select
-
-from app.models import ClientStatus
+from app.models import AuditEvent, ClientStatus
 from app.store.apps import App, Owner, RegisteredApp
+from app.store.audit_trail import EventQuery
 from app.store.billing import Account, AccountLine, Entry, Payment
 from app.store.catalog import Collaborator, Hits, Suggestion
 from app.store.codes import RedeemedCode, SpentCode
@@ -57,7 +56,6 @@ class Apps(Protocol):
         limit: int,
     ) -> list[tuple[RegisteredApp, Owner | None]]: ...
     def matching_ids(self, text: str, *, owner_id: str | None = None, limit: int) -> tuple[int, ...]: ...
-    def owned_ids(self, owner_id: str) -> Select[tuple[int]]: ...
     def remember(self, app: App) -> None: ...
     def registered_during(
         self, start: datetime, end: datetime, owner_id: str | None = None
@@ -164,8 +162,11 @@ class Meter(Protocol):
 
 
 class AuditTrail(Protocol):
-    """The audit trail counted by UTC day (the console's activity pictures)."""
+    """The audit trail: events appended with the change they describe, paged newest first, and
+    counted by UTC day (the console's activity pictures)."""
 
+    def append(self, row: dict[str, object]) -> None: ...
+    def newest(self, query: EventQuery, offset: int, limit: int) -> list[AuditEvent]: ...
     def counts_per_day(
         self, actions: Collection[str], since: datetime, client_id: int | None
     ) -> list[tuple[str, str, int]]: ...

@@ -12,9 +12,11 @@ from sqlalchemy import event, func, select
 from app.core.extensions import db
 from app.models import AuditEvent
 from app.models.base import new_uuid
-from app.services.audit import EVENTS, event_row, write_event
+from app.services.audit import event_row, write_event
 from app.store import statements
 from app.store.unit_of_work import commit, has_written
+
+EVENTS = AuditEvent.__table__
 
 
 def an_address() -> str:
