@@ -19,7 +19,9 @@ import json
 import os
 import secrets
 import sys
+from collections.abc import Iterator
 from datetime import timedelta
+from itertools import islice
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,36 +87,112 @@ def ensure_postgres_database(url: str) -> None:
             conn.execute(f'CREATE DATABASE "{u.database}"')
 
 
+YEAR_MINUTES = 365 * 24 * 60
+CHUNK = 10_000  # rows per INSERT batch: memory stays flat at any scale
+
+
+def _chunks(rows: Iterator[dict], size: int = CHUNK) -> Iterator[list[dict]]:
+    while chunk := list(islice(rows, size)):
+        yield chunk
+
+
+# From this scale on PostgreSQL, members and tokens are made by the database itself (generate_series):
+# streaming ten million rows through Python would take the best part of an hour.
+SERVER_SIDE_SCALE = 100
+
+
+def _members_in_database(count: int, password_hash: str, now) -> None:
+    from app.core.extensions import db
+
+    db.session.execute(
+        text(
+            "INSERT INTO users (id, sub, email, email_verified, name, password_hash, tier, role, created_at, updated_at) "
+            "SELECT gen_random_uuid()::text, gen_random_uuid()::text, 'filler-' || g || '@example.test', true, "
+            "'Filler Member ' || g, :hash, CASE WHEN g % 5 = 0 THEN 'pro' ELSE 'basic' END, 'member', :now, :now "
+            "FROM generate_series(0, :count - 1) AS g"
+        ),
+        {"hash": password_hash, "count": count, "now": now},
+    )
+    db.session.commit()
+
+
+def _tokens_in_database(count: int, client_pk: int, now, per_statement: int = 1_000_000) -> None:
+    """The same rows as `add_filler`'s tokens (a year of issue times, half with a refresh token, a
+    tenth revoked), each member and app picked by row number, a million rows a statement."""
+    from app.core.extensions import db
+
+    statement = text(
+        "WITH m AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS n FROM users WHERE email LIKE 'filler-%'), "
+        "a AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS n FROM clients WHERE id <> :pk), "
+        "mc AS (SELECT count(*) AS n FROM m), ac AS (SELECT count(*) AS n FROM a) "
+        "INSERT INTO tokens (client_id, user_id, grant_id, scope, access_token_hash, refresh_token_hash, "
+        "issued_at, access_expires_at, refresh_expires_at, revoked_at, auth_time) "
+        "SELECT a.id, m.id, gen_random_uuid()::text, 'openid profile email offline_access', "
+        "md5(random()::text) || md5(random()::text), "
+        "CASE WHEN g % 2 = 0 THEN md5(random()::text) || md5(random()::text) END, "
+        "t.issued, t.issued + interval '1 hour', CASE WHEN g % 2 = 0 THEN t.issued + interval '30 days' END, "
+        "CASE WHEN g % 10 = 0 THEN CAST(:now AS timestamptz) END, t.issued "
+        "FROM generate_series(CAST(:start AS bigint), CAST(:stop AS bigint) - 1) AS g CROSS JOIN mc CROSS JOIN ac "
+        "CROSS JOIN LATERAL (SELECT CAST(:now AS timestamptz) - ((g * 7919) % :year) * interval '1 minute' AS issued) t "
+        "JOIN m ON m.n = (g * 7) % mc.n JOIN a ON a.n = g % ac.n"
+    )
+    for start in range(0, count, per_statement):
+        db.session.execute(
+            statement,
+            {
+                "pk": client_pk,
+                "now": now,
+                "start": start,
+                "stop": min(count, start + per_statement),
+                "year": YEAR_MINUTES,
+            },
+        )
+        db.session.commit()
+
+
 def add_filler(scale: int, password_hash: str, client_pk: int) -> dict:
-    """Bulk-insert filler rows (core INSERTs: seconds even at scale 10)."""
+    """Bulk-insert filler rows, streamed in batches (core INSERTs: seconds at scale 10, minutes at
+    scale 1,000 - a million members, ten million tokens). The tokens were issued over the past year,
+    as a year of service leaves them: most are expired (what housekeeping purges), a tenth revoked,
+    half with a refresh token."""
     from app.core.extensions import db
     from app.models import AuthorizationCode, Client, Consent, LoginSession, Token, User
     from app.models.base import new_uuid, sha256_hex, utcnow
 
     now = utcnow()
     counts = {k: v * scale for k, v in FILLER.items()}
-    rnd = secrets.token_hex
 
-    users = [
-        {
-            "id": new_uuid(),
-            "sub": new_uuid(),
-            "email": f"filler-{i}@example.test",
-            "email_verified": True,
-            "name": f"Filler Member {i}",
-            "password_hash": password_hash,
-            "tier": "pro" if i % 5 == 0 else "basic",
-            "role": "member",
-            "created_at": now,
-            "updated_at": now,
-        }
-        for i in range(counts["members"])
-    ]
-    db.session.execute(insert(User), users)
+    def random_hash() -> str:
+        return os.urandom(32).hex()  # a random digest's shape: nothing will present its preimage
+
+    def users() -> Iterator[dict]:
+        for i in range(counts["members"]):
+            yield {
+                "id": new_uuid(),
+                "sub": new_uuid(),
+                "email": f"filler-{i}@example.test",
+                "email_verified": True,
+                "name": f"Filler Member {i}",
+                "password_hash": password_hash,
+                "tier": "pro" if i % 5 == 0 else "basic",
+                "role": "member",
+                "created_at": now,
+                "updated_at": now,
+            }
+
+    in_database = db.engine.dialect.name == "postgresql" and scale >= SERVER_SIDE_SCALE
+    user_ids: list[str] = []
+    if in_database:
+        _members_in_database(counts["members"], password_hash, now)
+        user_ids = list(db.session.scalars(text("SELECT id FROM users WHERE email LIKE 'filler-%' ORDER BY id")))
+    else:
+        for chunk in _chunks(users()):
+            db.session.execute(insert(User), chunk)
+            user_ids.extend(row["id"] for row in chunk)
     apps = [
         {
-            "client_id": rnd(16),
-            "client_secret_hash": sha256_hex(rnd(32)),
+            "client_id": secrets.token_hex(16),
+            "client_secret_hash": sha256_hex(secrets.token_hex(32)),
             "name": f"Filler App {i}",
             "client_type": "confidential",
             "token_endpoint_auth_method": "client_secret_basic",
@@ -131,42 +209,45 @@ def add_filler(scale: int, password_hash: str, client_pk: int) -> dict:
     ]
     db.session.execute(insert(Client), apps)
     app_pks = list(db.session.scalars(db.select(Client.id).where(Client.id != client_pk)))
-    user_ids = [u["id"] for u in users]
 
     def pick(seq, i):
         return seq[i % len(seq)]
 
-    tokens = []
-    for i in range(counts["tokens"]):
-        issued = now - timedelta(minutes=i % 600)
-        tokens.append(
-            {
+    def tokens() -> Iterator[dict]:
+        for i in range(counts["tokens"]):
+            issued = now - timedelta(minutes=(i * 7919) % YEAR_MINUTES)
+            refresh = i % 2 == 0
+            yield {
                 "client_id": pick(app_pks, i),
                 "user_id": pick(user_ids, i * 7),
                 "grant_id": new_uuid(),
                 "scope": "openid profile email offline_access",
-                "access_token_hash": sha256_hex(rnd(32)),
-                "refresh_token_hash": sha256_hex(rnd(32)) if i % 2 == 0 else None,
+                "access_token_hash": random_hash(),
+                "refresh_token_hash": random_hash() if refresh else None,
                 "issued_at": issued,
                 "access_expires_at": issued + timedelta(hours=1),
-                "refresh_expires_at": issued + timedelta(days=30) if i % 2 == 0 else None,
+                "refresh_expires_at": issued + timedelta(days=30) if refresh else None,
                 "revoked_at": now if i % 10 == 0 else None,
                 "auth_time": issued,
             }
-        )
-    for start in range(0, len(tokens), 5_000):
-        db.session.execute(insert(Token), tokens[start : start + 5_000])
+
+    if in_database:
+        _tokens_in_database(counts["tokens"], client_pk, now)
+    else:
+        for chunk in _chunks(tokens()):
+            db.session.execute(insert(Token), chunk)
+            db.session.commit()
     db.session.execute(
         insert(AuthorizationCode),
         [
             {
-                "code_hash": sha256_hex(rnd(32)),
+                "code_hash": random_hash(),
                 "client_id": pick(app_pks, i),
                 "user_id": pick(user_ids, i * 3),
                 "grant_id": new_uuid(),
                 "redirect_uri": "https://example.com/cb",
                 "scope": "openid",
-                "code_challenge": rnd(22),
+                "code_challenge": secrets.token_hex(11),
                 "code_challenge_method": "S256",
                 "auth_time": now,
                 "issued_at": now,
@@ -176,33 +257,29 @@ def add_filler(scale: int, password_hash: str, client_pk: int) -> dict:
             for i in range(counts["codes"])
         ],
     )
-    db.session.execute(
-        insert(LoginSession),
-        [
-            {
-                "session_hash": sha256_hex(rnd(32)),
-                "user_id": pick(user_ids, i),
-                "auth_time": now,
-                "expires_at": now + timedelta(days=14),
-                "ip": "127.0.0.1",
-                "user_agent": "filler",
-            }
-            for i in range(counts["sessions"])
-        ],
-    )
-    db.session.execute(
-        insert(Consent),
-        [
-            {
-                "user_id": pick(user_ids, i),
-                "client_id": pick(app_pks, i // len(user_ids)),
-                "scope": "openid profile email",
-                "granted_at": now,
-                "updated_at": now,
-            }
-            for i in range(min(counts["consents"], len(user_ids) * len(app_pks)))
-        ],
-    )
+    for chunk in _chunks(
+        {
+            "session_hash": random_hash(),
+            "user_id": pick(user_ids, i),
+            "auth_time": now,
+            "expires_at": now + timedelta(days=14),
+            "ip": "127.0.0.1",
+            "user_agent": "filler",
+        }
+        for i in range(counts["sessions"])
+    ):
+        db.session.execute(insert(LoginSession), chunk)
+    for chunk in _chunks(
+        {
+            "user_id": pick(user_ids, i),
+            "client_id": pick(app_pks, i // len(user_ids)),
+            "scope": "openid profile email",
+            "granted_at": now,
+            "updated_at": now,
+        }
+        for i in range(min(counts["consents"], len(user_ids) * len(app_pks)))
+    ):
+        db.session.execute(insert(Consent), chunk)
     db.session.commit()
     return counts
 

@@ -10,7 +10,7 @@
     postgresql.py      what PostgreSQL does better: several writes in one statement, the row locks
                        that make revocation win every race, apps kept between requests
     app_cache.py       those kept apps, vouched for by LISTEN/NOTIFY
-    expiry.py          when a row can no longer be used (what housekeeping may delete)
+    expiry.py          when a row can no longer be used, and its deletion in batches (housekeeping)
     rosters.py         members' rosters of catalog profiles, and a workspace key's reach
     meter.py           the api_requests meter's counters, one per key and UTC day
     audit_trail.py     the audit trail: events appended with their change, paged newest first,
@@ -40,6 +40,7 @@ from app.store.catalog import SqlCatalog
 from app.store.catalog_postgresql import PostgresCatalog
 from app.store.codes import SqlCodes
 from app.store.consents import SqlConsents
+from app.store.expiry import SqlExpiry
 from app.store.logins import SqlLogins
 from app.store.meter import SqlMeter
 from app.store.pending_requests import SqlPendingRequests
@@ -50,6 +51,7 @@ from app.store.ports import (
     Catalog,
     Codes,
     Consents,
+    Expiry,
     Logins,
     Meter,
     PendingRequests,
@@ -75,6 +77,7 @@ class Store:
     rosters: Rosters
     meter: Meter
     audit: AuditTrail
+    expiry: Expiry
     catalog: Catalog
     billing: Billing
 
@@ -92,6 +95,7 @@ def sql_store() -> Store:
         SqlRosters(),
         SqlMeter(),
         SqlAuditTrail(),
+        SqlExpiry(),
         SqlCatalog(),
         SqlBilling(),
     )
@@ -117,6 +121,7 @@ def init_store(app: Flask) -> None:
             pg.PostgresRosters(),
             pg.PostgresMeter(),
             pg.PostgresAuditTrail(),
+            SqlExpiry(),
             PostgresCatalog(),
             pg.PostgresBilling(),
         )

@@ -173,6 +173,13 @@ class AuditTrail(Protocol):
     def actors_per_day(self, action: str, since: datetime, client_id: int | None) -> list[tuple[str, int]]: ...
 
 
+class Expiry(Protocol):
+    """Rows the protocol (or the audit trail's retention) is done with, deleted in batches."""
+
+    def count(self, table: str, moment: datetime) -> int: ...
+    def delete_batch(self, table: str, moment: datetime, after: Any, size: int) -> tuple[int, Any]: ...
+
+
 class Catalog(Protocol):
     """The catalog reads that need the store's text index or its own plan: search by kind,
     type-ahead over the three kinds, a profile's collaborators; and the profile figures search

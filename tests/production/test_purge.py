@@ -10,7 +10,8 @@ from sqlalchemy import func, select
 from app.core.extensions import db
 from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, OneTimeLink, Token, WebauthnChallenge
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
-from app.services.housekeeping import purge_expired
+from app.services.housekeeping import purge_expired, purge_table
+from app.store import store
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty, sign_in
 
@@ -166,6 +167,28 @@ def test_purge_deletes_only_what_is_unusable_in_batches():
     assert keep["event"] in remaining(AuditEvent)
     assert not any(e.created_at < utcnow() - timedelta(days=365) for e in AuditEvent.query)
     assert purge_expired(batch_size=3, end_batch=db.session.commit) == dict.fromkeys(deleted, 0)
+
+
+def test_a_purge_walks_each_table_once_along_its_key():
+    """Each batch starts past the last key the previous one deleted (the store's keyset walk), so
+    live rows between expired ones are read once and kept, and every batch is its own commit."""
+    member = make_member()
+    client, _ = make_client()
+    pattern = [PAST, PAST, FUTURE, PAST, FUTURE, FUTURE, PAST, PAST, PAST]
+    rows = [add_token(client, member, access, None) for access in pattern]
+    db.session.commit()
+    expired = [row.id for row, access in zip(rows, pattern, strict=True) if access is PAST]
+    live = {row.id for row, access in zip(rows, pattern, strict=True) if access is FUTURE}
+    now = utcnow()
+    assert store().expiry.delete_batch("tokens", now, None, 2) == (2, expired[1])
+    assert store().expiry.delete_batch("tokens", now, expired[1], 2) == (2, expired[3])
+    db.session.rollback()  # nothing committed yet: both batches undone
+
+    commits = []
+    assert purge_table("tokens", now, 2, lambda: commits.append(db.session.commit())) == len(expired)
+    assert len(commits) == 4  # 2 + 2 + 2 deleted, then a last batch that found nothing past the key
+    assert remaining(Token) == live
+    assert store().expiry.delete_batch("tokens", now, None, 2) == (0, None)
 
 
 def test_audit_retention_of_zero_keeps_the_trail_forever(app, monkeypatch):
