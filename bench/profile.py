@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -150,13 +151,19 @@ class Driver:
         assert r.status_code == 200, r.get_data(as_text=True)
 
 
-def build(scale: int, database_url: str | None = None):
-    """The app on a fresh dataset (no catalog: no operation here reads it)."""
+def build(scale: int, database_url: str | None = None, dataset: str | None = None):
+    """The app on a fresh dataset (no catalog: no operation here reads it), or on one built before
+    (`dataset`: the JSON `python -m bench.dataset --json` printed) - ten million tokens take long
+    to make, and the operations add only their own rows."""
     from bench.dataset import BENCH_LIMITS, CHEAP_ARGON2, prepare
 
-    tmp = Path(tempfile.mkdtemp(prefix="credits-profile-"))
-    url, keys = database_url or f"sqlite:///{tmp / 'profile.sqlite3'}", str(tmp / "keys")
-    data = prepare(url, keys, scale, CHEAP_ARGON2, catalog_credits=0)
+    if dataset:
+        data = json.loads(Path(dataset).read_text())
+        url, keys = data["database_url"], data["keys_dir"]
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="credits-profile-"))
+        url, keys = database_url or f"sqlite:///{tmp / 'profile.sqlite3'}", str(tmp / "keys")
+        data = prepare(url, keys, scale, CHEAP_ARGON2, catalog_credits=0)
     from app import create_app
 
     app = create_app(server_settings(url, keys, **CHEAP_ARGON2, **BENCH_LIMITS))
@@ -293,8 +300,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--database-url", help="a PostgreSQL database on this machine to build the dataset in (emptied first)"
     )
+    ap.add_argument("--dataset", help="the JSON of a dataset built before by `python -m bench.dataset --json`")
     a = ap.parse_args(argv)
-    app, data = build(a.scale, a.database_url)
+    app, data = build(a.scale, a.database_url, a.dataset)
     ops = OPS if a.op == "all" else tuple(a.op.split(","))
     with app.app_context():
         from app.core.extensions import db

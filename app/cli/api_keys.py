@@ -19,6 +19,7 @@ from app.services.apikeys import (
     ApiKeyError,
     KeyNotFound,
     create_key,
+    every_key,
     find_key,
     key_json,
     revoke_key,
@@ -68,13 +69,13 @@ def api_keys_create(owner_email: str, name: str, kind: str, plan: str, domains: 
 @json_option
 def api_keys_list(owner_email: str | None, as_json: bool) -> None:
     """Every key (or one member's), newest first, with this month's usage and amount."""
-    stmt = db.select(ApiKey).order_by(ApiKey.created_at.desc(), ApiKey.id)
+    owner_id = None
     if owner_email:
         try:
-            stmt = stmt.where(ApiKey.owner_id == find_member(owner_email).id)
+            owner_id = find_member(owner_email).id
         except MemberError as exc:
             fail(str(exc))
-    keys = list(db.session.scalars(stmt))
+    keys = every_key(owner_id)
     data = [
         {**key_json(u.key), "month_requests": u.month_calls, "month_amount": str(u.amount)} for u in usage_for(keys)
     ]

@@ -24,13 +24,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from limits import RateLimitItem, RateLimitItemPerMinute, RateLimitItemPerSecond
-from sqlalchemy import or_, select
-from sqlalchemy.orm import joinedload
 
-from app.core.extensions import db
 from app.models import ApiKey, KeyKind, KeyPlan, Role, User
 from app.models.base import new_secret, sha256_hex, utcnow
 from app.services.audit import record
+from app.store import store
 from app.store.rosters import StoredRoster
 
 PREFIXES = {KeyKind.SECRET: "msk_", KeyKind.PUBLISHABLE: "mpk_", KeyKind.WORKSPACE: "mwk_"}
@@ -147,8 +145,7 @@ def edit_key(key: ApiKey, name: str, domains: list[str], actor: User | None = No
         raise ApiKeyError("a secret key is for servers: it takes no domains")
     changed = [field for field, new in (("name", name), ("domains", hosts)) if getattr(key, field) != new]
     if changed:
-        key.name, key.domains = name, hosts
-        db.session.flush()
+        store().api_keys.change(key, {"name": name, "domains": hosts})
         record("apikey.changed", actor=actor, key_id=key.id, fields=changed, name=name, domains=hosts or None)
     return changed
 
@@ -181,19 +178,19 @@ def create_key(
     if kind == KeyKind.SECRET and hosts:
         raise ApiKeyError("a secret key is for servers: it takes no domains")
     value = _new_value(KeyKind(kind))
-    key = ApiKey(
-        owner_id=owner.id,
-        owner=owner,
-        name=name,
-        kind=kind,
-        plan=plan,
-        domains=hosts,
-        prefix=value[: 4 + VISIBLE],
-        secret_hash=sha256_hex(value),
-        created_at=utcnow(),
+    key = store().api_keys.add(
+        {
+            "owner_id": owner.id,
+            "owner": owner,
+            "name": name,
+            "kind": kind,
+            "plan": plan,
+            "domains": hosts,
+            "prefix": value[: 4 + VISIBLE],
+            "secret_hash": sha256_hex(value),
+            "created_at": utcnow(),
+        }
     )
-    db.session.add(key)
-    db.session.flush()
     record("apikey.created", actor=actor, key_id=key.id, name=key.name, kind=kind, plan=plan)
     return key, value
 
@@ -209,20 +206,20 @@ def create_workspace_key(owner: User, roster: StoredRoster, name: str, actor: Us
     if roster.live_keys >= MAX_WORKSPACE_KEYS:
         raise ApiKeyError(f"a roster has at most {MAX_WORKSPACE_KEYS} live keys: revoke one first")
     value = _new_value(KeyKind.WORKSPACE)
-    key = ApiKey(
-        owner_id=owner.id,
-        owner=owner,
-        name=name,
-        kind=KeyKind.WORKSPACE.value,
-        plan=KeyPlan.WORKSPACE.value,
-        domains=[],
-        roster_id=roster.id,
-        prefix=value[: 4 + VISIBLE],
-        secret_hash=sha256_hex(value),
-        created_at=utcnow(),
+    key = store().api_keys.add(
+        {
+            "owner_id": owner.id,
+            "owner": owner,
+            "name": name,
+            "kind": KeyKind.WORKSPACE.value,
+            "plan": KeyPlan.WORKSPACE.value,
+            "domains": [],
+            "roster_id": roster.id,
+            "prefix": value[: 4 + VISIBLE],
+            "secret_hash": sha256_hex(value),
+            "created_at": utcnow(),
+        }
     )
-    db.session.add(key)
-    db.session.flush()
     record(
         "apikey.created",
         actor=actor,
@@ -237,12 +234,7 @@ def create_workspace_key(owner: User, roster: StoredRoster, name: str, actor: Us
 
 def workspace_keys(roster_id: str) -> list[ApiKey]:
     """The workspace keys of a roster, newest first (revoked ones too: the page says so)."""
-    stmt = (
-        select(ApiKey)
-        .where(ApiKey.roster_id == roster_id, ApiKey.kind == KeyKind.WORKSPACE)
-        .order_by(ApiKey.created_at.desc(), ApiKey.id)
-    )
-    return list(db.session.scalars(stmt))
+    return store().api_keys.of_roster(roster_id)
 
 
 def live_workspace_keys(roster_id: str) -> list[ApiKey]:
@@ -257,12 +249,17 @@ def rotate_key(key: ApiKey, grace: timedelta | None = None, actor: User | None =
         raise ApiKeyError("the grace period is 0 to 7 days")
     now = utcnow()
     value = _new_value(KeyKind(key.kind))
-    if grace:
-        key.previous_secret_hash, key.previous_expires_at = key.secret_hash, now + grace
-    else:
-        key.previous_secret_hash, key.previous_expires_at = None, None
-    key.secret_hash, key.prefix, key.rotated_at = sha256_hex(value), value[: 4 + VISIBLE], now
-    db.session.flush()
+    previous = (key.secret_hash, now + grace) if grace else (None, None)
+    store().api_keys.change(
+        key,
+        {
+            "previous_secret_hash": previous[0],
+            "previous_expires_at": previous[1],
+            "secret_hash": sha256_hex(value),
+            "prefix": value[: 4 + VISIBLE],
+            "rotated_at": now,
+        },
+    )
     record(
         "apikey.rotated",
         actor=actor,
@@ -277,9 +274,7 @@ def revoke_key(key: ApiKey, actor: User | None = None) -> bool:
     """Stop the key at once (the previous value of a rotation too). False when it already was."""
     if key.is_revoked:
         return False
-    key.revoked_at = utcnow()
-    key.previous_secret_hash, key.previous_expires_at = None, None
-    db.session.flush()
+    store().api_keys.revoke(key, utcnow())
     record("apikey.revoked", actor=actor, key_id=key.id, name=key.name)
     return True
 
@@ -287,16 +282,19 @@ def revoke_key(key: ApiKey, actor: User | None = None) -> bool:
 def visible_keys(user: User) -> list[ApiKey]:
     """The console's keys a member holds, newest first (an admin sees everyone's). Workspace keys
     are managed on their owner's account page."""
-    stmt = select(ApiKey).where(ApiKey.kind != KeyKind.WORKSPACE).order_by(ApiKey.created_at.desc(), ApiKey.id)
-    if user.role != Role.ADMIN:
-        stmt = stmt.where(ApiKey.owner_id == user.id)
-    return list(db.session.scalars(stmt))
+    return store().api_keys.console_keys(None if user.role == Role.ADMIN else user.id)
+
+
+def every_key(owner_id: str | None = None) -> list[ApiKey]:
+    """Every key of any kind, newest first, one member's or everyone's: the command line's list,
+    for support."""
+    return store().api_keys.every_key(owner_id)
 
 
 def find_key(key_id: str, user: User | None = None) -> ApiKey:
     """A key by id; with `user`, only a console key they may manage (an admin manages every one).
     Without `user` (the command line), any key."""
-    key = db.session.get(ApiKey, (key_id or "")[:36])
+    key = store().api_keys.by_id(key_id or "")
     if key is None or (
         user is not None and (key.is_workspace or (user.role != Role.ADMIN and key.owner_id != user.id))
     ):
@@ -306,7 +304,7 @@ def find_key(key_id: str, user: User | None = None) -> ApiKey:
 
 def find_workspace_key(key_id: str, roster_id: str) -> ApiKey:
     """A workspace key of this roster, by id (the account page manages a roster's keys)."""
-    key = db.session.get(ApiKey, (key_id or "")[:36])
+    key = store().api_keys.by_id(key_id or "")
     if key is None or not key.is_workspace or key.roster_id != roster_id:
         raise KeyNotFound(f"no workspace key with id {key_id}")
     return key
@@ -321,11 +319,7 @@ def live_key(value: str | None) -> ApiKey | None:
     if not value or not KEY_SHAPE.fullmatch(value):
         return None
     digest = sha256_hex(value)
-    key = db.session.scalar(
-        select(ApiKey)
-        .options(joinedload(ApiKey.owner))
-        .where(or_(ApiKey.secret_hash == digest, ApiKey.previous_secret_hash == digest))
-    )
+    key = store().api_keys.by_digest(digest)
     if key is None or key.is_revoked or key.is_paused:
         return None
     if key.secret_hash != digest and (key.previous_expires_at is None or key.previous_expires_at <= utcnow()):

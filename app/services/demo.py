@@ -13,9 +13,9 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from app.core.extensions import db
-from app.models import ApiKey, Role, Tier, User
+from app.models import Role, Tier, User
 from app.models.base import new_secret
-from app.services.apikeys import create_key, rotate_key
+from app.services.apikeys import create_key, every_key, rotate_key
 from app.services.billing.ledger import account_for, post
 from app.services.catalog_seed import ensure_catalog, profiles_by_credit_count
 from app.services.members import create_member, set_password
@@ -150,9 +150,7 @@ def _demo_developer() -> dict[str, Any]:
     else:
         user.role, user.email_verified = Role.DEVELOPER, True
         set_password(user, password)
-    key = db.session.scalar(
-        db.select(ApiKey).where(ApiKey.owner_id == user.id, ApiKey.name == DEMO_KEY_NAME, ApiKey.revoked_at.is_(None))
-    )
+    key = next((k for k in every_key(user.id) if k.name == DEMO_KEY_NAME and not k.is_revoked), None)
     if key is None:
         key, value = create_key(user, DEMO_KEY_NAME, "secret", "payg")
     else:

@@ -15,6 +15,7 @@ from app.models import ApiKey, AuditEvent, User
 from app.models.second_factor import Passkey
 from app.services import passkeys, second_factor
 from app.services.activity import SIGN_IN
+from app.services.apikeys import every_key
 from app.services.audit import AuditFilter, Page, audit_page
 from app.services.connections import Connection, connections
 from app.services.session_list import SessionLine, live_sessions
@@ -55,7 +56,7 @@ def last_sign_in(user: User) -> datetime | None:
 
 def owned_keys(user: User) -> list[ApiKey]:
     """Every API key the member owns, workspace keys included, newest first."""
-    return list(db.session.scalars(select(ApiKey).where(ApiKey.owner_id == user.id).order_by(ApiKey.created_at.desc())))
+    return every_key(user.id)
 
 
 def member_overview(user: User) -> MemberOverview:

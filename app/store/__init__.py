@@ -1,7 +1,8 @@
 """The store: the one port between the application and its database.
 
     store()            the Store: one typed interface per aggregate (app/store/ports.py) -
-                       apps, codes, tokens, logins, pending requests, consents
+                       apps, codes, tokens, logins, pending requests, consents, rosters, API
+                       keys, the meter, the audit trail, expiry, the catalog, billing
     unit_of_work.py    one connection and transaction per request and per command; commit()
     statements.py      how a statement runs (first: straight on the cursor; run: SQLAlchemy's)
     apps, codes, tokens, logins, pending_requests, consents, members
@@ -12,6 +13,7 @@
     app_cache.py       those kept apps, vouched for by LISTEN/NOTIFY
     expiry.py          when a row can no longer be used, and its deletion in batches (housekeeping)
     rosters.py         members' rosters of catalog profiles, and a workspace key's reach
+    api_keys.py        API keys: the one a request presents (by its hash), the ones people manage
     meter.py           the api_requests meter's counters, one per key and UTC day
     audit_trail.py     the audit trail: events appended with their change, paged newest first,
                        counted by day (the console's activity pictures)
@@ -33,6 +35,7 @@ from flask import Flask, current_app
 from app.core.extensions import db
 from app.store import app_cache
 from app.store import postgresql as pg
+from app.store.api_keys import SqlApiKeys
 from app.store.apps import SqlApps
 from app.store.audit_trail import SqlAuditTrail
 from app.store.billing import SqlBilling
@@ -45,6 +48,7 @@ from app.store.logins import SqlLogins
 from app.store.meter import SqlMeter
 from app.store.pending_requests import SqlPendingRequests
 from app.store.ports import (
+    ApiKeys,
     Apps,
     AuditTrail,
     Billing,
@@ -75,6 +79,7 @@ class Store:
     requests: PendingRequests
     consents: Consents
     rosters: Rosters
+    api_keys: ApiKeys
     meter: Meter
     audit: AuditTrail
     expiry: Expiry
@@ -93,6 +98,7 @@ def sql_store() -> Store:
         SqlPendingRequests(apps),
         SqlConsents(),
         SqlRosters(),
+        SqlApiKeys(),
         SqlMeter(),
         SqlAuditTrail(),
         SqlExpiry(),
@@ -119,6 +125,7 @@ def init_store(app: Flask) -> None:
             pg.PostgresPendingRequests(apps),
             SqlConsents(),
             pg.PostgresRosters(),
+            SqlApiKeys(),
             pg.PostgresMeter(),
             pg.PostgresAuditTrail(),
             SqlExpiry(),

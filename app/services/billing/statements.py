@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from app.core.extensions import db
-from app.models import ApiKey, User
+from app.models import User
 from app.services.billing.ledger import CURRENCY, KINDS
 from app.services.fees import LedgerLine, Month, month_report
 from app.store import store
@@ -107,9 +107,7 @@ def statement(account: Account, month: Month) -> Statement:
     key_ids = {e.key_id for e in entries if e.key_id}
     names = {}
     if key_ids:
-        names = {
-            k.id: f"{k.name} ({k.prefix}…)" for k in db.session.scalars(db.select(ApiKey).where(ApiKey.id.in_(key_ids)))
-        }
+        names = {key_id: f"{name} ({prefix}…)" for key_id, (name, prefix) in store().api_keys.names(key_ids).items()}
     return Statement(
         account,
         owner,

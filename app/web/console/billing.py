@@ -10,7 +10,7 @@ from datetime import date
 from flask import Response, abort, flash, redirect, render_template, request, url_for
 
 from app.core.extensions import db
-from app.models import ApiKey, KeyKind, Role, User
+from app.models import Role, User
 from app.services.apikeys import KeyNotFound, find_key
 from app.services.billing import enterprise, standing
 from app.services.billing.ledger import KINDS, BillingError, account_for, adjust, find_account, parse_amount
@@ -244,9 +244,7 @@ def _admin_page(account: Account, adjust_form=None, terms_form=None, status: int
         terms_until=account.terms_until.isoformat() if account.terms_until else "",
         note=account.terms_note or "",
     )
-    keys = db.session.scalars(
-        db.select(ApiKey).where(ApiKey.owner_id == account.owner_id, ApiKey.kind != KeyKind.WORKSPACE)
-    ).all()
+    keys = store().api_keys.console_keys(account.owner_id)
     return render_template(
         "console/billing_account.html",
         account=account,
