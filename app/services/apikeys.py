@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from limits import RateLimitItem, RateLimitItemPerMinute, RateLimitItemPerSecond
-from sqlalchemy import or_, select
+from sqlalchemy import bindparam, or_, select
 from sqlalchemy.orm import joinedload
 
 from app.core.extensions import db
@@ -312,6 +312,14 @@ def find_workspace_key(key_id: str, roster_id: str) -> ApiKey:
     return key
 
 
+# Built once: every key-door request runs it (SQLAlchemy caches the compiled form by its shape).
+_BY_DIGEST = (
+    select(ApiKey)
+    .options(joinedload(ApiKey.owner))
+    .where(or_(ApiKey.secret_hash == bindparam("digest"), ApiKey.previous_secret_hash == bindparam("digest")))
+)
+
+
 def live_key(value: str | None) -> ApiKey | None:
     """The live key a request presents: current value, or the previous one inside its grace.
     Revoked keys, paused keys (their owner suspended, or - a console key - no longer a developer
@@ -321,11 +329,7 @@ def live_key(value: str | None) -> ApiKey | None:
     if not value or not KEY_SHAPE.fullmatch(value):
         return None
     digest = sha256_hex(value)
-    key = db.session.scalar(
-        select(ApiKey)
-        .options(joinedload(ApiKey.owner))
-        .where(or_(ApiKey.secret_hash == digest, ApiKey.previous_secret_hash == digest))
-    )
+    key = db.session.scalar(_BY_DIGEST, {"digest": digest})
     if key is None or key.is_revoked or key.is_paused:
         return None
     if key.secret_hash != digest and (key.previous_expires_at is None or key.previous_expires_at <= utcnow()):

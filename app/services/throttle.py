@@ -66,7 +66,11 @@ def spend(item: RateLimitItem, scope: str, key: str) -> Spent | None:
     """Count one request against `key`'s budget in Flask-Limiter's storage (Redis when set).
     None when the counter store is down: the request is served uncounted (fail open, logged)
     rather than every caller being refused. Used where a decorator does not fit or costs too
-    much: the token endpoint and the /v1 budget."""
+    much: the token endpoint and the /v1 budget. On Redis one round trip (`spend_in_turn`'s
+    script), where limits' own calls take three (INCRBY, GET, TTL)."""
+    if _redis_scriptable(limiter.storage):
+        spent = _spend_by_script(limiter.storage, [(item, scope, key)])
+        return spent[0] if spent is not None else None
     try:
         allowed = limiter.limiter.hit(item, scope, key)
         reset_at, remaining = limiter.limiter.get_window_stats(item, scope, key)
@@ -106,16 +110,21 @@ def spend_in_turn(budgets: Sequence[Budget]) -> list[Spent] | None:
     its window are read together) and budget by budget on the in-memory store. None when the
     counter store is down (served uncounted, logged, as `spend`)."""
     storage = limiter.storage
-    if not _redis_scriptable(storage):
-        spent = []
-        for item, scope, key in budgets:
-            one = spend(item, scope, key)
-            if one is None:
-                return None
-            spent.append(one)
-            if not one.allowed:
-                break
-        return spent
+    if _redis_scriptable(storage):
+        return _spend_by_script(storage, budgets)
+    spent: list[Spent] = []
+    for item, scope, key in budgets:
+        one = spend(item, scope, key)
+        if one is None:
+            return None
+        spent.append(one)
+        if not one.allowed:
+            break
+    return spent
+
+
+def _spend_by_script(storage: RedisStorage, budgets: Sequence[Budget]) -> list[Spent] | None:
+    """`spend_in_turn` on Redis: one script, one round trip."""
     try:
         script = getattr(storage, _SCRIPT, None)
         if script is None:

@@ -9,7 +9,7 @@ import redis
 from limits import RateLimitItemPerHour, RateLimitItemPerMinute
 
 from app.core.extensions import limiter
-from app.services.throttle import spend_in_turn
+from app.services.throttle import spend, spend_in_turn
 from tests.conftest import redis_test_url, unavailable
 from tests.issued import separate_app
 
@@ -62,3 +62,12 @@ def test_a_budget_spent_elsewhere_refuses_at_once(counters):
     limiter.limiter.hit(minute, "test-shared", "k3", cost=5)
     spent = spend_in_turn([(minute, "test-shared", "k3"), (RateLimitItemPerHour(10), "test-shared-hour", "k3")])
     assert spent is not None and len(spent) == 1 and not spent[0].allowed and spent[0].remaining == 0
+
+
+def test_spend_alone_counts_on_the_same_counters(counters):
+    """`spend` (the token endpoint's, the bearer budget's): on Redis the same script, one budget."""
+    minute = RateLimitItemPerMinute(2)
+    answers = [spend(minute, "test-one", "k4") for _ in range(3)]
+    assert [(s.allowed, s.remaining) for s in answers if s is not None] == [(True, 1), (True, 0), (False, 0)]
+    assert all(s is not None and 1 <= s.reset <= 60 for s in answers)
+    assert limiter.limiter.get_window_stats(minute, "test-one", "k4").remaining == 0
