@@ -12,6 +12,7 @@ from flask import current_app
 from app.cli.output import emit, json_option
 from app.core.extensions import db
 from app.services.housekeeping import count_expired, purge_expired
+from app.services.metering import fold_meter
 
 
 @click.command("purge-expired")
@@ -23,13 +24,22 @@ from app.services.housekeeping import count_expired, purge_expired
 def purge_expired_command(batch_size: int | None, dry_run: bool, as_json: bool) -> None:
     """Delete expired codes, tokens, sessions, pending sign-ins, mailed links and passkey
     challenges, and audit events past their retention (AUDIT_RETENTION_DAYS), in batches (safe
-    while serving)."""
+    while serving); then fold the meter's counters of past days into one row per key and day."""
     if dry_run:
         counts = count_expired()
         data: dict[str, Any] = {"dry_run": True, "expired": counts}
     else:
         size = batch_size or int(current_app.config["PURGE_BATCH_SIZE"])
         counts = purge_expired(size, end_batch=db.session.commit)
-        data = {"dry_run": False, "deleted": counts, "batch_size": size}
+        folded = fold_meter()
+        db.session.commit()
+        data = {"dry_run": False, "deleted": counts, "batch_size": size, "meter_rows_folded": folded}
     verb = "would delete" if dry_run else "deleted"
-    emit(data, as_json, lambda d: "\n".join(f"{verb} {n} {table}" for table, n in counts.items()))
+
+    def human(d: dict[str, Any]) -> str:
+        lines = [f"{verb} {n} {table}" for table, n in counts.items()]
+        if not dry_run:
+            lines.append(f"folded {d['meter_rows_folded']} meter rows of past days")
+        return "\n".join(lines)
+
+    emit(data, as_json, human)

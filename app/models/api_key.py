@@ -97,10 +97,14 @@ class ApiKey(Model):
 
 
 class ApiUsage(Model):
-    """The `api_requests` meter: requests a key made on one UTC day."""
+    """The `api_requests` meter: requests a key made on one UTC day, in one or more shards whose
+    sum is the day's count. On PostgreSQL each database connection counts in a shard of its own
+    (app/store/postgresql.py), so no request waits on another's row lock; elsewhere, and once
+    housekeeping has folded a past day, there is one shard, 0."""
 
     __tablename__ = "api_usage"
 
     key_id: Mapped[str] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"), primary_key=True)
     day: Mapped[date] = mapped_column(Date, primary_key=True)
+    shard: Mapped[int] = mapped_column(Integer, primary_key=True, default=0, server_default="0")
     count: Mapped[int] = mapped_column(Integer, default=0)

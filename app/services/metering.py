@@ -1,8 +1,9 @@
 """The `api_requests` meter and what a month of it costs.
 
 Every request an API key makes that passes the gateway (authenticated, entitled, within its
-limit) counts once: one atomic upsert on the (key, UTC day) counter row (app/store/meter.py), so
-concurrent processes never lose a count. Sign-in traffic (OIDC tokens, userinfo, bearer reads of `/v1`) never reaches this module.
+limit) counts once: one atomic upsert on a (key, UTC day) counter row (app/store/meter.py), so
+concurrent processes never lose a count; on PostgreSQL each database connection has a row of its
+own for the day (a shard), so no request waits on another's lock, and housekeeping folds them. Sign-in traffic (OIDC tokens, userinfo, bearer reads of `/v1`) never reaches this module.
 
 Pricing (spec, "Metering and price constants"), in one pure function, `month_amount`:
 - pay-as-you-go (and the `start` tier, which is pay-as-you-go with a faster limit): marginal bands,
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 from app.models import ApiKey, KeyPlan
@@ -69,6 +70,14 @@ def meter_request(key: ApiKey, day: date | None = None) -> None:
     """Add one request to the key's counter for `day` (today, UTC): one statement. The gateway
     commits."""
     store().meter.count(key.id, day or utc_day())
+
+
+def fold_meter(today: date | None = None) -> int:
+    """Fold the counters of the days before yesterday into one row per key and day (the meter keeps
+    a day in shards while requests count on it: app/store/meter.py); the sums do not change. A day
+    is left alone until the next has passed, so a request that began before midnight and counts
+    after it never meets the fold. The rows removed; the caller commits."""
+    return store().meter.fold((today or utc_day()) - timedelta(days=1))
 
 
 @dataclass(frozen=True)

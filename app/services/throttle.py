@@ -30,11 +30,13 @@ import functools
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from flask import Flask, current_app, request
 from limits import RateLimitItem, parse
+from limits.storage import RedisClusterStorage, RedisStorage
 from werkzeug.wrappers import Request
 
 from app.core.adapters import SweptMemoryStorage, skip_global_limit_check
@@ -64,7 +66,11 @@ def spend(item: RateLimitItem, scope: str, key: str) -> Spent | None:
     """Count one request against `key`'s budget in Flask-Limiter's storage (Redis when set).
     None when the counter store is down: the request is served uncounted (fail open, logged)
     rather than every caller being refused. Used where a decorator does not fit or costs too
-    much: the token endpoint and the /v1 budget."""
+    much: the token endpoint and the /v1 budget. On Redis one round trip (`spend_in_turn`'s
+    script), where limits' own calls take three (INCRBY, GET, TTL)."""
+    if _redis_scriptable(limiter.storage):
+        spent = _spend_by_script(limiter.storage, [(item, scope, key)])
+        return spent[0] if spent is not None else None
     try:
         allowed = limiter.limiter.hit(item, scope, key)
         reset_at, remaining = limiter.limiter.get_window_stats(item, scope, key)
@@ -72,6 +78,74 @@ def spend(item: RateLimitItem, scope: str, key: str) -> Spent | None:
         log.warning("rate-limit storage unavailable, %s request not counted: %s", scope, type(exc).__name__)
         return None
     return Spent(allowed, max(0, remaining), max(1, min(item.get_expiry(), math.ceil(reset_at - time.time()))))
+
+
+Budget = tuple[RateLimitItem, str, str]  # a limit, its scope and whose budget it is (as `spend`'s)
+
+# Each budget in turn: take one (limits' fixed window: INCRBY, EXPIRE on the first), read its TTL;
+# stop after the first one spent. Returns count, TTL for each budget counted.
+_SPEND_IN_TURN = b"""
+local out = {}
+for i, key in ipairs(KEYS) do
+  local current = redis.call("incrby", key, 1)
+  if current == 1 then
+    redis.call("expire", key, ARGV[2 * i - 1])
+  end
+  out[#out + 1] = current
+  out[#out + 1] = redis.call("ttl", key)
+  if current > tonumber(ARGV[2 * i]) then
+    break
+  end
+end
+return out
+"""
+_SCRIPT = "_credits_id_spend_in_turn"  # where a Redis storage keeps the script, registered once
+
+
+def spend_in_turn(budgets: Sequence[Budget]) -> list[Spent] | None:
+    """Count one request against each of `budgets` in turn, stopping at the first that refuses it
+    (its Spent, last of the list, is not allowed): a per-second burst, then the minute, then the
+    day. The counts are limits' own (the same counters, fixed windows, as `spend` reads and the
+    limiter's decorators), taken in one round trip on Redis (one script, so a budget's count and
+    its window are read together) and budget by budget on the in-memory store. None when the
+    counter store is down (served uncounted, logged, as `spend`)."""
+    storage = limiter.storage
+    if _redis_scriptable(storage):
+        return _spend_by_script(storage, budgets)
+    spent: list[Spent] = []
+    for item, scope, key in budgets:
+        one = spend(item, scope, key)
+        if one is None:
+            return None
+        spent.append(one)
+        if not one.allowed:
+            break
+    return spent
+
+
+def _spend_by_script(storage: RedisStorage, budgets: Sequence[Budget]) -> list[Spent] | None:
+    """`spend_in_turn` on Redis: one script, one round trip."""
+    try:
+        script = getattr(storage, _SCRIPT, None)
+        if script is None:
+            script = storage.get_connection().register_script(_SPEND_IN_TURN)
+            setattr(storage, _SCRIPT, script)
+        keys = [storage.prefixed_key(item.key_for(scope, key)) for item, scope, key in budgets]
+        limits = [str(n) for item, _scope, _key in budgets for n in (item.get_expiry(), item.amount)]
+        answer = [int(n) for n in script(keys, limits)]
+    except Exception as exc:
+        log.warning("rate-limit storage unavailable, %s request not counted: %s", budgets[0][1], type(exc).__name__)
+        return None
+    return [
+        Spent(current <= item.amount, max(0, item.amount - current), max(1, min(item.get_expiry(), ttl)))
+        for (item, _scope, _key), current, ttl in zip(budgets, answer[0::2], answer[1::2], strict=False)
+    ]
+
+
+def _redis_scriptable(storage: Any) -> TypeGuard[RedisStorage]:
+    """A single Redis (or one behind Sentinel): one script may touch all of a request's counters
+    (a cluster would spread them over nodes)."""
+    return isinstance(storage, RedisStorage) and not isinstance(storage, RedisClusterStorage)
 
 
 @functools.lru_cache(maxsize=8)

@@ -245,7 +245,7 @@ class SqlBilling:
         """(key, day, calls) of the owner's billed keys (all but workspace keys, which are a member's
         and not billed) for the metered days in [first_day, following), by day then key."""
         rows = run(
-            select(_usage.c.key_id, _usage.c.day, _usage.c.count)
+            select(_usage.c.key_id, _usage.c.day, func.sum(_usage.c.count))
             .join(_keys, _keys.c.id == _usage.c.key_id)
             .where(
                 _keys.c.owner_id == owner_id,
@@ -253,6 +253,7 @@ class SqlBilling:
                 _usage.c.day >= first_day,
                 _usage.c.day < following,
             )
+            .group_by(_usage.c.day, _usage.c.key_id)
             .order_by(_usage.c.day, _usage.c.key_id)
         ).all()
         return [(key_id, day, int(count)) for key_id, day, count in rows]

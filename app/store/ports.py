@@ -169,11 +169,12 @@ class ApiKeys(Protocol):
 
 
 class Meter(Protocol):
-    """The `api_requests` meter: a counter per API key and UTC day."""
+    """The `api_requests` meter: a counter per API key and UTC day (kept in shards, summed when read)."""
 
     def count(self, key_id: str, day: date) -> None: ...
     def days(self, key_ids: Collection[str], first: date, following: date) -> list[tuple[str, date, int]]: ...
     def last_used(self, key_ids: Collection[str]) -> dict[str, date]: ...
+    def fold(self, before: date) -> int: ...
 
 
 class AuditTrail(Protocol):

@@ -63,12 +63,12 @@ from app.store.billing import SqlBilling
 from app.store.codes import REDEMPTION, SqlCodes
 from app.store.logins import Login, SqlLogins, login_row, started
 from app.store.members import MEMBER_COLUMNS, Member, member_joined
-from app.store.meter import SqlMeter
+from app.store.meter import FOLDED, SqlMeter, adding
 from app.store.pending_requests import CONSUMED, SqlPendingRequests
 from app.store.rosters import SqlRosters
 from app.store.statements import first, run
 from app.store.tokens import _ACTIVE, COPIED, DRAWN, ROTATION, Spent, SqlTokens
-from app.store.unit_of_work import has_written, unit_of_work
+from app.store.unit_of_work import has_written, on_its_own, unit_of_work
 
 _users, _clients, _tokens = User.__table__, Client.__table__, Token.__table__
 _events, _codes, _consents = AuditEvent.__table__, AuthorizationCode.__table__, Consent.__table__
@@ -289,12 +289,28 @@ class PostgresRosters(SqlRosters):
 
 
 class PostgresMeter(SqlMeter):
-    """The meter on PostgreSQL: its spelling of the counting upsert."""
+    """The meter on PostgreSQL. Each database connection counts in a shard of its own, numbered by
+    its server process (`pg_backend_pid()`, unique among the connections open at any moment): a
+    connection runs one transaction at a time, so no count ever waits on another's row lock,
+    however many processes count one key. A day's rows are one per connection that counted on it,
+    until housekeeping folds the past days (`fold`). Before the request has written anything the
+    count is a transaction of its own (`on_its_own`): one round trip, committed before it answers,
+    so the count of a request whose response was sent has been committed, whatever becomes of
+    the process after."""
 
     def count(self, key_id: str, day: date) -> None:
-        usage = ApiUsage.__table__
-        statement = postgresql.insert(usage).values(key_id=key_id, day=day, count=1)
-        run(statement.on_conflict_do_update(index_elements=["key_id", "day"], set_={"count": usage.c.count + 1}))
+        with on_its_own():
+            first(_COUNT, {"key_id": key_id, "day": day})
+
+    def _add(self, key_id: str, day: date, calls: int) -> None:
+        run(adding(postgresql.insert(ApiUsage.__table__).values(key_id=key_id, day=day, shard=FOLDED, count=calls)))
+
+
+_COUNT = adding(
+    postgresql.insert(ApiUsage.__table__).values(
+        key_id=bindparam("key_id"), day=bindparam("day"), shard=func.pg_backend_pid(), count=1
+    )
+)
 
 
 class PostgresAuditTrail(SqlAuditTrail):

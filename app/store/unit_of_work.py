@@ -23,6 +23,9 @@ runs once more on a fresh one: nothing had been read or written yet, so that is 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from flask import Flask, g, has_app_context
@@ -198,11 +201,27 @@ def is_write(statement: str) -> bool:
     return statement.lstrip()[:6].upper() != "SELECT"
 
 
+_ALONE: ContextVar[bool] = ContextVar("write_on_its_own", default=False)
+
+
+@contextmanager
+def on_its_own() -> Iterator[None]:
+    """A write that, made before the request has written anything, is a transaction of its own: one
+    round trip, committed by the server when it answers (no BEGIN, no COMMIT). After a first write
+    it joins the request's transaction like any other. For a write that must stand whatever the
+    request does next and needs nothing else in its transaction (the meter's count)."""
+    token = _ALONE.set(True)
+    try:
+        yield
+    finally:
+        _ALONE.reset(token)
+
+
 def begin_at_first_write(_conn: Connection, cursor: Any, statement: str, *_rest: object) -> None:
     """SQLAlchemy's before_cursor_execute: a statement that is not a SELECT (an INSERT, an UPDATE, a
     DELETE, DDL, a SAVEPOINT...) turns autocommit off, so psycopg sends BEGIN before it and the
-    transaction holds everything after it until the commit or rollback."""
-    if cursor.connection.autocommit and is_write(statement):
+    transaction holds everything after it until the commit or rollback (`on_its_own`: not this one)."""
+    if cursor.connection.autocommit and is_write(statement) and not _ALONE.get():
         cursor.connection.autocommit = False
 
 

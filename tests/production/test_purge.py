@@ -223,6 +223,7 @@ def test_cli_purge_with_json_and_dry_run(app):
     assert json.loads(result.output) == {
         "dry_run": False,
         "batch_size": 4,
+        "meter_rows_folded": 0,
         "deleted": {
             "authorization_codes": 10,
             "tokens": 10,

@@ -10,7 +10,15 @@ import pytest
 
 from app.core.extensions import db
 from app.models import ApiUsage
-from app.services.metering import banded_amount, last_used, meter_request, month_amount, month_bounds, usage_for
+from app.services.metering import (
+    banded_amount,
+    fold_meter,
+    last_used,
+    meter_request,
+    month_amount,
+    month_bounds,
+    usage_for,
+)
 from tests.key_support import make_key
 
 
@@ -61,7 +69,7 @@ def test_month_bounds():
     assert month_bounds(date(2026, 2, 1)) == (date(2026, 2, 1), date(2026, 3, 1))
 
 
-def test_one_counter_row_per_key_per_day_bumped_by_an_upsert():
+def test_a_count_per_key_and_day_bumped_by_an_upsert():
     key, _ = make_key("secret", plan="build")
     other, _ = make_key("secret")
     for day in (date(2026, 11, 3), date(2026, 11, 3), date(2026, 11, 3), date(2026, 11, 20), date(2026, 10, 31)):
@@ -69,7 +77,10 @@ def test_one_counter_row_per_key_per_day_bumped_by_an_upsert():
     meter_request(other, date(2026, 11, 3))
     db.session.commit()
     rows = db.session.execute(
-        db.select(ApiUsage.day, ApiUsage.count).where(ApiUsage.key_id == key.id).order_by(ApiUsage.day)
+        db.select(ApiUsage.day, db.func.sum(ApiUsage.count))
+        .where(ApiUsage.key_id == key.id)
+        .group_by(ApiUsage.day)
+        .order_by(ApiUsage.day)
     ).all()
     assert rows == [(date(2026, 10, 31), 1), (date(2026, 11, 3), 3), (date(2026, 11, 20), 1)]
     usage = {u.key.id: u for u in usage_for([key, other], date(2026, 11, 10))}
@@ -77,3 +88,40 @@ def test_one_counter_row_per_key_per_day_bumped_by_an_upsert():
     assert usage[key.id].month_calls == 4 and usage[key.id].amount == Decimal("500.00")
     assert usage[other.id].month_calls == 1 and usage[other.id].amount == Decimal("0.03")
     assert last_used([key, other]) == {key.id: date(2026, 11, 20), other.id: date(2026, 11, 3)}
+
+
+def test_fold_keeps_every_day_s_sum_in_one_row_and_leaves_yesterday_and_today_alone():
+    """Shards (one per database connection on PostgreSQL) of the days before yesterday become one
+    row per key and day; the sums, the usage pages and the amounts read the same before and after."""
+    key, _ = make_key("secret", plan="build")
+    other, _ = make_key("secret")
+    old, yesterday, today = date(2026, 11, 3), date(2026, 11, 9), date(2026, 11, 10)
+    db.session.add_all(
+        [
+            ApiUsage(key_id=key.id, day=old, shard=0, count=5),
+            ApiUsage(key_id=key.id, day=old, shard=4242, count=7),
+            ApiUsage(key_id=key.id, day=old, shard=4343, count=1),
+            ApiUsage(key_id=other.id, day=old, shard=4242, count=2),
+            ApiUsage(key_id=key.id, day=yesterday, shard=4242, count=3),
+            ApiUsage(key_id=key.id, day=today, shard=4242, count=4),
+        ]
+    )
+    db.session.commit()
+    before = {u.key.id: (u.days, u.month_calls, u.amount) for u in usage_for([key, other], today)}
+
+    assert fold_meter(today) == 3  # the three shards of Nov 3 that were not shard 0
+    db.session.commit()
+    rows = db.session.execute(
+        db.select(ApiUsage.key_id, ApiUsage.day, ApiUsage.shard, ApiUsage.count).order_by(
+            ApiUsage.day, ApiUsage.key_id == other.id
+        )
+    ).all()
+    assert set(rows) == {
+        (key.id, old, 0, 13),
+        (other.id, old, 0, 2),
+        (key.id, yesterday, 4242, 3),  # yesterday's and today's shards may still be counting
+        (key.id, today, 4242, 4),
+    }
+    assert {u.key.id: (u.days, u.month_calls, u.amount) for u in usage_for([key, other], today)} == before
+    assert before[key.id][0] == [(old, 13), (yesterday, 3), (today, 4)]
+    assert fold_meter(today) == 0  # nothing left to fold

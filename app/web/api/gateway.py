@@ -27,7 +27,7 @@ wider catalog).
 Workspace keys (`mwk_`, a member's, made on the account page for one of their rosters) take their
 own branch, chosen by the value's prefix before anything is read (`pass_workspace`): the same one
 indexed lookup (owner joined: a suspended member's keys are paused), the workspace budget (60 a
-minute and a hard cap of 10,000 a UTC day, `_spend_day`), then reach: only the `/v1` routes that
+minute and a hard cap of 10,000 a UTC day, `_day_refused`), then reach: only the `/v1` routes that
 say `door(..., roster=True)` (a profile, its credits, charts and collaborators), and only for a
 profile on the key's roster now (one lookup by primary key per request, so a profile taken off the
 roster is out of reach at once). Everything else is 403 `You cannot consume this service`."""
@@ -53,7 +53,7 @@ from app.services.billing.standing import ceiling_warning, refusal, standing_of
 from app.services.mail import send_later
 from app.services.metering import meter_request
 from app.services.rosters import reaches
-from app.services.throttle import spend
+from app.services.throttle import Budget, Spent, spend_in_turn
 from app.web.api.auth import authenticate, bearer_value, challenge
 from app.web.api.envelope import ApiError, Window
 
@@ -129,30 +129,42 @@ def spend_budget(key: ApiKey) -> None:
     """Per-key limits by plan, in Flask-Limiter's storage (Redis when REDIS_URL is set, so every
     process shares the count). Per-second plans are also held to 60 times that per minute, the
     window the headers report; a breach of either is a 429. An enterprise key's custom limits
-    (app/services/billing/enterprise.py) take the plan's place."""
+    (app/services/billing/enterprise.py) take the plan's place. A plan with a daily cap (workspace
+    keys) is counted against it too (`_day_refused`). The budgets are taken in turn, one round trip
+    on Redis (`spend_in_turn`): a request refused by one is not counted against the next."""
     plan = limits_of(key)  # the plan's, or an enterprise key's own
     minute_item = RateLimitItemPerMinute(plan.per_minute)
+    budgets: list[Budget] = []
     if plan.window.get_expiry() != 60:
-        burst = spend(plan.window, KEY_SCOPE, key.id)
-        if burst is not None and not burst.allowed:
+        budgets.append((plan.window, KEY_SCOPE, key.id))
+    budgets.append((minute_item, KEY_SCOPE, key.id))
+    now = datetime.now(UTC)
+    if plan.per_day is not None:
+        budgets.append((RateLimitItemPerDay(plan.per_day), DAY_SCOPE, day_counter(key.id, now.date())))
+    spent = spend_in_turn(budgets)
+    if spent is None:  # the counter store is down: served uncounted (as the sign-in budget)
+        return
+    taken = iter(spent)
+    if plan.window.get_expiry() != 60:
+        burst = next(taken)
+        if not burst.allowed:
             g.api_window = Window(plan.per_minute, 0, burst.reset)
             raise GatewayError(
                 429,
                 f"API rate limit exceeded: {plan.window.amount} per second for this key",
                 {"Retry-After": str(burst.reset)},
             )
-    spent = spend(minute_item, KEY_SCOPE, key.id)
-    if spent is not None:  # None: the counter store is down, served uncounted (as the sign-in budget)
-        g.api_window = Window(plan.per_minute, spent.remaining, spent.reset)
-        if not spent.allowed:
-            g.api_window = Window(plan.per_minute, 0, spent.reset)
-            raise GatewayError(
-                429,
-                f"API rate limit exceeded: {plan.per_minute} per minute for this key",
-                {"Retry-After": str(spent.reset)},
-            )
+    minute = next(taken)
+    g.api_window = Window(plan.per_minute, minute.remaining, minute.reset)
+    if not minute.allowed:
+        g.api_window = Window(plan.per_minute, 0, minute.reset)
+        raise GatewayError(
+            429,
+            f"API rate limit exceeded: {plan.per_minute} per minute for this key",
+            {"Retry-After": str(minute.reset)},
+        )
     if plan.per_day is not None:
-        _spend_day(key, plan)
+        _day_refused(plan, next(taken), now)
 
 
 def day_counter(key_id: str, day: date) -> str:
@@ -167,15 +179,11 @@ def seconds_left_today(now: datetime) -> int:
     return max(1, math.ceil((midnight - now).total_seconds()))
 
 
-def _spend_day(key: ApiKey, plan: PlanLimits) -> None:
+def _day_refused(plan: PlanLimits, spent: Spent, now: datetime) -> None:
     """A plan's hard cap on a UTC day's requests (workspace keys: 10,000), counted beside the
     minute's budget in the same storage. Past it, 429 until the day ends (`Retry-After` says when);
     the answers carry the day's figures as `X-RateLimit-Limit-Day` / `-Remaining-Day`."""
     assert plan.per_day is not None
-    now = datetime.now(UTC)
-    spent = spend(RateLimitItemPerDay(plan.per_day), DAY_SCOPE, day_counter(key.id, now.date()))
-    if spent is None:
-        return
     minute = g.get("api_window") or Window(plan.per_minute, plan.per_minute, 60)
     if not spent.allowed:
         until = seconds_left_today(now)
