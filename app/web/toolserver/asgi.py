@@ -46,11 +46,15 @@ def tool_server_app(flask_app: Flask) -> ResourceMetadata:
     no session to keep), answering JSON rather than an event stream (a tool answers at once), behind
     the door, beside its protected resource metadata (RFC 9728)."""
     mcp_url, path = flask_app.config["MCP_URL"], endpoint_path(flask_app.config["MCP_URL"])
-    starlette = build_server().streamable_http_app(
+    server = build_server()
+    starlette = server.streamable_http_app(
         streamable_http_path=path,
         json_response=True,
         stateless_http=True,
         transport_security=transport_security(mcp_url, flask_app.config["ISSUER_URL"]),
         max_request_body_size=MAX_BODY_BYTES,
     )
-    return ResourceMetadata(Door(starlette, flask_app, path), flask_app.config)
+    # The endpoint's requests go from the door to the session manager itself (its body limit
+    # first); the Starlette app keeps the lifespan (which runs the manager) and every other path.
+    door = Door(starlette, flask_app, path, endpoint=server.session_manager.handle_request)
+    return ResourceMetadata(door, flask_app.config)

@@ -31,6 +31,7 @@ from io import BytesIO
 from typing import Any, cast
 
 from flask import Flask, g
+from flask.ctx import RequestContext
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -69,6 +70,17 @@ def _nothing(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
 EXCHANGE: ContextVar[Exchange] = ContextVar("credits_id.tool_exchange")
 
 
+class ToolRequestContext(RequestContext):
+    """The Flask request context a tool server request runs in, without what Flask does for a
+    request it routes itself: no URL is matched against the provider's routes (the endpoint is
+    the SDK's; `request.url_rule` stays None, as an unmatched path leaves it), and no session
+    cookie is read (the door is given a null session: agents carry no browser session and
+    nothing behind the door reads one)."""
+
+    def match_request(self) -> None:
+        return
+
+
 def current_exchange() -> Exchange | None:
     return EXCHANGE.get(None)
 
@@ -76,8 +88,11 @@ def current_exchange() -> Exchange | None:
 class Door:
     """Wraps the tool server's ASGI app; requests to `path` pass only with an identified caller."""
 
-    def __init__(self, app: ASGIApp, flask_app: Flask, path: str) -> None:
+    def __init__(self, app: ASGIApp, flask_app: Flask, path: str, endpoint: ASGIApp | None = None) -> None:
+        """`app` serves the lifespan and every other path; `endpoint` (the SDK's Streamable HTTP
+        handler, default `app`) the requests to `path`, which the door passes straight to it."""
         self.app, self.flask_app, self.path = app, flask_app, path
+        self.endpoint = endpoint or app
         hops = int(flask_app.config.get("TRUSTED_PROXY_HOPS", 0))
         # werkzeug's own rule for the client address behind `hops` trusted proxies, as the provider's.
         self._proxied = ProxyFix(_nothing, x_for=hops, x_proto=hops, x_host=hops) if hops else None
@@ -87,7 +102,10 @@ class Door:
             await self.app(scope, receive, send)  # the lifespan; any other path is the app's 404
             return
         environ = self._environ(scope)
-        context = self.flask_app.request_context(environ)
+        flask_app = self.flask_app
+        context = ToolRequestContext(
+            flask_app, environ, session=flask_app.session_interface.make_null_session(flask_app)
+        )
         context.push()
         exchange = Exchange(logs.request_id_of(environ), time.perf_counter())
         g.request_id = exchange.request_id  # every log line meanwhile carries it
@@ -107,7 +125,7 @@ class Door:
                 exchange.caller = caller.log_fields
                 caller_token = CALLER.set(caller)  # seen by the handler: this task's, or one it starts
                 try:
-                    await self.app(scope, receive, send_with_headers)
+                    await self._serve(scope, receive, send_with_headers)
                 finally:
                     CALLER.reset(caller_token)
             else:
@@ -116,6 +134,27 @@ class Door:
             self._write_access_line(environ, exchange, status)
             EXCHANGE.reset(exchange_token)
             context.pop()
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The endpoint, called directly rather than through a router and middleware stack for
+        one path; what the stack's error middleware did is kept: a failure before any answer is
+        a bare 500 (never a stack trace), then raised to be logged."""
+        started = False
+
+        async def watched(message: MutableMapping[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.endpoint(scope, receive, watched)
+        except Exception:
+            if not started:
+                body = b"Internal Server Error"
+                headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"%d" % len(body))]
+                await send({"type": "http.response.start", "status": 500, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+            raise
 
     def _environ(self, scope: Scope) -> dict[str, Any]:
         """The WSGI environ Flask and the gateway read: the request line, headers and addresses."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
+from typing import Any, cast
 
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
@@ -32,10 +32,8 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
-    CallToolResult,
     ListToolsResult,
     PaginatedRequestParams,
-    TextContent,
     Tool,
     ToolAnnotations,
 )
@@ -72,18 +70,31 @@ def _listed(tool: CatalogTool) -> Tool:
 
 
 LISTED = ListToolsResult(tools=[_listed(tool) for tool in TOOLS])
+WireResult = dict[str, Any]  # a result in its wire form (camelCase keys, JSON values)
 
 
-def answer(data: Any) -> CallToolResult:
+def tool_result(text: str, structured: dict[str, Any], is_error: bool = False) -> WireResult:
+    """A `CallToolResult` in its wire form, as the SDK's runner takes a handler's dict: the
+    runner validates and shapes every result against the protocol version's schema once on the
+    way out, so building the model here first would only walk the answer twice more (build,
+    dump). The same fields the model dumps to (tests hold the two equal)."""
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": structured,
+        "isError": is_error,
+        "resultType": "complete",
+    }
+
+
+def answer(data: Any) -> WireResult:
     """The REST `data` as the result: structured, and the same JSON as text (for clients that read
     only text). A tool's structured content is a JSON object up to protocol 2025-11-25, so an array
     (the chart rows) comes under `items`."""
     structured = data if isinstance(data, dict) else {"items": data}
-    text = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
-    return CallToolResult(content=[TextContent(text=text)], structured_content=structured)
+    return tool_result(json.dumps(structured, separators=(",", ":"), ensure_ascii=False), structured)
 
 
-def refusal(status: int, message: str, headers: dict[str, str]) -> CallToolResult:
+def refusal(status: int, message: str, headers: dict[str, str]) -> WireResult:
     """A refused call as the model reads it: the REST message (with the wait, for a 429) in the
     text, and status, message, request id (and `retryAfter`) as structured content."""
     exchange = current_exchange()
@@ -98,14 +109,14 @@ def refusal(status: int, message: str, headers: dict[str, str]) -> CallToolResul
         details["error"] = challenged.group(1)  # insufficient_scope: a member's token, a catalog-wide tool
     if exchange is not None:
         details["request_id"] = exchange.request_id
-    return CallToolResult(content=[TextContent(text=details["message"])], structured_content=details, is_error=True)
+    return tool_result(details["message"], details, is_error=True)
 
 
 async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams | None) -> ListToolsResult:
     return LISTED
 
 
-async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> CallToolResult:
+async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> WireResult:
     tool = BY_NAME.get(params.name)
     if tool is None:
         raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name[:100]}")
@@ -118,7 +129,7 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
     return result
 
 
-def _run(tool: CatalogTool, arguments: dict[str, Any]) -> tuple[int, CallToolResult]:
+def _run(tool: CatalogTool, arguments: dict[str, Any]) -> tuple[int, WireResult]:
     """Budget, read, count: one unit of work, committed once when the call answers."""
     caller = CALLER.get()
     try:
@@ -157,7 +168,8 @@ def build_server() -> Server:
         title="Credits ID catalog",
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        # The SDK's runner takes a handler's result as a model or as its wire dict (tool_result).
+        on_call_tool=cast(Any, call_tool),
         get_tool_input_schema=no_header_parameters,
     )
     # Instead of the SDK's OpenTelemetry middleware (no exporter here): the method for the access line.
