@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from app.store.catalog import EXACT, NAMES, PREFIX, TABLES, SqlCatalog
+from app.store.catalog import EXACT, NAMES, PREFIX, TABLES, Keyword, SqlCatalog
 from app.store.statements import run
 from app.store.unit_of_work import unit_of_work
 
@@ -41,7 +41,14 @@ class PostgresCatalog(SqlCatalog):
         return f"search_key LIKE :{name}"
 
     def _any_match(self, kind: str, names: list[str]) -> str:
-        return "(" + " OR ".join(f"search_key LIKE :{n}" for n in names) + ")"
+        """One of the typo patterns ("% midn_gth%": at a word's start). The trigram index is asked
+        for each pattern without its leading space ("%midn_gth%"): pg_trgm reads a space before a
+        word as the word's start and would add its padded trigrams ("  m", " mi"), which are in a
+        large share of all names - the bitmap would cost more than the rows. The anchored patterns
+        are checked on the rows found, through an expression the index does not answer."""
+        loose = " OR ".join(f"search_key LIKE '%' || substr(:{n}, 3)" for n in names)  # "% " dropped
+        anchored = " OR ".join(f"(search_key || '') LIKE :{n}" for n in names)
+        return f"({loose}) AND ({anchored})"
 
     def _word_match(self, kind: str) -> str:
         return "to_tsvector('simple', search_key) @@ to_tsquery('simple', :words)"
@@ -75,6 +82,20 @@ class PostgresCatalog(SqlCatalog):
     def _near_ids(self, kind: str, names: list[str], params: dict[str, Any]) -> list[str]:
         popular = self._popular(kind, self._any_match(kind, names), params)
         return popular if popular is not None else super()._near_ids(kind, names, params)
+
+    def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any]) -> int:
+        """As the base class, with the matches read from the trigram bitmap: with a LIMIT the
+        planner would rather walk the whole name index, testing each name against every pattern.
+        A CTE is read as far as the count asks."""
+        return int(
+            run(
+                text(
+                    f"WITH near AS MATERIALIZED (SELECT search_key FROM {TABLES[kind]} WHERE {self._any_match(kind, names)}) "
+                    f"SELECT count(*) FROM (SELECT 1 FROM near WHERE NOT ({self._widest(kind, word)}) LIMIT :cap) AS hits"
+                ),
+                params,
+            ).scalar_one()
+        )
 
     def _popular(self, kind: str, condition: str, params: dict[str, Any]) -> list[str] | None:
         """The :n most popular rows meeting `condition` when :n of them are at least as popular as
