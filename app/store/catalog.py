@@ -190,7 +190,7 @@ class SqlCatalog:
         if len(ids) < limit and patterns:
             names = [f"fuzzy{i}" for i in range(len(patterns))]
             # Here the other tiers found fewer than `limit`: `ids` holds every one of them.
-            fuzzy = {**params, **dict(zip(names, patterns, strict=True)), "n": limit + len(ids)}
+            fuzzy = {**params, **self._fuzzy_params(names, patterns), "n": limit + len(ids)}
             seen = set(ids)
             ids += [i for i in self._near_ids(kind, names, fuzzy) if i not in seen][: limit - len(ids)]
             total = min(TOTAL_CAP, total + self._near_count(kind, word, names, fuzzy))
@@ -213,6 +213,10 @@ class SqlCatalog:
             if prefixed >= TOTAL_CAP:
                 return int(prefixed)
         return int(run(text(count.format(table=table, condition=self._widest(kind, word))), params).scalar_one())
+
+    def _fuzzy_params(self, names: list[str], patterns: list[str]) -> dict[str, str]:
+        """The typo patterns bound to `names`."""
+        return dict(zip(names, patterns, strict=True))
 
     def _near_ids(self, kind: str, names: list[str], params: dict[str, Any]) -> list[str]:
         """The fuzzy tier: at most :n ids matching one of the typo patterns bound as `names`, the

@@ -14,6 +14,7 @@ Migration 0020 makes the indexes (and the `pg_trgm` extension, trusted: no super
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,13 +43,24 @@ class PostgresCatalog(SqlCatalog):
 
     def _any_match(self, kind: str, names: list[str]) -> str:
         """One of the typo patterns ("% midn_gth%": at a word's start). The trigram index is asked
-        for each pattern without its leading space ("%midn_gth%"): pg_trgm reads a space before a
-        word as the word's start and would add its padded trigrams ("  m", " mi"), which are in a
-        large share of all names - the bitmap would cost more than the rows. The anchored patterns
-        are checked on the rows found, through an expression the index does not answer."""
-        loose = " OR ".join(f"search_key LIKE '%' || substr(:{n}, 3)" for n in names)  # "% " dropped
+        for each pattern without its leading space where a trigram is left ("%midn_gth%", bound as
+        `<name>_index`): pg_trgm reads a space before a word as the word's start and adds its
+        padded trigrams ("  m", " mi"), which are in a large share of all names - the bitmap cost
+        more than the rows. The anchored patterns are checked on the rows found, through an
+        expression the index does not answer."""
+        indexed = " OR ".join(f"search_key LIKE :{n}_index" for n in names)
         anchored = " OR ".join(f"(search_key || '') LIKE :{n}" for n in names)
-        return f"({loose}) AND ({anchored})"
+        return f"({indexed}) AND ({anchored})"
+
+    def _fuzzy_params(self, names: list[str], patterns: list[str]) -> dict[str, str]:
+        """Each pattern, and the one its index read asks for: unanchored when three letters in a
+        row are left to make a trigram of ("% re_ix%" keeps its space: "%re_ix%" has none, and a
+        pattern without a trigram reads the whole index)."""
+        params = super()._fuzzy_params(names, patterns)
+        for name, pattern in zip(names, patterns, strict=True):
+            loose = "%" + pattern.removeprefix("% ")
+            params[f"{name}_index"] = loose if re.search(r"[^%_ ]{3}", loose) else pattern
+        return params
 
     def _word_match(self, kind: str) -> str:
         return "to_tsvector('simple', search_key) @@ to_tsquery('simple', :words)"
