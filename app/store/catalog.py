@@ -191,9 +191,13 @@ class SqlCatalog:
             names = [f"fuzzy{i}" for i in range(len(patterns))]
             # Here the other tiers found fewer than `limit`: `ids` holds every one of them.
             fuzzy = {**params, **self._fuzzy_params(names, patterns), "n": limit + len(ids)}
-            seen = set(ids)
-            ids += [i for i in self._near_ids(kind, names, fuzzy) if i not in seen][: limit - len(ids)]
-            total = min(TOTAL_CAP, total + self._near_count(kind, word, names, fuzzy))
+            # Every row of the widest tier is in `ids`: only the rows it missed can be new here.
+            only = self._near_count(kind, word, names, fuzzy)
+            if only:
+                seen = set(ids)
+                near = self._near_ids(kind, names, fuzzy, only >= TOTAL_CAP)
+                ids += [i for i in near if i not in seen][: limit - len(ids)]
+            total = min(TOTAL_CAP, total + only)
         return Hits(total, ids)
 
     def _phase_ids(self, kind: str, phase: tuple[int, ...], params: dict[str, Any]) -> list[str]:
@@ -218,9 +222,9 @@ class SqlCatalog:
         """The typo patterns bound to `names`."""
         return dict(zip(names, patterns, strict=True))
 
-    def _near_ids(self, kind: str, names: list[str], params: dict[str, Any]) -> list[str]:
+    def _near_ids(self, kind: str, names: list[str], params: dict[str, Any], many: bool) -> list[str]:
         """The fuzzy tier: at most :n ids matching one of the typo patterns bound as `names`, the
-        most popular of the first :window found."""
+        most popular of the first :window found. `many`: the patterns match TOTAL_CAP rows or more."""
         return list(
             run(
                 text(

@@ -91,9 +91,11 @@ class PostgresCatalog(SqlCatalog):
         popular = self._popular(kind, self._tier_condition(kind, phase[0]), params)
         return popular if popular is not None else super()._phase_ids(kind, phase, params)
 
-    def _near_ids(self, kind: str, names: list[str], params: dict[str, Any]) -> list[str]:
-        popular = self._popular(kind, self._any_match(kind, names), params)
-        return popular if popular is not None else super()._near_ids(kind, names, params)
+    def _near_ids(self, kind: str, names: list[str], params: dict[str, Any], many: bool) -> list[str]:
+        """Among the popular rows first when the patterns match many (see _popular); a few are read
+        and ranked at once."""
+        popular = self._popular(kind, self._any_match(kind, names), params) if many else None
+        return popular if popular is not None else super()._near_ids(kind, names, params, many)
 
     def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any]) -> int:
         """As the base class, with the matches read from the trigram bitmap: with a LIMIT the

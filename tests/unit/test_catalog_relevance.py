@@ -126,6 +126,7 @@ def popular_first(monkeypatch):
     """PostgreSQL reads a text tier among the popular rows first (from the popularity index's
     range), above the table's FLOOR_RANK-th most popular row: lowered here so the test catalog has
     rows above and below the floor."""
+    from app.store import catalog as catalog_module
     from app.store import catalog_postgresql
 
     catalog = store().catalog
@@ -133,6 +134,8 @@ def popular_first(monkeypatch):
         pytest.skip("PostgreSQL only: SQLite reads its text index in one pass")
     monkeypatch.setattr(catalog, "FLOOR_RANK", 6)  # tracks: popularity 90 and up
     monkeypatch.setattr(catalog_postgresql, "_floors", {})
+    # and a typo "matches many" from one row: the typo tier reads the popular rows first too
+    monkeypatch.setattr(catalog_module, "TOTAL_CAP", 1)
     answered = []
     popular = catalog._popular
 
