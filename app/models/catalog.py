@@ -92,7 +92,10 @@ class Profile(Model):
     collaborator_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     common_roles: Mapped[list[str]] = mapped_column(JSON, default=list)
 
-    __table_args__ = (Index("ix_profiles_popularity", popularity.desc(), "id"),)
+    __table_args__ = (
+        Index("ix_profiles_popularity", popularity.desc(), "id"),
+        Index("ix_profiles_search_rank", "search_key", popularity.desc(), "id"),  # a search's exact tier
+    )
 
     @validates("name")
     def _fold_name(self, _key: str, value: str) -> str:
@@ -112,7 +115,10 @@ class Track(Model):
     label: Mapped[str | None] = mapped_column(String(200), nullable=True)
     search_key: Mapped[str] = mapped_column(_search_key(), default=_folded("title"), index=True)
 
-    __table_args__ = (Index("ix_tracks_popularity", popularity.desc(), "id"),)
+    __table_args__ = (
+        Index("ix_tracks_popularity", popularity.desc(), "id"),
+        Index("ix_tracks_search_rank", "search_key", popularity.desc(), "id"),  # a search's exact tier
+    )
 
     artists: Mapped[list[TrackArtist]] = relationship(
         back_populates="track", order_by="TrackArtist.position", cascade="all, delete-orphan"
@@ -138,7 +144,10 @@ class Album(Model):
     popularity: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     search_key: Mapped[str] = mapped_column(_search_key(), default=_folded("title"), index=True)
 
-    __table_args__ = (Index("ix_albums_popularity", popularity.desc(), "id"),)
+    __table_args__ = (
+        Index("ix_albums_popularity", popularity.desc(), "id"),
+        Index("ix_albums_search_rank", "search_key", popularity.desc(), "id"),  # a search's exact tier
+    )
 
     @validates("title")
     def _fold_title(self, _key: str, value: str) -> str:

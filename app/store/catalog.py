@@ -178,37 +178,74 @@ class SqlCatalog:
         word = keyword(raw)
         if word is None:
             return Hits(0, [])
-        table = TABLES[kind]
         params = {**self._params(word), "n": limit, "cap": TOTAL_CAP, "window": WINDOW}
         found: dict[str, None] = {}
         for phase in _phases(word.tiers):
-            branches = [self._branch(self._tier_rows(kind, tier, f"id, {tier} AS tier, popularity")) for tier in phase]
-            found.update(
-                dict.fromkeys(row[0] for row in run(text(_ranked(branches, "tier, popularity DESC, id")), params))
-            )
+            found.update(dict.fromkeys(self._phase_ids(kind, phase, params)))
             if len(found) >= limit:
                 break  # a later tier ranks below every row found: nothing of it would be shown
         ids = list(found)[:limit]
-        total = run(
-            text(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {self._widest(kind, word)} LIMIT :cap) AS hits"),
-            params,
-        ).scalar_one()
+        total = self._count(kind, word, params)
         patterns = word.fuzzy_patterns()
         if len(ids) < limit and patterns:
             names = [f"fuzzy{i}" for i in range(len(patterns))]
-            near = run(
-                text(
-                    f"SELECT id FROM (SELECT id, popularity FROM {table} WHERE {self._any_match(kind, names)} "
-                    "LIMIT :window) AS near ORDER BY popularity DESC, id LIMIT :cap"
-                ),
-                {**dict(zip(names, patterns, strict=True)), "cap": TOTAL_CAP, "window": WINDOW},
-            ).scalars()
             # Here the other tiers found fewer than `limit`: `ids` holds every one of them.
-            seen = set(ids)
-            extra = [i for i in near if i not in seen]
-            total = min(TOTAL_CAP, total + len(extra))
-            ids += extra[: limit - len(ids)]
+            fuzzy = {**params, **self._fuzzy_params(names, patterns), "n": limit + len(ids)}
+            # Every row of the widest tier is in `ids`: only the rows it missed can be new here.
+            only = self._near_count(kind, word, names, fuzzy)
+            if only:
+                seen = set(ids)
+                near = self._near_ids(kind, names, fuzzy, only >= TOTAL_CAP)
+                ids += [i for i in near if i not in seen][: limit - len(ids)]
+            total = min(TOTAL_CAP, total + only)
         return Hits(total, ids)
+
+    def _phase_ids(self, kind: str, phase: tuple[int, ...], params: dict[str, Any]) -> list[str]:
+        """The ids one round trip of tiers finds (at most :n per tier), ranked."""
+        branches = [self._branch(self._tier_rows(kind, tier, f"id, {tier} AS tier, popularity")) for tier in phase]
+        return [row[0] for row in run(text(_ranked(branches, "tier, popularity DESC, id")), params)]
+
+    def _count(self, kind: str, word: Keyword, params: dict[str, Any]) -> int:
+        """How many rows match, up to :cap. The prefix tier is counted first, from the B-tree alone:
+        a common keyword ("love") reaches the cap there without reading its text index's matches."""
+        table = TABLES[kind]
+        count = "SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT :cap) AS hits"
+        if word.tiers[-1] != PREFIX:
+            prefixed = run(
+                text(count.format(table=table, condition=self._tier_condition(kind, PREFIX))), params
+            ).scalar_one()
+            if prefixed >= TOTAL_CAP:
+                return int(prefixed)
+        return int(run(text(count.format(table=table, condition=self._widest(kind, word))), params).scalar_one())
+
+    def _fuzzy_params(self, names: list[str], patterns: list[str]) -> dict[str, str]:
+        """The typo patterns bound to `names`."""
+        return dict(zip(names, patterns, strict=True))
+
+    def _near_ids(self, kind: str, names: list[str], params: dict[str, Any], many: bool) -> list[str]:
+        """The fuzzy tier: at most :n ids matching one of the typo patterns bound as `names`, the
+        most popular of the first :window found. `many`: the patterns match TOTAL_CAP rows or more."""
+        return list(
+            run(
+                text(
+                    f"SELECT id FROM (SELECT id, popularity FROM {TABLES[kind]} WHERE {self._any_match(kind, names)} "
+                    "LIMIT :window) AS near ORDER BY popularity DESC, id LIMIT :n"
+                ),
+                params,
+            ).scalars()
+        )
+
+    def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any]) -> int:
+        """The rows only the fuzzy tier finds (a typo pattern, not the widest tier), up to :cap."""
+        return int(
+            run(
+                text(
+                    f"SELECT count(*) FROM (SELECT 1 FROM {TABLES[kind]} WHERE {self._any_match(kind, names)} "
+                    f"AND NOT ({self._widest(kind, word)}) LIMIT :cap) AS near"
+                ),
+                params,
+            ).scalar_one()
+        )
 
     def autocomplete(self, raw: str, limit: int) -> list[Suggestion]:
         """Names starting with `raw` (then, from two letters, names with a word starting with it):

@@ -14,13 +14,15 @@ Migration 0020 makes the indexes (and the `pg_trgm` extension, trusted: no super
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import text
 
-from app.store.catalog import EXACT, NAMES, PREFIX, TABLES, SqlCatalog
+from app.store.catalog import EXACT, NAMES, PREFIX, TABLES, Keyword, SqlCatalog
 from app.store.statements import run
 from app.store.unit_of_work import unit_of_work
 
@@ -29,6 +31,10 @@ LOADED = (
     "profiles", "albums", "tracks", "track_isrcs", "track_artists", "credits", "credit_role_links",
     "credit_roles", "chart_rows",
 )  # fmt: skip
+# A popularity floor, per table, kept this long by each process: it only steers which rows are read
+# first (see PostgresCatalog._floor), so a stale one costs time, never a wrong answer.
+FLOOR_SECONDS = 300.0
+_floors: dict[tuple[str, str, int], tuple[float, int | None]] = {}
 
 
 class PostgresCatalog(SqlCatalog):
@@ -36,7 +42,25 @@ class PostgresCatalog(SqlCatalog):
         return f"search_key LIKE :{name}"
 
     def _any_match(self, kind: str, names: list[str]) -> str:
-        return "(" + " OR ".join(f"search_key LIKE :{n}" for n in names) + ")"
+        """One of the typo patterns ("% midn_gth%": at a word's start). The trigram index is asked
+        for each pattern without its leading space where a trigram is left ("%midn_gth%", bound as
+        `<name>_index`): pg_trgm reads a space before a word as the word's start and adds its
+        padded trigrams ("  m", " mi"), which are in a large share of all names - the bitmap cost
+        more than the rows. The anchored patterns are checked on the rows found, through an
+        expression the index does not answer."""
+        indexed = " OR ".join(f"search_key LIKE :{n}_index" for n in names)
+        anchored = " OR ".join(f"(search_key || '') LIKE :{n}" for n in names)
+        return f"({indexed}) AND ({anchored})"
+
+    def _fuzzy_params(self, names: list[str], patterns: list[str]) -> dict[str, str]:
+        """Each pattern, and the one its index read asks for: unanchored when three letters in a
+        row are left to make a trigram of ("% re_ix%" keeps its space: "%re_ix%" has none, and a
+        pattern without a trigram reads the whole index)."""
+        params = super()._fuzzy_params(names, patterns)
+        for name, pattern in zip(names, patterns, strict=True):
+            loose = "%" + pattern.removeprefix("% ")
+            params[f"{name}_index"] = loose if re.search(r"[^%_ ]{3}", loose) else pattern
+        return params
 
     def _word_match(self, kind: str) -> str:
         return "to_tsvector('simple', search_key) @@ to_tsquery('simple', :words)"
@@ -56,6 +80,71 @@ class PostgresCatalog(SqlCatalog):
             f"SELECT {columns} FROM (SELECT id, popularity, {NAMES[kind]} FROM {TABLES[kind]} "
             f"WHERE {self._tier_condition(kind, tier)} LIMIT :window) AS matched ORDER BY popularity DESC, id LIMIT :n"
         )
+
+    # The rank whose popularity is the floor of a text tier's first read (see _floor).
+    FLOOR_RANK = 20_000
+
+    def _phase_ids(self, kind: str, phase: tuple[int, ...], params: dict[str, Any]) -> list[str]:
+        """A text-index tier (a word, a fragment) is read among the popular rows first: see _popular."""
+        if phase[0] in (EXACT, PREFIX):
+            return super()._phase_ids(kind, phase, params)
+        popular = self._popular(kind, self._tier_condition(kind, phase[0]), params)
+        return popular if popular is not None else super()._phase_ids(kind, phase, params)
+
+    def _near_ids(self, kind: str, names: list[str], params: dict[str, Any], many: bool) -> list[str]:
+        """Among the popular rows first when the patterns match many (see _popular); a few are read
+        and ranked at once."""
+        popular = self._popular(kind, self._any_match(kind, names), params) if many else None
+        return popular if popular is not None else super()._near_ids(kind, names, params, many)
+
+    def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any]) -> int:
+        """As the base class, with the matches read from the trigram bitmap: with a LIMIT the
+        planner would rather walk the whole name index, testing each name against every pattern.
+        A CTE is read as far as the count asks."""
+        return int(
+            run(
+                text(
+                    f"WITH near AS MATERIALIZED (SELECT search_key FROM {TABLES[kind]} WHERE {self._any_match(kind, names)}) "
+                    f"SELECT count(*) FROM (SELECT 1 FROM near WHERE NOT ({self._widest(kind, word)}) LIMIT :cap) AS hits"
+                ),
+                params,
+            ).scalar_one()
+        )
+
+    def _popular(self, kind: str, condition: str, params: dict[str, Any]) -> list[str] | None:
+        """The :n most popular rows meeting `condition` when :n of them are at least as popular as
+        the table's floor, else None (then the caller reads the first :window matches and ranks
+        those). Both indexes answer it: the text index's bitmap ANDed with the popularity index's
+        range, so a keyword in tens of thousands of names reads from the table only its matches
+        among the popular rows - and ranks them exactly, not the first :window found."""
+        floor = self._floor(kind)
+        if floor is None:
+            return None
+        ids = list(
+            run(
+                text(
+                    f"SELECT id FROM (SELECT id, popularity FROM {TABLES[kind]} WHERE {condition} "
+                    "AND popularity >= :floor LIMIT :window) AS matched ORDER BY popularity DESC, id LIMIT :n"
+                ),
+                {**params, "floor": floor},
+            ).scalars()
+        )
+        return ids if len(ids) >= params["n"] else None
+
+    def _floor(self, kind: str) -> int | None:
+        """The popularity of the table's FLOOR_RANK-th most popular row (None when it has fewer
+        rows: a small table needs no floor), from the popularity index alone, kept FLOOR_SECONDS."""
+        key = (str(unit_of_work().engine.url), kind, self.FLOOR_RANK)
+        now = time.monotonic()
+        kept = _floors.get(key)
+        if kept is not None and kept[0] > now:
+            return kept[1]
+        floor = run(
+            text(f"SELECT popularity FROM {TABLES[kind]} ORDER BY popularity DESC, id OFFSET :rank LIMIT 1"),
+            {"rank": self.FLOOR_RANK},
+        ).scalar()
+        _floors[key] = (now + FLOOR_SECONDS, floor)
+        return floor
 
     def sync_ids(self) -> None:
         """Each sequence moved past the largest id written."""

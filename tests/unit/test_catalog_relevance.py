@@ -115,6 +115,52 @@ def test_search_ranks_what_people_expect_first(catalog, kind, keyword, expected)
         assert hits.ids == [] and hits.total == 0
 
 
+def test_a_typo_counts_each_row_it_finds_once(catalog):
+    """The typo tier's count adds only the rows the other tiers did not match."""
+    assert store().catalog.search("profile", "beyonse", 10).total == 2  # Beyoncé, Beyoncé Tribute Band
+    assert store().catalog.search("track", "hlelo", 10).total == 1
+
+
+@pytest.fixture
+def popular_first(monkeypatch):
+    """PostgreSQL reads a text tier among the popular rows first (from the popularity index's
+    range), above the table's FLOOR_RANK-th most popular row: lowered here so the test catalog has
+    rows above and below the floor."""
+    from app.store import catalog as catalog_module
+    from app.store import catalog_postgresql
+
+    catalog = store().catalog
+    if not isinstance(catalog, catalog_postgresql.PostgresCatalog):
+        pytest.skip("PostgreSQL only: SQLite reads its text index in one pass")
+    monkeypatch.setattr(catalog, "FLOOR_RANK", 6)  # tracks: popularity 90 and up
+    monkeypatch.setattr(catalog_postgresql, "_floors", {})
+    # and a typo "matches many" from one row: the typo tier reads the popular rows first too
+    monkeypatch.setattr(catalog_module, "TOTAL_CAP", 1)
+    answered = []
+    popular = catalog._popular
+
+    def spy(*args, **kwargs):
+        ids = popular(*args, **kwargs)
+        answered.append(ids is not None)
+        return ids
+
+    monkeypatch.setattr(catalog, "_popular", spy)
+    return answered
+
+
+@pytest.mark.parametrize(("kind", "keyword", "expected"), CASES, ids=[f"{k}:{w}" for k, w, _ in CASES])
+def test_the_popular_rows_first_rank_the_same(catalog, popular_first, kind, keyword, expected):
+    for n in range(1, len(expected) + 1):
+        assert [catalog[i] for i in store().catalog.search(kind, keyword, n).ids] == expected[:n]
+
+
+def test_the_popular_rows_answer_a_common_word(catalog, popular_first):
+    assert [catalog[i] for i in store().catalog.search("track", "in love", 2).ids] == ["Crazy in Love", "Drunk in Love"]
+    assert [catalog[i] for i in store().catalog.search("track", "despasito", 1).ids] == ["Despacito"]
+    # "in love": the word tier from the popular rows; "despasito": no word, no fragment, then the typo tier
+    assert popular_first == [True, False, False, True]
+
+
 def test_ties_are_broken_by_popularity_then_id(catalog):
     homes = store().catalog.search("track", "home", 2).ids
     assert homes == [uid(26, 2), uid(25, 2)]  # "Home" 50 before "Home" 10
