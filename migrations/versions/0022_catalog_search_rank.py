@@ -6,8 +6,8 @@ hundred tracks called "Home", thousands called "Midnight"), where it read the po
 until enough rows had that name, or every row with the name and sorted them. Plain CREATE INDEX
 on both stores (no batch: a batch alter would rebuild the tables and their SQLite search triggers).
 
-Revision ID: 0023_catalog_search_rank
-Revises: 0020_catalog_search
+Revision ID: 0022_catalog_search_rank
+Revises: 0021_meter_shards
 Create Date: 2026-11-27
 
 """
@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from alembic import op
 
 # revision identifiers, used by Alembic.
-revision = '0023_catalog_search_rank'
-down_revision = '0020_catalog_search'
+revision = '0022_catalog_search_rank'
+down_revision = '0021_meter_shards'
 branch_labels = None
 depends_on = None
 
