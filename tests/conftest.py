@@ -109,7 +109,11 @@ def _reset_schema(engine) -> None:
 def app(settings):
     from flask_migrate import upgrade
 
-    app = create_app({k: v for k, v in settings.items() if not k.startswith("_")})
+    # The test process's own requests (the test client) start no thread that writes keys' recent
+    # requests behind the tests' backs: they wait until a test writes them (`recorder().flush()`).
+    # The live server writes them as production does.
+    in_process = {"KEY_ACTIVITY_FLUSH_SECONDS": 0}
+    app = create_app({**{k: v for k, v in settings.items() if not k.startswith("_")}, **in_process})
     with app.app_context():
         _reset_schema(db.engine)
         upgrade()
