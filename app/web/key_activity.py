@@ -32,6 +32,7 @@ from typing import Any
 from flask import Flask, Response, current_app, g, request
 
 from app.models import ApiKey
+from app.services.apikeys import WORKSPACE_PREFIX
 from app.services.key_activity import API, TOOLS, WIDGET, Entry, entry, recent, refused_value_digest, save
 from app.store.key_activity import KeyRequestRecord
 from app.store.unit_of_work import commit
@@ -135,11 +136,12 @@ def record(
     value sent is kept as its hash, and the batch finds whose it is (a revoked key's, a paused
     key's, a rotated-out one's) or drops it (nobody's): no lookup on the request's time."""
     chosen = recorder()
-    if not chosen.enabled:
-        return
+    value = request.headers.get(API_KEY_HEADER) or ""
+    if not chosen.enabled or value.startswith(WORKSPACE_PREFIX):
+        return  # a workspace key's page is its member's account page, which lists no requests
     digest = None
     if key is None:
-        digest = refused_value_digest(request.headers.get(API_KEY_HEADER))
+        digest = refused_value_digest(value)
         if digest is None:
             return  # not even a key's shape: nobody's
     chosen.add(

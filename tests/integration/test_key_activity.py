@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from datetime import timedelta
 from html import unescape
 
@@ -22,8 +23,10 @@ from tests.api_support import make_catalog
 from tests.factories import make_member
 from tests.integration.console_support import signed_in
 from tests.key_support import make_key
+from tests.tool_support import calls, tool_servers
 
 pytestmark = pytest.mark.live
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
 def call(live_server, value: str, path: str, method: str = "GET", **kw) -> requests.Response:
@@ -180,3 +183,44 @@ def test_the_newest_requests_are_kept_and_no_more(live_server, app):
     rows = listed(signed_in(live_server.url, dev.email).get(f"/console/api-keys/{key.id}").text)
     assert [row[4] for row in rows] == ids[::-1][:keep]  # the newest first, the five oldest gone
     assert [r.request_id for r in stored(key.id)] == ids[5:]
+
+
+@pytest.fixture(scope="module")
+def tool_server(app, settings, tmp_path_factory):
+    with tool_servers(settings, tmp_path_factory.mktemp("key-activity-tools")) as running:
+        yield running
+
+
+def written(key_id: str, count: int) -> list[KeyRequest]:
+    """The key's rows once the tool server's process has written `count` of them (it writes its
+    batch every KEY_ACTIVITY_FLUSH_SECONDS: a wait for the rows, not a measure of it)."""
+    deadline = time.monotonic() + 60
+    while len(found := stored(key_id)) < count and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
+def test_tool_calls_are_on_the_keys_page_as_tool_calls(tool_server):
+    make_catalog(credits=2)
+    dev = make_member(role="developer")
+    key, value = make_key(owner=dev)
+    results = calls(tool_server.mcp, value, [("get_roles", {}), ("get_profile", {"id_value": "nobody"})])
+    assert not results[0].is_error and results[1].is_error
+    revoked, revoked_value = make_key(owner=dev, name="Revoked")
+    revoke_key(revoked)
+    db.session.commit()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_roles", "arguments": {}}}
+    refused = requests.post(tool_server.mcp, json=body, headers={**MCP_HEADERS, "x-api-key": revoked_value}, timeout=30)
+    assert refused.status_code == 401
+
+    tool_rows = [r for r in written(key.id, 3) if r.tool in ("get_roles", "get_profile")]
+    assert [(r.surface, r.method, r.path, r.tool, r.status, r.message) for r in tool_rows] == [
+        ("tools", "POST", "/mcp", "get_roles", 200, None),
+        ("tools", "POST", "/mcp", "get_profile", 404, "Not found"),
+    ]
+    assert all(r.surface == "tools" and r.tool for r in stored(key.id))  # the handshake: by its MCP method
+    assert [(r.surface, r.tool, r.status, r.message) for r in written(revoked.id, 1)] == [
+        ("tools", None, 401, "Unauthorized — the key is revoked")
+    ]
+    page = signed_in(tool_server.rest, dev.email).get(f"/console/api-keys/{key.id}")
+    assert ["tool call get_roles (tool server)", "200"] in [row[1:3] for row in listed(page.text)]

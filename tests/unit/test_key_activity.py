@@ -19,7 +19,8 @@ from app.services.apikeys import revoke_key, rotate_key
 from app.services.key_activity import entry, recent, refused_value_digest, save
 from app.services.members import suspend_member
 from app.web import key_activity as edge
-from tests.key_support import key_header, make_key
+from tests.api_support import make_catalog
+from tests.key_support import key_header, make_key, make_roster, make_workspace_key
 
 
 @pytest.fixture
@@ -134,6 +135,16 @@ def test_the_door_hook_keeps_what_each_request_did(app, recorder):
         (other.id, 401),
     ]
     assert recorder.flush() == 0
+
+
+def test_a_workspace_keys_requests_are_not_kept(app, recorder):
+    """Its page is its member's account page, which lists no requests: nothing to keep them for."""
+    catalog = make_catalog(credits=1)
+    _, value = make_workspace_key(make_roster(profiles=(catalog.mine,)))
+    client = app.test_client()
+    assert client.get(f"/v1/profile/{catalog.mine}", headers=key_header(value)).status_code == 200
+    assert client.get("/v1/roles", headers=key_header(value)).status_code == 403
+    assert list(recorder.pending) == []
 
 
 def test_keep_zero_records_nothing(app, recorder, monkeypatch):
