@@ -8,7 +8,8 @@ the widget API and the tool server (a tool call names its tool). A key is known 
 value is one of its values, live or not: a revoked key, a paused one (its owner suspended) or a
 rotated-out value past its grace is still found by its hash, and its refusal says which it was. A
 value that matches no key (mistyped, made up, malformed) names nobody: it is in the access log by
-its request id, on no key's page.
+its request id, on no key's page. Secret and publishable keys only: a workspace key's page is its
+member's account page, which lists no requests.
 
 What is not kept: the query string (a type-ahead's `q` is someone's search), any header or body,
 the key's value. At most KEY_ACTIVITY_KEEP requests per key, none older than KEY_ACTIVITY_DAYS.
@@ -30,7 +31,7 @@ from app.models.base import sha256_hex, utcnow
 from app.models.key_activity import MESSAGE_LENGTH, PATH_LENGTH
 from app.services.apikeys import KEY_SHAPE
 from app.store import store
-from app.store.key_activity import KeyRequestRecord
+from app.store.key_activity import KeyRequestRecord as KeyRequestRecord  # what the key page lists
 
 API, WIDGET, TOOLS = "api", "widget", "tools"  # the surfaces, as the gateway names them
 

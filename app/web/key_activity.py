@@ -11,8 +11,8 @@ in batches, away from the requests.
 - The tool server records each HTTP request through its door the same way (`record`), naming the
   tool of a tool call.
 
-A process keeps its entries in memory (at most PENDING_LIMIT; the oldest go first if the database
-is away) and a thread of its own writes them every KEY_ACTIVITY_FLUSH_SECONDS in one transaction:
+A process keeps its entries in memory (at most PENDING_LIMIT: should the writer fall behind, the
+oldest go first; a batch the database refuses is logged and dropped) and a thread of its own writes them every KEY_ACTIVITY_FLUSH_SECONDS in one transaction:
 the request pays for an append to a list, and the table gets one multi-row INSERT and one trim per
 key per batch rather than a write per request. The key page writes its own process's entries before
 it reads, so a developer sees their last call at once when the same process serves both; another
@@ -33,13 +33,22 @@ from flask import Flask, Response, current_app, g, request
 
 from app.models import ApiKey
 from app.services.apikeys import WORKSPACE_PREFIX
-from app.services.key_activity import API, TOOLS, WIDGET, Entry, entry, recent, refused_value_digest, save
-from app.store.key_activity import KeyRequestRecord
+from app.services.key_activity import (
+    API,
+    TOOLS,
+    WIDGET,
+    Entry,
+    KeyRequestRecord,
+    entry,
+    recent,
+    refused_value_digest,
+    save,
+)
 from app.store.unit_of_work import commit
+from app.web.api.gateway import API_KEY_HEADER
 
 EXTENSION = "credits_id.key_activity"
 PENDING_LIMIT = 10_000  # entries a process holds while the database is away; the oldest go first
-API_KEY_HEADER = "x-api-key"
 log = logging.getLogger(__name__)
 
 
