@@ -109,8 +109,10 @@ def create_app(overrides: dict[str, Any] | None = None) -> Flask:
     init_metrics(app)
 
     from app.web.api import init_api
+    from app.web.key_activity import init_key_activity
 
     init_api(app)
+    init_key_activity(app)  # each key's recent requests (after logging: it names a refused key first)
 
     from app.cli import register_commands
 

@@ -23,6 +23,10 @@ from app.core.extensions import db  # noqa: E402
 from app.protocol.jwks import keystore  # noqa: E402
 
 KEEP_TABLES = {"alembic_version", "signing_keys"}
+# Apps of the test process (the test client's): they start no thread that writes keys' recent
+# requests behind the tests' backs; entries wait until a test writes them (`recorder().flush()`).
+# The servers the tests start write them as production does.
+IN_PROCESS = {"KEY_ACTIVITY_FLUSH_SECONDS": 0}
 
 
 def in_ci() -> bool:
@@ -109,7 +113,7 @@ def _reset_schema(engine) -> None:
 def app(settings):
     from flask_migrate import upgrade
 
-    app = create_app({k: v for k, v in settings.items() if not k.startswith("_")})
+    app = create_app({**{k: v for k, v in settings.items() if not k.startswith("_")}, **IN_PROCESS})
     with app.app_context():
         _reset_schema(db.engine)
         upgrade()

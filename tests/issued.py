@@ -95,5 +95,6 @@ def separate_app(settings: dict, **overrides):
     login) would leak from one request to the next. Requests to another app instance get fresh
     contexts, as in production."""
     from app import create_app
+    from tests.conftest import IN_PROCESS
 
-    return create_app({**{k: v for k, v in settings.items() if not k.startswith("_")}, **overrides})
+    return create_app({**{k: v for k, v in settings.items() if not k.startswith("_")}, **IN_PROCESS, **overrides})

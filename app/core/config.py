@@ -186,6 +186,17 @@ DEFAULTS: dict[str, Setting] = {
         "The longest a process keeps a key owner's billing standing (balance, spend ceiling) between reads: "
         "how late the gateway may notice credits running out. 0 = read on every request.",
     ),
+    "KEY_ACTIVITY_KEEP": Setting(
+        100,
+        "Requests kept per API key for its console page (the newest; refusals included). 0 = keep none.",
+    ),
+    "KEY_ACTIVITY_DAYS": Setting(
+        30, "Days a key's recent request is kept at most (`flask purge-expired` deletes older ones)."
+    ),
+    "KEY_ACTIVITY_FLUSH_SECONDS": Setting(
+        1.0,
+        "How often each process writes its keys' recent requests, in one batch (0 = each one as its response is sent).",
+    ),
     "PROFILE_PAGE_URL": Setting(
         "",
         "The platform's public page of a profile, `{id}` standing for its id (`https://credits.example.com/p/{id}`): "
@@ -320,6 +331,10 @@ def check_settings(settings: dict[str, Any], problems: list[str] | None = None) 
     for name in [n for n in DEFAULTS if n.endswith("_LIFETIME")]:
         if int(settings[name]) <= 0:  # 0 would make every session, code or token expire at birth
             refuse(f"{name} must be a positive number of seconds")
+    if int(settings["KEY_ACTIVITY_KEEP"]) < 0 or int(settings["KEY_ACTIVITY_DAYS"]) < 1:
+        refuse("KEY_ACTIVITY_KEEP must be 0 (keep none) or more, and KEY_ACTIVITY_DAYS at least 1")
+    if not 0 <= float(settings["KEY_ACTIVITY_FLUSH_SECONDS"]) <= 60:
+        refuse("KEY_ACTIVITY_FLUSH_SECONDS must be between 0 and 60")
     if int(settings["APP_CACHE_SECONDS"]) < 0:
         refuse("APP_CACHE_SECONDS must be 0 (read apps on every request) or a number of seconds")
     if int(settings["AUDIT_RETENTION_DAYS"]) < 0:

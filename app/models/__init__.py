@@ -19,6 +19,7 @@ from app.models.catalog import (
 from app.models.client import Client, ClientStatus, ClientType, Registration
 from app.models.consent import Consent
 from app.models.interaction import Interaction
+from app.models.key_activity import KeyRequest
 from app.models.login_session import LoginSession
 from app.models.one_time_link import LinkPurpose, OneTimeLink
 from app.models.refresh_replay import RefreshReplay
@@ -49,6 +50,7 @@ __all__ = [
     "Interaction",
     "KeyKind",
     "KeyPlan",
+    "KeyRequest",
     "LinkPurpose",
     "LoginSession",
     "OneTimeLink",

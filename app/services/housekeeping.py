@@ -1,8 +1,10 @@
 """Housekeeping: delete what can no longer be used, in small batches, while the service runs.
 
 What "no longer usable" means, table by table, is the store's rule (app/store/expiry.py), which
-knows when the protocol stops accepting a row; this module adds the one policy the store cannot
-know, the audit trail's retention (AUDIT_RETENTION_DAYS: it records IPs; 0 keeps it forever).
+knows when the protocol stops accepting a row; this module adds the policies the store cannot
+know, the audit trail's retention (AUDIT_RETENTION_DAYS: it records IPs; 0 keeps it forever) and a
+key's recent requests' (KEY_ACTIVITY_DAYS; the newest KEY_ACTIVITY_KEEP per key are cut as they
+are written).
 
 Each batch is one short transaction: the store deletes at most `batch_size` rows along the table's
 primary key, continuing where the previous batch stopped, so requests served meanwhile never wait
@@ -26,8 +28,9 @@ TABLES = tuple(PURGEABLE)
 
 
 def _moment(table: str, now: datetime) -> datetime | None:
-    """The moment `table`'s rows are judged at: now, or the audit trail's retention horizon (None:
-    kept forever)."""
+    """The moment `table`'s rows are judged at: now, or a retention's horizon (None: kept forever)."""
+    if table == "api_key_requests":
+        return now - timedelta(days=int(current_app.config["KEY_ACTIVITY_DAYS"]))
     if table != "audit_events":
         return now
     days = int(current_app.config["AUDIT_RETENTION_DAYS"])

@@ -17,6 +17,7 @@
     meter.py           the api_requests meter's counters, one per key and UTC day
     audit_trail.py     the audit trail: events appended with their change, paged newest first,
                        counted by day (the console's activity pictures)
+    key_activity.py    each API key's recent requests (the console's key page), cut to the newest few
     catalog.py         catalog search, type-ahead, collaborators (SQLite's FTS5 text index);
                        catalog_postgresql.py: the same through pg_trgm and full-text GIN indexes
     billing.py         developers' prepaid accounts: the append-only ledger, payments, provider events
@@ -44,6 +45,7 @@ from app.store.catalog_postgresql import PostgresCatalog
 from app.store.codes import SqlCodes
 from app.store.consents import SqlConsents
 from app.store.expiry import SqlExpiry
+from app.store.key_activity import SqlKeyActivity
 from app.store.logins import SqlLogins
 from app.store.meter import SqlMeter
 from app.store.pending_requests import SqlPendingRequests
@@ -56,6 +58,7 @@ from app.store.ports import (
     Codes,
     Consents,
     Expiry,
+    KeyActivity,
     Logins,
     Meter,
     PendingRequests,
@@ -85,6 +88,7 @@ class Store:
     expiry: Expiry
     catalog: Catalog
     billing: Billing
+    key_activity: KeyActivity
 
 
 def sql_store() -> Store:
@@ -104,6 +108,7 @@ def sql_store() -> Store:
         SqlExpiry(),
         SqlCatalog(),
         SqlBilling(),
+        SqlKeyActivity(),
     )
 
 
@@ -131,6 +136,7 @@ def init_store(app: Flask) -> None:
             SqlExpiry(),
             PostgresCatalog(),
             pg.PostgresBilling(),
+            SqlKeyActivity(),  # the same statements: nothing PostgreSQL does better here
         )
     else:
         chosen = sql_store()

@@ -11,6 +11,7 @@ What "no longer usable" means, table by table:
   one_time_links       mailed links (reset, verification, invitation) past `expires_at`, used or not
   webauthn_challenges  passkey challenges nobody answered, past `expires_at` (an answer deletes its own)
   audit_events         written before the retention's horizon (the service says which moment)
+  api_key_requests     a key's recent requests made before their retention's horizon (likewise)
 
 A batch walks the table in primary-key order from where the last one stopped (a keyset), deleting
 at most `size` rows in one short statement. Rescanning from the start instead would read every row
@@ -27,12 +28,22 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Table, func, or_, select
 
-from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, OneTimeLink, Token, WebauthnChallenge
+from app.models import (
+    AuditEvent,
+    AuthorizationCode,
+    Interaction,
+    KeyRequest,
+    LoginSession,
+    OneTimeLink,
+    Token,
+    WebauthnChallenge,
+)
 from app.store.statements import run
 
 _codes, _tokens = AuthorizationCode.__table__, Token.__table__
 _sessions, _interactions = LoginSession.__table__, Interaction.__table__
 _links, _challenges, _audit = OneTimeLink.__table__, WebauthnChallenge.__table__, AuditEvent.__table__
+_key_requests = KeyRequest.__table__
 
 # table name -> (the table, its rows that are done with at `moment`: now, or for the audit trail
 # the retention's horizon)
@@ -52,6 +63,7 @@ PURGEABLE: dict[str, tuple[Table, Callable[[datetime], ColumnElement[bool]]]] = 
     "one_time_links": (_links, lambda now: _links.c.expires_at <= now),
     "webauthn_challenges": (_challenges, lambda now: _challenges.c.expires_at <= now),
     "audit_events": (_audit, lambda horizon: _audit.c.created_at <= horizon),
+    "api_key_requests": (_key_requests, lambda horizon: _key_requests.c.at <= horizon),
 }
 
 

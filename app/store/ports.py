@@ -24,6 +24,7 @@ from app.store.audit_trail import EventQuery
 from app.store.billing import Account, AccountLine, Entry, Payment
 from app.store.catalog import Collaborator, Hits, Suggestion
 from app.store.codes import RedeemedCode, SpentCode
+from app.store.key_activity import KeyRequestRecord
 from app.store.logins import Login, SessionSeen
 from app.store.members import Member
 from app.store.pending_requests import PendingRequest
@@ -175,6 +176,13 @@ class Meter(Protocol):
     def days(self, key_ids: Collection[str], first: date, following: date) -> list[tuple[str, date, int]]: ...
     def last_used(self, key_ids: Collection[str]) -> dict[str, date]: ...
     def fold(self, before: date) -> int: ...
+
+
+class KeyActivity(Protocol):
+    """Each API key's recent requests: written in batches, cut back to the newest `keep` per key."""
+
+    def add(self, rows: Sequence[dict[str, Any]], keep: int) -> None: ...
+    def recent(self, key_id: str, limit: int) -> list[KeyRequestRecord]: ...
 
 
 class AuditTrail(Protocol):

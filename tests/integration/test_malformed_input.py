@@ -193,7 +193,12 @@ def world(sweep_app, restore_keys):
     def after_execute(conn, cursor, statement, parameters, context, executemany):
         verb = statement.lstrip().split(" ", 1)[0].upper()
         changed = verb == "INSERT" or (verb in ("UPDATE", "DELETE") and cursor.rowcount > 0)
-        if world.recording and changed and "INTO audit_events" not in statement:  # refused sign-ins are audited
+        # Refused sign-ins are audited, and a key's refused requests are kept for its console page.
+        if (
+            world.recording
+            and changed
+            and not any(f"INTO {t}" in statement for t in ("audit_events", "api_key_requests"))
+        ):
             world.pending.append(statement.split("\n")[0][:100])
 
     def on_commit(conn):

@@ -8,8 +8,18 @@ from datetime import timedelta
 from sqlalchemy import func, select
 
 from app.core.extensions import db
-from app.models import AuditEvent, AuthorizationCode, Interaction, LoginSession, OneTimeLink, Token, WebauthnChallenge
+from app.models import (
+    AuditEvent,
+    AuthorizationCode,
+    Interaction,
+    KeyRequest,
+    LoginSession,
+    OneTimeLink,
+    Token,
+    WebauthnChallenge,
+)
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
+from app.services.apikeys import create_key
 from app.services.housekeeping import purge_expired, purge_table
 from app.store import store
 from tests.factories import make_client, make_member
@@ -108,9 +118,24 @@ def add_event(age: timedelta) -> AuditEvent:
     return row
 
 
+def add_key_request(key, age: timedelta) -> KeyRequest:
+    row = KeyRequest(
+        key_id=key.id,
+        at=utcnow() - age,
+        surface="api",
+        method="GET",
+        path="/v1/roles",
+        status=200,
+        request_id=new_uuid(),
+    )
+    db.session.add(row)
+    return row
+
+
 def seed():
     member = make_member()
     client, _ = make_client()
+    key, _ = create_key(make_member(role="developer"), "Purged", "secret", "payg")
     keep = {
         "event": add_event(timedelta(days=364)),  # within AUDIT_RETENTION_DAYS (365)
         "code": add_code(client, member, FUTURE, used=True),  # used but unexpired: replay detection needs it
@@ -121,6 +146,7 @@ def seed():
         "interaction": add_interaction(client, FUTURE),
         "link": add_link(member, FUTURE),
         "challenge": add_challenge(member, FUTURE),
+        "key_request": add_key_request(key, timedelta(days=29)),  # within KEY_ACTIVITY_DAYS (30)
     }
     for _ in range(5):
         add_code(client, member, PAST)
@@ -136,6 +162,8 @@ def seed():
         add_challenge(member, PAST)
     for _ in range(4):
         add_event(timedelta(days=366))
+    for _ in range(6):
+        add_key_request(key, timedelta(days=31))
     db.session.commit()
     return {name: row.id for name, row in keep.items()}
 
@@ -157,8 +185,10 @@ def test_purge_deletes_only_what_is_unusable_in_batches():
         "one_time_links": 3,
         "webauthn_challenges": 2,
         "audit_events": 4,
+        "api_key_requests": 6,
     }
     assert remaining(AuthorizationCode) == {keep["code"]}
+    assert remaining(KeyRequest) == {keep["key_request"]}
     assert remaining(Token) == {keep["access"], keep["rotated"], keep["revoked"]}
     assert remaining(LoginSession) == {keep["session"]}
     assert remaining(Interaction) == {keep["interaction"]}
@@ -213,6 +243,7 @@ def test_cli_purge_with_json_and_dry_run(app):
             "one_time_links": 3,
             "webauthn_challenges": 2,
             "audit_events": 4,
+            "api_key_requests": 6,
         },
     }
     db.session.expire_all()
@@ -232,6 +263,7 @@ def test_cli_purge_with_json_and_dry_run(app):
             "one_time_links": 3,
             "webauthn_challenges": 2,
             "audit_events": 4,
+            "api_key_requests": 6,
         },
     }
     assert remaining(AuthorizationCode) == {keep["code"]}
@@ -261,5 +293,6 @@ def test_purge_while_serving_keeps_live_sign_ins_working(live_server):
         "one_time_links": 0,
         "webauthn_challenges": 0,
         "audit_events": 0,
+        "api_key_requests": 0,
     }
     assert rp.refresh(response.json()["refresh_token"]).status_code == 200

@@ -21,6 +21,7 @@ from app.web.api.envelope import NOT_FOUND, ApiError, ok
 from app.web.api.gateway import API, KeyCaller, door
 from app.web.api.versioning import SERVICE_VERSION, deprecated
 from tests.api_support import bearer, make_catalog, member_with_token, uid
+from tests.conftest import IN_PROCESS
 from tests.key_support import key_header, make_key
 
 ORIGIN = {"Origin": "https://widgets.example"}
@@ -192,7 +193,7 @@ def _app_with_a_deprecated_route(settings):
     def current_roles(caller: KeyCaller):
         return ok([])
 
-    fresh = create_app({k: v for k, v in settings.items() if not k.startswith("_")})
+    fresh = create_app({**{k: v for k, v in settings.items() if not k.startswith("_")}, **IN_PROCESS})
     fresh.register_blueprint(legacy)
     return fresh
 

@@ -173,6 +173,24 @@ def test_audit_retention_cannot_be_negative():
     check_settings(load_settings({"APP_ENV": "development", "AUDIT_RETENTION_DAYS": 0}))  # 0 = keep forever
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("KEY_ACTIVITY_KEEP", -1),
+        ("KEY_ACTIVITY_DAYS", 0),
+        ("KEY_ACTIVITY_FLUSH_SECONDS", -1),
+        ("KEY_ACTIVITY_FLUSH_SECONDS", 61),
+    ],
+)
+def test_a_keys_recent_requests_are_kept_within_sane_bounds(name, value):
+    with pytest.raises(ConfigError, match=name):
+        check_settings(load_settings({"APP_ENV": "development", name: value}))
+
+
+def test_keeping_no_recent_requests_and_writing_each_at_once_are_allowed():
+    check_settings(load_settings({"APP_ENV": "development", "KEY_ACTIVITY_KEEP": 0, "KEY_ACTIVITY_FLUSH_SECONDS": 0}))
+
+
 def test_log_style_is_json_or_text():
     """Issue 50, item 16: `make run` reads one line per request (text); production keeps JSON."""
     assert load_settings({"APP_ENV": "development"})["LOG_STYLE"] == "json"

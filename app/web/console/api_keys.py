@@ -1,12 +1,12 @@
 """Console pages for API keys: the list with this month's usage and amount, create (the value is
-shown once), a key's usage per day, rotate and revoke. Thin: each page reads a form, calls
-app/services/apikeys.py and commits once."""
+shown once), a key's usage per day and its recent requests, rotate and revoke. Thin: each page
+reads a form, calls app/services/apikeys.py and commits once."""
 
 from __future__ import annotations
 
 from datetime import date, timedelta
 
-from flask import abort, flash, redirect, render_template, request, url_for
+from flask import abort, current_app, flash, redirect, render_template, request, url_for
 
 from app.core.extensions import db
 from app.models import ApiKey
@@ -30,6 +30,7 @@ from app.web.api.widget_script import snippet as widget_snippet
 from app.web.console import once
 from app.web.console.blueprint import bp, console_page, console_user
 from app.web.console.forms import ActionForm, ApiKeyForm, EditKeyForm, RotateKeyForm, lines
+from app.web.key_activity import recent_requests
 
 
 def _this_month() -> Month:
@@ -142,6 +143,9 @@ def api_key_detail(key_id: str):
         plan_fees=PLAN_FEES,
         terms=terms_of(key.owner_id),  # enterprise terms: custom limits, data storage
         limits=limits_of(key),
+        recent=recent_requests(key),  # its newest requests, refusals included
+        keep=current_app.config["KEY_ACTIVITY_KEEP"],
+        keep_days=current_app.config["KEY_ACTIVITY_DAYS"],
         # The value was shown once: the snippet names the key by its visible start.
         snippet=widget_snippet(f"{key.prefix}…") if key.is_publishable and not key.is_revoked else None,
     )

@@ -43,6 +43,7 @@ from app.store.unit_of_work import runs_again_after
 from app.web.api.envelope import STATUS_MESSAGES, ApiError
 from app.web.api.gateway import GatewayError
 from app.web.api.limits import GATEWAY_REQUEST_ID, Window
+from app.web.key_activity import record_tool_request
 from app.web.toolserver.callers import CALLER, ToolCaller, identify
 
 DATABASE_DOWN = (OperationalError, InterfaceError, PoolTimeoutError)
@@ -59,6 +60,7 @@ class Exchange:
     method: str | None = None  # the MCP method (tools/call, tools/list, server/discover, ...)
     tool: str | None = None
     outcome: int | None = None  # the status a tool call answered (the REST status it maps to)
+    refusal: str | None = None  # why the door or the call refused (the key's recent requests)
     caller: dict[str, str] = field(default_factory=dict)
 
 
@@ -129,8 +131,10 @@ class Door:
                 finally:
                     CALLER.reset(caller_token)
             else:
+                exchange.refusal = caller.message
                 await self._refuse(caller, send_with_headers)
         finally:
+            record_tool_request(exchange.outcome or status, exchange.refusal, exchange.tool or exchange.method)
             self._write_access_line(environ, exchange, status)
             EXCHANGE.reset(exchange_token)
             context.pop()

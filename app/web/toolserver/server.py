@@ -109,6 +109,7 @@ def refusal(status: int, message: str, headers: dict[str, str]) -> WireResult:
         details["error"] = challenged.group(1)  # insufficient_scope: a member's token, a catalog-wide tool
     if exchange is not None:
         details["request_id"] = exchange.request_id
+        exchange.refusal = message  # for the key's recent requests
     return tool_result(details["message"], details, is_error=True)
 
 
