@@ -60,13 +60,13 @@ class Spent:
     reset: int  # whole seconds until the window refills (at least 1)
 
 
-def spend(item: RateLimitItem, scope: str, key: str) -> Spent | None:
-    """Count one request against `key`'s budget in Flask-Limiter's storage (Redis when set).
+def spend(item: RateLimitItem, scope: str, key: str, cost: int = 1) -> Spent | None:
+    """Count one request (`cost` of them) against `key`'s budget in Flask-Limiter's storage (Redis when set).
     None when the counter store is down: the request is served uncounted (fail open, logged)
     rather than every caller being refused. Used where a decorator does not fit or costs too
     much: the token endpoint and the /v1 budget."""
     try:
-        allowed = limiter.limiter.hit(item, scope, key)
+        allowed = limiter.limiter.hit(item, scope, key, cost=cost)
         reset_at, remaining = limiter.limiter.get_window_stats(item, scope, key)
     except Exception as exc:
         log.warning("rate-limit storage unavailable, %s request not counted: %s", scope, type(exc).__name__)

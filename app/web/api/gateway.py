@@ -55,6 +55,8 @@ from app.services.metering import meter_request
 from app.services.rosters import reaches
 from app.services.throttle import spend
 from app.web.api.auth import authenticate, bearer_value, challenge
+from app.web.api.call_cost import call_cost, weighted_note
+from app.web.api.catalog_guard import catalog_call
 from app.web.api.envelope import ApiError, Window
 
 API_KEY_HEADER = "x-api-key"
@@ -125,30 +127,33 @@ def entitled(key: ApiKey, surface: str) -> bool:
     return surface == WIDGET and domain_allows(key.domains, _page_host())
 
 
-def spend_budget(key: ApiKey) -> None:
+def spend_budget(key: ApiKey, cost: int | None = None) -> None:
     """Per-key limits by plan, in Flask-Limiter's storage (Redis when REDIS_URL is set, so every
     process shares the count). Per-second plans are also held to 60 times that per minute, the
     window the headers report; a breach of either is a 429. An enterprise key's custom limits
-    (app/services/billing/enterprise.py) take the plan's place."""
+    (app/services/billing/enterprise.py) take the plan's place. A call counts `cost` requests
+    (default: its route's, app/web/api/call_cost.py - a search counts more), never more than a
+    whole window."""
     plan = limits_of(key)  # the plan's, or an enterprise key's own
+    units = call_cost() if cost is None else cost
     minute_item = RateLimitItemPerMinute(plan.per_minute)
     if plan.window.get_expiry() != 60:
-        burst = spend(plan.window, KEY_SCOPE, key.id)
+        burst = spend(plan.window, KEY_SCOPE, key.id, min(units, plan.window.amount))
         if burst is not None and not burst.allowed:
             g.api_window = Window(plan.per_minute, 0, burst.reset)
             raise GatewayError(
                 429,
-                f"API rate limit exceeded: {plan.window.amount} per second for this key",
+                f"API rate limit exceeded: {plan.window.amount} per second for this key{weighted_note(units)}",
                 {"Retry-After": str(burst.reset)},
             )
-    spent = spend(minute_item, KEY_SCOPE, key.id)
+    spent = spend(minute_item, KEY_SCOPE, key.id, min(units, plan.per_minute))
     if spent is not None:  # None: the counter store is down, served uncounted (as the sign-in budget)
         g.api_window = Window(plan.per_minute, spent.remaining, spent.reset)
         if not spent.allowed:
             g.api_window = Window(plan.per_minute, 0, spent.reset)
             raise GatewayError(
                 429,
-                f"API rate limit exceeded: {plan.per_minute} per minute for this key",
+                f"API rate limit exceeded: {plan.per_minute} per minute for this key{weighted_note(units)}",
                 {"Retry-After": str(spent.reset)},
             )
     if plan.per_day is not None:
@@ -302,8 +307,9 @@ def door(bearer_scope: str | None = None, key: str | None = API, roster: bool = 
         @wraps(view)
         def wrapper(*args, **kwargs):
             if API_KEY_HEADER in request.headers:
-                caller = _key_caller(key, roster, kwargs.get("profile_id"))
-                return answer_and_meter(view, caller, *args, **kwargs)
+                with catalog_call():  # a slot and a time bound: the catalog never starves the sign-in
+                    caller = _key_caller(key, roster, kwargs.get("profile_id"))
+                    return answer_and_meter(view, caller, *args, **kwargs)
             if bearer_scope is not None:
                 if key is not None and bearer_value() is None:
                     # Neither door's credential on a route with both: the spec's gateway refusal,
