@@ -13,7 +13,7 @@ Every number comes from the environment, with defaults for a small machine:
 
   WEB_BIND              address to listen on (host:port)                           127.0.0.1:8000
   WEB_CONCURRENCY       worker processes                                           CPUs
-  WEB_THREADS           threads per worker running the app (at most DATABASE_POOL_SIZE) 1
+  WEB_THREADS           threads per worker running the app (at most DATABASE_POOL_SIZE) 2
   WEB_GRACEFUL_TIMEOUT  seconds a worker may finish its requests on stop/reload     30
   WEB_KEEPALIVE         seconds an idle keep-alive connection is held, and the most a client
                         may take to send a request's headers (1 to 60)              30
@@ -25,11 +25,16 @@ Every number comes from the environment, with defaults for a small machine:
                         not started. Its public URL is MCP_URL (app/core/config.py)         127.0.0.1:8001
   MCP_CONCURRENCY       the tool server's worker processes                              CPUs
 
-One thread per worker by default: the app's requests are short and mostly CPU, so threads of one
-process mostly wait for its interpreter lock, and switching between them costs CPU: `make bench`
-(docs/performance.md) found more CPU per refresh at 8 concurrent clients with 4 threads than with
-1, on SQLite and on a local PostgreSQL alike, with fewer requests served and a longer p99. Raise WEB_THREADS when the database is far enough away that a
-request spends much of its time waiting for it.
+Two threads per worker by default, and no more: the app's requests are short and mostly CPU, so
+threads of one process mostly wait for its interpreter lock, and switching between them costs CPU:
+`make bench` (docs/performance.md) found more CPU per refresh at 8 concurrent clients with 4 threads
+than with 1, on SQLite and on a local PostgreSQL alike, with fewer requests served and a longer p99.
+But one thread is not enough once the catalog shares the worker: a search holding a worker's only
+thread made every sign-in request behind it wait (issue 47). A worker runs at most
+CATALOG_CONCURRENCY catalog calls at once (1 by default; app/services/catalog_guard.py), so with
+one thread more than that a sign-in request always finds a thread no catalog call holds; the start
+warns when WEB_THREADS leaves no such thread. Raise WEB_THREADS when the database is far enough
+away that a request spends much of its time waiting for it.
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
 any number of them, on any number of machines, serve one issuer; a worker that dies is replaced.
@@ -76,7 +81,7 @@ JSON_LOGGING: dict[str, Any] = {
 }
 
 
-DEFAULT_THREADS = 1  # per worker: see the module docstring
+DEFAULT_THREADS = 2  # per worker: see the module docstring
 
 # gunicorn's settings that granian has no use for: said once at start, so an operator who set them
 # is not left believing they still apply.
@@ -84,6 +89,19 @@ RETIRED = {
     "WEB_TIMEOUT": "granian does not kill a worker for a slow request",
     "WEB_MAX_REQUESTS": "to replace workers against a leak, set WEB_WORKERS_MAX_RSS (MiB)",
 }
+
+
+def catalog_thread_warning(environ: os._Environ | dict = os.environ) -> str | None:
+    """A line when the catalog may hold every thread of a worker (WEB_THREADS at most
+    CATALOG_CONCURRENCY, which is not 0): a sign-in request may then wait behind searches."""
+    threads = int(environ.get("WEB_THREADS") or DEFAULT_THREADS)
+    catalog = int(environ.get("CATALOG_CONCURRENCY") or 1)
+    if catalog and threads <= catalog:
+        return (
+            f"WEB_THREADS={threads} with CATALOG_CONCURRENCY={catalog}: catalog calls may take every thread of a "
+            "worker and sign-in requests wait behind them; keep WEB_THREADS above CATALOG_CONCURRENCY"
+        )
+    return None
 
 
 def retired_settings(environ: os._Environ | dict = os.environ) -> list[str]:
@@ -267,6 +285,8 @@ def main(argv: list[str] | None = None) -> None:
     if argv:
         raise SystemExit("usage: serve.py [tools]")
     for line in retired_settings():
+        log.warning(line)
+    if (line := catalog_thread_warning()) is not None:
         log.warning(line)
     metrics_at = metrics_address()
     folder, own = fresh_metrics_dir()
