@@ -30,10 +30,11 @@ threads of one process mostly wait for its interpreter lock, and switching betwe
 `make bench` (docs/performance.md) found more CPU per refresh at 8 concurrent clients with 4 threads
 than with 1, on SQLite and on a local PostgreSQL alike, with fewer requests served and a longer p99.
 But one thread is not enough once the catalog shares the worker: a search holding a worker's only
-thread made every sign-in request behind it wait (issue 47). A worker runs at most
-CATALOG_CONCURRENCY catalog calls at once (1 by default; app/services/catalog_guard.py), so with
-one thread more than that a sign-in request always finds a thread no catalog call holds; the start
-warns when WEB_THREADS leaves no such thread. Raise WEB_THREADS when the database is far enough
+thread made every sign-in request behind it wait (issue 47). The server runs at most
+CATALOG_SEARCH_CONCURRENCY searches at once (1 by default; app/services/catalog_guard.py: its
+workers and its tool server share the slots, through files in CATALOG_SLOTS_DIR, a fresh folder
+made here), so with one thread more than that a sign-in request always finds a thread no search
+holds; the start warns when WEB_THREADS leaves no such thread. Raise WEB_THREADS when the database is far enough
 away that a request spends much of its time waiting for it.
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
@@ -93,13 +94,13 @@ RETIRED = {
 
 def catalog_thread_warning(environ: os._Environ | dict = os.environ) -> str | None:
     """A line when the catalog may hold every thread of a worker (WEB_THREADS at most
-    CATALOG_CONCURRENCY, which is not 0): a sign-in request may then wait behind searches."""
+    CATALOG_SEARCH_CONCURRENCY, which is not 0): a sign-in request may then wait behind searches."""
     threads = int(environ.get("WEB_THREADS") or DEFAULT_THREADS)
-    catalog = int(environ.get("CATALOG_CONCURRENCY") or 1)
+    catalog = int(environ.get("CATALOG_SEARCH_CONCURRENCY") or 1)
     if catalog and threads <= catalog:
         return (
-            f"WEB_THREADS={threads} with CATALOG_CONCURRENCY={catalog}: catalog calls may take every thread of a "
-            "worker and sign-in requests wait behind them; keep WEB_THREADS above CATALOG_CONCURRENCY"
+            f"WEB_THREADS={threads} with CATALOG_SEARCH_CONCURRENCY={catalog}: searches may take every thread of a "
+            "worker and sign-in requests wait behind them; keep WEB_THREADS above CATALOG_SEARCH_CONCURRENCY"
         )
     return None
 
@@ -232,6 +233,15 @@ def fresh_metrics_dir() -> tuple[Path, bool]:
     return folder, own
 
 
+def fresh_slots_dir() -> tuple[Path, bool]:
+    """CATALOG_SLOTS_DIR, where the workers and the tool server share their search slots
+    (app/core/slots.py): a fresh folder unless one is set. True when it is our own (removed on exit)."""
+    own = not os.environ.get("CATALOG_SLOTS_DIR")
+    if own:
+        os.environ["CATALOG_SLOTS_DIR"] = tempfile.mkdtemp(prefix="credits-id-slots-")
+    return Path(os.environ["CATALOG_SLOTS_DIR"]), own
+
+
 def metrics_address(environ: os._Environ | dict = os.environ) -> tuple[str, int] | None:
     """METRICS_BIND as (host, port), or None when unset or metrics are off. A malformed value stops
     the start: a scraper silently finding nothing is worse."""
@@ -290,6 +300,7 @@ def main(argv: list[str] | None = None) -> None:
         log.warning(line)
     metrics_at = metrics_address()
     folder, own = fresh_metrics_dir()
+    slots, own_slots = fresh_slots_dir()  # before the workers and the tool server start: they inherit it
     tools = None
     try:
         if metrics_at is not None:
@@ -305,6 +316,8 @@ def main(argv: list[str] | None = None) -> None:
             stop(tools, int(os.environ.get("WEB_GRACEFUL_TIMEOUT") or 30))
         if own:
             shutil.rmtree(folder, ignore_errors=True)
+        if own_slots:
+            shutil.rmtree(slots, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -177,8 +177,8 @@ def test_the_start_warns_when_the_catalog_may_take_every_thread():
     from serve import catalog_thread_warning
 
     assert catalog_thread_warning({}) is None  # two threads, one catalog slot: one always free
-    assert catalog_thread_warning({"WEB_THREADS": "4", "CATALOG_CONCURRENCY": "3"}) is None
-    assert catalog_thread_warning({"CATALOG_CONCURRENCY": "0", "WEB_THREADS": "1"}) is None  # no limit asked for
+    assert catalog_thread_warning({"WEB_THREADS": "4", "CATALOG_SEARCH_CONCURRENCY": "3"}) is None
+    assert catalog_thread_warning({"CATALOG_SEARCH_CONCURRENCY": "0", "WEB_THREADS": "1"}) is None  # no limit asked for
     line = catalog_thread_warning({"WEB_THREADS": "1"})
-    assert line is not None and "keep WEB_THREADS above CATALOG_CONCURRENCY" in line
-    assert catalog_thread_warning({"WEB_THREADS": "2", "CATALOG_CONCURRENCY": "2"}) is not None
+    assert line is not None and "keep WEB_THREADS above CATALOG_SEARCH_CONCURRENCY" in line
+    assert catalog_thread_warning({"WEB_THREADS": "2", "CATALOG_SEARCH_CONCURRENCY": "2"}) is not None

@@ -1,6 +1,6 @@
 """The catalog can never starve the sign-in (issue 47): a catalog call's statements are bounded in
 time and a timed-out call is a clear 503 in the envelope, never a 5xx and never metered; a
-process runs at most CATALOG_CONCURRENCY catalog calls at once and refuses the next at once,
+process runs at most CATALOG_SEARCH_CONCURRENCY catalog calls at once and refuses the next at once,
 whatever way each call ends; a search counts CATALOG_SEARCH_WEIGHT requests of the key's budgets.
 On both stores (TEST_DATABASE_URL for PostgreSQL)."""
 
@@ -20,8 +20,8 @@ from app.store import store
 from app.store.statements import run
 from app.store.unit_of_work import unit_of_work
 from app.web.api.catalog_guard import BUSY, EXTENSION, TOO_SLOW
-from tests.api_support import make_catalog, uid
-from tests.key_support import index_catalog, key_header, make_key
+from tests.api_support import make_catalog
+from tests.key_support import index_catalog, key_header, make_key, make_roster, make_workspace_key
 
 # Runs until it is stopped: a count to a billion, one row at a time (either store).
 SLOW = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000000000) SELECT count(*) FROM n"
@@ -91,7 +91,7 @@ def test_a_statement_past_the_bound_is_a_clear_503_with_retry_after_and_is_not_m
     monkeypatch.setattr(type(store().catalog), "search", slow_search)
     with guard(bound_ms=50) as made:
         response = client.post("/v1/search", json={"keyword": "ada"}, headers=key_header(value))
-        assert made.running == 0
+        assert made.searching == 0
     assert_api_error(response, 503, TOO_SLOW)
     assert response.headers["Retry-After"] == "2"
     assert "RateLimit-Remaining" in response.headers  # the call was admitted: its budget was spent
@@ -107,11 +107,11 @@ def test_the_bound_stops_a_statement_inside_the_call_and_rolls_its_writes_back(a
     from app.models import CreditRole
 
     with app.app_context(), guard(bound_ms=1) as made:  # a request of its own, as in production
-        with pytest.raises(StatementTimeout), made.call():
+        with pytest.raises(StatementTimeout), made.call(search=True):
             db.session.add(CreditRole(id=901, name="Written in the call"))
             db.session.flush()  # a write: the call's transaction is open
             run(text(LONGER_THAN_A_MILLISECOND)).scalar()
-        assert made.running == 0
+        assert made.searching == 0
     with app.app_context():  # the next request, outside any call: the same statement is not bounded
         assert run(text(LONGER_THAN_A_MILLISECOND)).scalar() == 300000
         assert db.session.get(CreditRole, 901) is None  # rolled back with the call
@@ -122,66 +122,74 @@ def test_the_sign_in_never_carries_the_bound(app):
         pytest.skip("statement_timeout is PostgreSQL's; SQLite's bound is checked above")
     with app.app_context():  # a catalog request: its own unit of work, as in production
         default = run(text("SHOW statement_timeout")).scalar()
-        with guard(bound_ms=1234) as made, made.call():
+        with guard(bound_ms=1234) as made, made.call(search=True):
             assert run(text("SHOW statement_timeout")).scalar() == "1234ms"
     with app.app_context():  # the next request to take the connection, unbounded (a sign-in)
         assert run(text("SHOW statement_timeout")).scalar() == default
     with app.app_context():  # ... and a catalog call inside an open transaction bounds it alone
         run(text("UPDATE credit_roles SET name = name WHERE id < 0"))
-        with guard(bound_ms=4321) as made, made.call():
+        with guard(bound_ms=4321) as made, made.call(search=True):
             assert run(text("SHOW statement_timeout")).scalar() == "4321ms"
         unit_of_work().rollback()
         assert run(text("SHOW statement_timeout")).scalar() == default
 
 
 def test_no_bound_when_the_setting_is_zero(app):
-    with guard(bound_ms=0) as made, made.call():
+    with guard(bound_ms=0) as made, made.call(search=True):
         assert run(text(LONGER_THAN_A_MILLISECOND)).scalar() == 300000
 
 
 # -- the slots ----------------------------------------------------------------------------------------
 
 
-def test_a_call_finding_every_slot_taken_is_refused_at_once_without_spending_or_metering(client, catalog):
+def test_a_search_finding_every_slot_taken_is_refused_at_once_without_spending_or_metering(client, catalog):
     key, value = make_key(plan="scale")
     with guard(slots=1) as made:
-        with made.call():  # another thread's search, holding the process's one slot
-            response = client.get(f"/v1/profile/{catalog.other}", headers=key_header(value))
+        with made.call(search=True):  # another thread's search, holding the process's one slot
+            response = client.post("/v1/search", json={"keyword": "ada"}, headers=key_header(value))
             assert_api_error(response, 503, BUSY)
             assert response.headers["Retry-After"] == "1"
             assert "RateLimit-Remaining" not in response.headers  # refused before the key's budget
-            assert made.running == 1
-        after = client.get(f"/v1/profile/{catalog.other}", headers=key_header(value))
+            assert made.searching == 1
+            # A lookup takes no slot: it is answered beside the search.
+            lookup = client.get(f"/v1/profile/{catalog.other}", headers=key_header(value))
+            assert lookup.status_code == 200 and lookup.headers["RateLimit-Remaining"] == "5999"
+        after = client.post("/v1/search", json={"keyword": "ada"}, headers=key_header(value))
     assert after.status_code == 200
-    assert after.headers["RateLimit-Remaining"] == "5999"  # the busy refusal spent nothing
-    assert meter(key) == 1
+    assert after.headers["RateLimit-Remaining"] == "5989"  # the busy refusal spent nothing
+    assert meter(key) == 2
 
 
-def test_the_slot_is_given_back_however_the_call_ends(client, catalog, monkeypatch):
+def test_the_slot_is_given_back_however_the_search_ends(client, catalog, monkeypatch):
     _key, value = make_key(plan="scale")
+    _workspace, workspace_value = make_workspace_key(make_roster(profiles=(catalog.other,)))
+
+    def search(body, headers):
+        return client.post("/v1/search", json=body, headers=headers).status_code
+
     with guard(slots=1, bound_ms=50) as made:
         outcomes = [
-            client.get("/v1/roles", headers=key_header("msk_" + "A" * 43)).status_code,  # unknown key
-            client.get("/v1/roles", headers=key_header("")).status_code,  # no key
-            client.get(f"/v1/profile/{uid(9, 9)}", headers=key_header(value)).status_code,  # not found
-            client.post("/v1/search", json={"keyword": ""}, headers=key_header(value)).status_code,  # bad input
-            client.get("/v1/me", headers=key_header(value)).status_code,  # a sign-in-only route
+            search({"keyword": "ada"}, key_header("msk_" + "A" * 43)),  # unknown key
+            search({"keyword": "ada"}, key_header("")),  # no key
+            search({"keyword": ""}, key_header(value)),  # bad input
+            search({"keyword": "ada"}, key_header(workspace_value)),  # a key that may not search
         ]
         monkeypatch.setattr(type(store().catalog), "search", slow_search)
-        outcomes.append(client.post("/v1/search", json={"keyword": "ada"}, headers=key_header(value)).status_code)
+        outcomes.append(search({"keyword": "ada"}, key_header(value)))  # past the time bound
 
         def crash(*_args, **_kwargs):
             raise RuntimeError("a bug in a read")
 
-        monkeypatch.setattr(type(store().catalog), "autocomplete", crash)
-        outcomes.append(client.get("/v1/search/autocomplete?q=ada", headers=key_header(value)).status_code)
-        assert outcomes == [401, 401, 404, 400, 403, 503, 500]
-        assert made.running == 0
-        assert client.get("/v1/roles", headers=key_header(value)).status_code == 200  # the slot is free
+        monkeypatch.setattr(type(store().catalog), "search", crash)
+        outcomes.append(search({"keyword": "ada"}, key_header(value)))  # a failure on our side
+        assert outcomes == [401, 401, 400, 403, 503, 500]
+        assert made.searching == 0
+        monkeypatch.undo()
+        assert search({"keyword": "ada"}, key_header(value)) == 200  # the slot is free
 
 
 def test_the_sign_in_takes_no_slot(client, catalog):
-    with guard(slots=1) as made, made.call():
+    with guard(slots=1) as made, made.call(search=True):
         assert client.get("/.well-known/openid-configuration").status_code == 200
         assert client.get("/api/auth/jwks").status_code == 200
 
@@ -263,9 +271,64 @@ def test_the_tool_servers_search_weighs_as_the_rest_search_and_its_timeout_is_a_
     monkeypatch.setattr(type(store().catalog), "search", slow_search)
     with guard(bound_ms=50) as made:
         status, result, _ = tool_call()
-        assert made.running == 0
+        assert made.searching == 0
     assert status == 503 and result.is_error
     assert result.structured_content["code"] == 503
     assert result.structured_content["retryAfter"] == 2
     assert result.structured_content["message"].startswith(TOO_SLOW)
     assert meter(key) == 1
+
+
+# -- the server's shared slots ------------------------------------------------------------------------
+
+
+def test_shared_slots_are_shared_by_processes_and_threads_and_freed_when_a_holder_dies(tmp_path):
+    import subprocess
+    import sys
+    import threading
+
+    from app.core.slots import SharedSlots
+
+    slots = SharedSlots(tmp_path, 2)
+    first = slots.try_take()
+    assert first is not None
+    other_thread: list[int | None] = []
+    thread = threading.Thread(target=lambda: other_thread.append(slots.try_take()))
+    thread.start()
+    thread.join()
+    assert other_thread[0] is not None and other_thread[0] != first  # a second thread, the second slot
+    assert slots.try_take() is None  # both taken
+    slots.give_back(other_thread[0])
+    # Another process (a worker) takes the freed slot and holds it until it dies.
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from app.core.slots import SharedSlots; "
+            f"s = SharedSlots(Path({str(tmp_path)!r}), 2); print(s.try_take(), s.try_take(), flush=True); "
+            "time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().split() == [str(other_thread[0]), "None"]  # one free slot, not two
+        assert slots.try_take() is None  # the other process holds it
+    finally:
+        holder.kill()
+        holder.wait()
+    assert slots.try_take() == other_thread[0]  # the kernel freed it with the process
+
+
+def test_a_guard_on_shared_slots_refuses_the_second_search(app, tmp_path):
+    from app.services.catalog_guard import CatalogBusy
+
+    one, two = CatalogGuard(1, 0, tmp_path), CatalogGuard(1, 0, tmp_path)  # two workers' guards
+    with one.call(search=True):
+        with pytest.raises(CatalogBusy), two.call(search=True):
+            pass
+        with two.call(search=False):  # a lookup takes no slot
+            pass
+    with two.call(search=True):
+        assert two.searching == 1

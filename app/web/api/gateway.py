@@ -307,7 +307,7 @@ def door(bearer_scope: str | None = None, key: str | None = API, roster: bool = 
         @wraps(view)
         def wrapper(*args, **kwargs):
             if API_KEY_HEADER in request.headers:
-                with catalog_call():  # a slot and a time bound: the catalog never starves the sign-in
+                with catalog_call():  # a time bound, a slot for a search: the catalog never starves the sign-in
                     caller = _key_caller(key, roster, kwargs.get("profile_id"))
                     return answer_and_meter(view, caller, *args, **kwargs)
             if bearer_scope is not None:

@@ -123,7 +123,7 @@ def _run(tool: CatalogTool, arguments: dict[str, Any]) -> tuple[int, CallToolRes
     """Budget, read, count: one unit of work, committed once when the call answers."""
     caller = CALLER.get()
     try:
-        with catalog_call():  # a slot and a time bound, as a /v1 catalog request (503 when refused)
+        with catalog_call(tool.name):  # a time bound (and a slot for a search), as on /v1 (503 when refused)
             caller.admit(tool.name, arguments)
             data = tool.call(arguments)
             caller.settle()
