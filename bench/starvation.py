@@ -145,8 +145,14 @@ async def search_load(harness: Any, origin: str, keys: list[str], clients: int, 
     statuses: dict[int, int] = {}
     served: list[float] = []
     stopping = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
     began = time.monotonic()
+    tasks: list[asyncio.Task] = []
+
+    def stop() -> None:  # a client waiting on a slow answer is cancelled after 5 s
+        stopping.set()
+        asyncio.get_running_loop().call_later(5, lambda: [task.cancel() for task in tasks])
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
 
     async def client(n: int) -> None:
         conn = harness.Conn(host, int(port))
@@ -172,7 +178,8 @@ async def search_load(harness: Any, origin: str, keys: list[str], clients: int, 
         finally:
             await conn.close()
 
-    await asyncio.gather(*(client(n) for n in range(clients)))
+    tasks.extend(asyncio.create_task(client(n)) for n in range(clients))
+    await asyncio.gather(*tasks, return_exceptions=True)
     seconds = time.monotonic() - began
     ordered = sorted(served)
     return {
@@ -291,6 +298,7 @@ def main(argv: list[str] | None = None) -> None:
         "loaded": {n: [] for n in OPERATIONS},
     }
     loads: list[dict] = []
+    load: subprocess.Popen | None = None
     try:
         facts = prepare(a.database_url, str(KEYS_DIR))
         proc, origin = start(a.database_url, str(KEYS_DIR), a.guard == "on", a.workers, a.threads, tmp / "server.log")
@@ -311,6 +319,7 @@ def main(argv: list[str] | None = None) -> None:
                 if load is not None:
                     load.terminate()  # SIGTERM: the clients stop and write what they got
                     load.wait(timeout=60)
+                    load = None
                     loads.append(json.loads(result_file.read_text()))
             print(f"round {round_no + 1} of {a.rounds} done", file=sys.stderr)
         report(phases, loads, a)
@@ -320,6 +329,9 @@ def main(argv: list[str] | None = None) -> None:
             print(log.read_text(errors="replace")[-4000:], file=sys.stderr)
         raise
     finally:
+        if load is not None and load.poll() is None:
+            load.kill()
+            load.wait()
         stop(proc)
         shutil.rmtree(tmp, ignore_errors=True)
 
