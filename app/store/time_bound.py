@@ -3,7 +3,7 @@ search, however unlucky its keyword, holds the database's CPU - and a worker - f
 likes. The sign-in's statements never carry it.
 
     with bounded(ms):      every statement the unit of work sends meanwhile is bounded; one that
-        ...                runs past the bound raises StatementTimeout (its work rolled back)
+        ...                runs past the bound raises StatementTimeout (the caller rolls its work back)
 
 How each store bounds a statement (the implementation is chosen once, by `init_time_bound`):
 
@@ -28,11 +28,11 @@ from flask import Flask, current_app, g, has_app_context
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from app.core.extensions import db
 from app.store.unit_of_work import unit_of_work
 
 EXTENSION = "credits_id.time_bound"
 _WANTED = "statement_bound_ms"  # in `g`: the bound the request's statements carry now, if any
+_HANDLED = "credits_id.progress_handler"  # in the pool record's info: a handler is set
 STEPS = 1000  # SQLite instructions between two looks at the clock (a few microseconds' work)
 
 
@@ -62,16 +62,18 @@ class SqliteBound:
 
     def conform(self, dbapi_connection: Any, info: MutableMapping[str, Any], bound_ms: int | None) -> None:
         if bound_ms is None:
-            dbapi_connection.set_progress_handler(None, 0)
+            if info.pop(_HANDLED, None):  # only a connection this module bounded is touched
+                dbapi_connection.set_progress_handler(None, 0)
             return
         deadline = time.monotonic() + bound_ms / 1000
         dbapi_connection.set_progress_handler(lambda: time.monotonic() > deadline, STEPS)
+        info[_HANDLED] = True
 
     def is_timeout(self, error: BaseException) -> bool:
         return isinstance(error, sqlite3.OperationalError) and str(error) == "interrupted"
 
     def after(self, dbapi_connection: Any, info: MutableMapping[str, Any]) -> None:
-        dbapi_connection.set_progress_handler(None, 0)  # a C call: cleared at once
+        self.conform(dbapi_connection, info, None)  # a C call: cleared at once
 
 
 def _wanted() -> int | None:
@@ -121,8 +123,7 @@ def bounded(bound_ms: int) -> Iterator[None]:
     except Exception as error:
         if not chosen.is_timeout(getattr(error, "orig", None) or error):
             raise
-        db.session.rollback()  # the call's work, ORM and store alike: nothing is half-written
-        raise StatementTimeout(bound_ms) from None
+        raise StatementTimeout(bound_ms) from None  # the edge that owns the unit of work rolls it back
     finally:
         g.pop(_WANTED, None)
         current = unit.current

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from flask import current_app, request
 
+from app.core.extensions import db
 from app.services.catalog_guard import CatalogBusy, CatalogGuard, StatementTimeout
 from app.web.api.call_cost import call_cost
 from app.web.api.envelope import STATUS_MESSAGES, ApiError
@@ -60,5 +61,6 @@ def catalog_call(tool: str | None = None) -> Iterator[None]:
     except CatalogBusy:
         raise ApiError(503, BUSY, {"Retry-After": BUSY_RETRY_AFTER}) from None
     except StatementTimeout as timeout:
+        db.session.rollback()  # the call's work, ORM and store alike: nothing is half-written
         log.warning("catalog call stopped on %s %s: %s", request.method, request.path, timeout)
         raise ApiError(503, TOO_SLOW, {"Retry-After": TOO_SLOW_RETRY_AFTER}) from None
