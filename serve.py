@@ -13,7 +13,7 @@ Every number comes from the environment, with defaults for a small machine:
 
   WEB_BIND              address to listen on (host:port)                           127.0.0.1:8000
   WEB_CONCURRENCY       worker processes                                           CPUs
-  WEB_THREADS           threads per worker running the app (at most DATABASE_POOL_SIZE) 1
+  WEB_THREADS           threads per worker running the app (at most DATABASE_POOL_SIZE) 2
   WEB_GRACEFUL_TIMEOUT  seconds a worker may finish its requests on stop/reload     30
   WEB_KEEPALIVE         seconds an idle keep-alive connection is held, and the most a client
                         may take to send a request's headers (1 to 60)              30
@@ -25,11 +25,17 @@ Every number comes from the environment, with defaults for a small machine:
                         not started. Its public URL is MCP_URL (app/core/config.py)         127.0.0.1:8001
   MCP_CONCURRENCY       the tool server's worker processes                              CPUs
 
-One thread per worker by default: the app's requests are short and mostly CPU, so threads of one
-process mostly wait for its interpreter lock, and switching between them costs CPU: `make bench`
-(docs/performance.md) found more CPU per refresh at 8 concurrent clients with 4 threads than with
-1, on SQLite and on a local PostgreSQL alike, with fewer requests served and a longer p99. Raise WEB_THREADS when the database is far enough away that a
-request spends much of its time waiting for it.
+Two threads per worker by default, and no more: the app's requests are short and mostly CPU, so
+threads of one process mostly wait for its interpreter lock, and switching between them costs CPU:
+`make bench` (docs/performance.md) found more CPU per refresh at 8 concurrent clients with 4 threads
+than with 1, on SQLite and on a local PostgreSQL alike, with fewer requests served and a longer p99.
+But one thread is not enough once the catalog shares the worker: a search holding a worker's only
+thread made every sign-in request behind it wait (issue 47). The server runs at most
+CATALOG_SEARCH_CONCURRENCY searches at once (1 by default; app/services/catalog_guard.py: its
+workers and its tool server share the slots, through files in CATALOG_SLOTS_DIR, a fresh folder
+made here), so with one thread more than that a sign-in request always finds a thread no search
+holds; the start warns when WEB_THREADS leaves no such thread. Raise WEB_THREADS when the database is far enough
+away that a request spends much of its time waiting for it.
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
 any number of them, on any number of machines, serve one issuer; a worker that dies is replaced.
@@ -76,7 +82,7 @@ JSON_LOGGING: dict[str, Any] = {
 }
 
 
-DEFAULT_THREADS = 1  # per worker: see the module docstring
+DEFAULT_THREADS = 2  # per worker: see the module docstring
 
 # gunicorn's settings that granian has no use for: said once at start, so an operator who set them
 # is not left believing they still apply.
@@ -84,6 +90,19 @@ RETIRED = {
     "WEB_TIMEOUT": "granian does not kill a worker for a slow request",
     "WEB_MAX_REQUESTS": "to replace workers against a leak, set WEB_WORKERS_MAX_RSS (MiB)",
 }
+
+
+def catalog_thread_warning(environ: os._Environ | dict = os.environ) -> str | None:
+    """A line when the catalog may hold every thread of a worker (WEB_THREADS at most
+    CATALOG_SEARCH_CONCURRENCY, which is not 0): a sign-in request may then wait behind searches."""
+    threads = int(environ.get("WEB_THREADS") or DEFAULT_THREADS)
+    catalog = int(environ.get("CATALOG_SEARCH_CONCURRENCY") or 1)
+    if catalog and threads <= catalog:
+        return (
+            f"WEB_THREADS={threads} with CATALOG_SEARCH_CONCURRENCY={catalog}: searches may take every thread of a "
+            "worker and sign-in requests wait behind them; keep WEB_THREADS above CATALOG_SEARCH_CONCURRENCY"
+        )
+    return None
 
 
 def retired_settings(environ: os._Environ | dict = os.environ) -> list[str]:
@@ -214,6 +233,15 @@ def fresh_metrics_dir() -> tuple[Path, bool]:
     return folder, own
 
 
+def fresh_slots_dir() -> tuple[Path, bool]:
+    """CATALOG_SLOTS_DIR, where the workers and the tool server share their search slots
+    (app/core/slots.py): a fresh folder unless one is set. True when it is our own (removed on exit)."""
+    own = not os.environ.get("CATALOG_SLOTS_DIR")
+    if own:
+        os.environ["CATALOG_SLOTS_DIR"] = tempfile.mkdtemp(prefix="credits-id-slots-")
+    return Path(os.environ["CATALOG_SLOTS_DIR"]), own
+
+
 def metrics_address(environ: os._Environ | dict = os.environ) -> tuple[str, int] | None:
     """METRICS_BIND as (host, port), or None when unset or metrics are off. A malformed value stops
     the start: a scraper silently finding nothing is worse."""
@@ -268,8 +296,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("usage: serve.py [tools]")
     for line in retired_settings():
         log.warning(line)
+    if (line := catalog_thread_warning()) is not None:
+        log.warning(line)
     metrics_at = metrics_address()
     folder, own = fresh_metrics_dir()
+    slots, own_slots = fresh_slots_dir()  # before the workers and the tool server start: they inherit it
     tools = None
     try:
         if metrics_at is not None:
@@ -285,6 +316,8 @@ def main(argv: list[str] | None = None) -> None:
             stop(tools, int(os.environ.get("WEB_GRACEFUL_TIMEOUT") or 30))
         if own:
             shutil.rmtree(folder, ignore_errors=True)
+        if own_slots:
+            shutil.rmtree(slots, ignore_errors=True)
 
 
 if __name__ == "__main__":

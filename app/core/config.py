@@ -169,6 +169,23 @@ DEFAULTS: dict[str, Setting] = {
         300,
         "Requests per minute to the `/v1` data API per sign-in (a grant: its access token and those refreshed from it).",
     ),
+    "CATALOG_STATEMENT_TIMEOUT_MS": Setting(
+        2000,
+        "Milliseconds a statement of a catalog call (the key door, the tool server) may run before the call is "
+        "answered 503 with Retry-After; the sign-in's statements are never bounded. 0 = no bound.",
+    ),
+    "CATALOG_SEARCH_CONCURRENCY": Setting(
+        1,
+        "Searches the server runs at once (serve.py's workers and tool server together; each process on its own "
+        "without serve.py); the next is answered 503 with Retry-After at once. Keep it below WEB_THREADS so a "
+        "sign-in request always finds a thread no search holds. 0 = no limit.",
+    ),
+    "CATALOG_SLOTS_DIR": Setting(
+        "", "Where serve.py's processes share their search slots: a fresh folder serve.py makes and sets itself."
+    ),
+    "CATALOG_SEARCH_WEIGHT": Setting(
+        10, "Requests a search counts for against an API key's per-second and per-minute budgets (others count 1)."
+    ),
     "BILLING_PROVIDER": Setting(
         "offline",
         "How cards are saved and charged: `stripe` (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET) or `offline` "
@@ -312,6 +329,10 @@ def check_settings(settings: dict[str, Any], problems: list[str] | None = None) 
         refuse("MCP_URL must not carry a query or fragment")
     if int(settings["API_RATE_LIMIT_PER_MINUTE"]) <= 0:
         refuse("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
+    if int(settings["CATALOG_STATEMENT_TIMEOUT_MS"]) < 0 or int(settings["CATALOG_SEARCH_CONCURRENCY"]) < 0:
+        refuse("CATALOG_STATEMENT_TIMEOUT_MS and CATALOG_SEARCH_CONCURRENCY must be 0 (off) or a positive number")
+    if int(settings["CATALOG_SEARCH_WEIGHT"]) < 1:
+        refuse("CATALOG_SEARCH_WEIGHT must be 1 or more requests")
     profile_page = urlsplit(settings["PROFILE_PAGE_URL"]) if settings["PROFILE_PAGE_URL"] else None
     if profile_page is not None and (
         profile_page.scheme not in {"http", "https"}

@@ -32,7 +32,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 from flask import Flask, current_app, request
 from limits import RateLimitItem, parse
@@ -62,17 +62,17 @@ class Spent:
     reset: int  # whole seconds until the window refills (at least 1)
 
 
-def spend(item: RateLimitItem, scope: str, key: str) -> Spent | None:
-    """Count one request against `key`'s budget in Flask-Limiter's storage (Redis when set).
+def spend(item: RateLimitItem, scope: str, key: str, cost: int = 1) -> Spent | None:
+    """Count one request (`cost` of them) against `key`'s budget in Flask-Limiter's storage (Redis when set).
     None when the counter store is down: the request is served uncounted (fail open, logged)
     rather than every caller being refused. Used where a decorator does not fit or costs too
     much: the token endpoint and the /v1 budget. On Redis one round trip (`spend_in_turn`'s
     script), where limits' own calls take three (INCRBY, GET, TTL)."""
     if _redis_scriptable(limiter.storage):
-        spent = _spend_by_script(limiter.storage, [(item, scope, key)])
+        spent = _spend_by_script(limiter.storage, [Budget(item, scope, key, cost)])
         return spent[0] if spent is not None else None
     try:
-        allowed = limiter.limiter.hit(item, scope, key)
+        allowed = limiter.limiter.hit(item, scope, key, cost=cost)
         reset_at, remaining = limiter.limiter.get_window_stats(item, scope, key)
     except Exception as exc:
         log.warning("rate-limit storage unavailable, %s request not counted: %s", scope, type(exc).__name__)
@@ -80,20 +80,29 @@ def spend(item: RateLimitItem, scope: str, key: str) -> Spent | None:
     return Spent(allowed, max(0, remaining), max(1, min(item.get_expiry(), math.ceil(reset_at - time.time()))))
 
 
-Budget = tuple[RateLimitItem, str, str]  # a limit, its scope and whose budget it is (as `spend`'s)
+class Budget(NamedTuple):
+    """A limit, its scope, whose budget it is, and how many requests this one counts (as `spend`'s)."""
 
-# Each budget in turn: take one (limits' fixed window: INCRBY, EXPIRE on the first), read its TTL;
-# stop after the first one spent. Returns count, TTL for each budget counted.
+    item: RateLimitItem
+    scope: str
+    key: str
+    cost: int = 1
+
+
+# Each budget in turn: take its cost (limits' fixed window: INCRBY, EXPIRE on the first), read its
+# TTL; stop after the first one spent. ARGV holds (expiry, amount, cost) per budget. Returns count,
+# TTL for each budget counted.
 _SPEND_IN_TURN = b"""
 local out = {}
 for i, key in ipairs(KEYS) do
-  local current = redis.call("incrby", key, 1)
-  if current == 1 then
-    redis.call("expire", key, ARGV[2 * i - 1])
+  local cost = tonumber(ARGV[3 * i])
+  local current = redis.call("incrby", key, cost)
+  if current == cost then
+    redis.call("expire", key, ARGV[3 * i - 2])
   end
   out[#out + 1] = current
   out[#out + 1] = redis.call("ttl", key)
-  if current > tonumber(ARGV[2 * i]) then
+  if current > tonumber(ARGV[3 * i - 1]) then
     break
   end
 end
@@ -102,19 +111,20 @@ return out
 _SCRIPT = "_credits_id_spend_in_turn"  # where a Redis storage keeps the script, registered once
 
 
-def spend_in_turn(budgets: Sequence[Budget]) -> list[Spent] | None:
-    """Count one request against each of `budgets` in turn, stopping at the first that refuses it
+def spend_in_turn(budgets: Sequence[Budget | tuple[RateLimitItem, str, str]]) -> list[Spent] | None:
+    """Count a request (each budget's `cost` of them) against each of `budgets` in turn, stopping at the first that refuses it
     (its Spent, last of the list, is not allowed): a per-second burst, then the minute, then the
     day. The counts are limits' own (the same counters, fixed windows, as `spend` reads and the
     limiter's decorators), taken in one round trip on Redis (one script, so a budget's count and
     its window are read together) and budget by budget on the in-memory store. None when the
     counter store is down (served uncounted, logged, as `spend`)."""
     storage = limiter.storage
+    each = [Budget(*budget) for budget in budgets]
     if _redis_scriptable(storage):
-        return _spend_by_script(storage, budgets)
+        return _spend_by_script(storage, each)
     spent: list[Spent] = []
-    for item, scope, key in budgets:
-        one = spend(item, scope, key)
+    for item, scope, key, cost in each:
+        one = spend(item, scope, key, cost)
         if one is None:
             return None
         spent.append(one)
@@ -130,15 +140,15 @@ def _spend_by_script(storage: RedisStorage, budgets: Sequence[Budget]) -> list[S
         if script is None:
             script = storage.get_connection().register_script(_SPEND_IN_TURN)
             setattr(storage, _SCRIPT, script)
-        keys = [storage.prefixed_key(item.key_for(scope, key)) for item, scope, key in budgets]
-        limits = [str(n) for item, _scope, _key in budgets for n in (item.get_expiry(), item.amount)]
+        keys = [storage.prefixed_key(b.item.key_for(b.scope, b.key)) for b in budgets]
+        limits = [str(n) for b in budgets for n in (b.item.get_expiry(), b.item.amount, b.cost)]
         answer = [int(n) for n in script(keys, limits)]
     except Exception as exc:
-        log.warning("rate-limit storage unavailable, %s request not counted: %s", budgets[0][1], type(exc).__name__)
+        log.warning("rate-limit storage unavailable, %s request not counted: %s", budgets[0].scope, type(exc).__name__)
         return None
     return [
-        Spent(current <= item.amount, max(0, item.amount - current), max(1, min(item.get_expiry(), ttl)))
-        for (item, _scope, _key), current, ttl in zip(budgets, answer[0::2], answer[1::2], strict=False)
+        Spent(current <= b.item.amount, max(0, b.item.amount - current), max(1, min(b.item.get_expiry(), ttl)))
+        for b, current, ttl in zip(budgets, answer[0::2], answer[1::2], strict=False)
     ]
 
 

@@ -21,6 +21,8 @@
     catalog.py         catalog search, type-ahead, collaborators (SQLite's FTS5 text index);
                        catalog_postgresql.py: the same through pg_trgm and full-text GIN indexes
     billing.py         developers' prepaid accounts: the append-only ledger, payments, provider events
+    time_bound.py      how long a catalog call's statements may run (time_bound_postgresql.py:
+                       statement_timeout; SQLite: the progress handler)
 
 The implementations are chosen once, when the app is created (`init_store`): no dialect is tested
 anywhere else, and SQLite (the local default) and PostgreSQL run the same code but where
@@ -66,6 +68,7 @@ from app.store.ports import (
     Tokens,
 )
 from app.store.rosters import SqlRosters
+from app.store.time_bound import init_time_bound
 from app.store.tokens import SqlTokens
 
 EXTENSION = "credits_id.store"
@@ -141,6 +144,7 @@ def init_store(app: Flask) -> None:
     else:
         chosen = sql_store()
     app.extensions[EXTENSION] = chosen
+    init_time_bound(app, engine)  # catalog calls' statements bounded (app/store/time_bound.py)
 
 
 def store() -> Store:

@@ -57,7 +57,7 @@ def test_settings_come_from_the_environment():
 def test_defaults_for_a_small_machine():
     options = server_options({})
     assert (options["address"], options["port"]) == ("127.0.0.1", 8000)
-    assert options["workers"] == (os.cpu_count() or 1) and options["blocking_threads"] == 1
+    assert options["workers"] == (os.cpu_count() or 1) and options["blocking_threads"] == 2
     assert options["workers_max_rss"] is None  # workers are not replaced for their memory unless asked
     assert options["http1_settings"].header_read_timeout == 30_000
 
@@ -171,3 +171,14 @@ def test_an_idle_keep_alive_connection_is_closed_after_web_keepalive(app, settin
             assert _get(sock).startswith(b"HTTP/1.1 200")  # kept alive between requests
             time.sleep(2.5)
             assert _get(sock) == b""  # closed by the server while idle
+
+
+def test_the_start_warns_when_the_catalog_may_take_every_thread():
+    from serve import catalog_thread_warning
+
+    assert catalog_thread_warning({}) is None  # two threads, one catalog slot: one always free
+    assert catalog_thread_warning({"WEB_THREADS": "4", "CATALOG_SEARCH_CONCURRENCY": "3"}) is None
+    assert catalog_thread_warning({"CATALOG_SEARCH_CONCURRENCY": "0", "WEB_THREADS": "1"}) is None  # no limit asked for
+    line = catalog_thread_warning({"WEB_THREADS": "1"})
+    assert line is not None and "keep WEB_THREADS above CATALOG_SEARCH_CONCURRENCY" in line
+    assert catalog_thread_warning({"WEB_THREADS": "2", "CATALOG_SEARCH_CONCURRENCY": "2"}) is not None

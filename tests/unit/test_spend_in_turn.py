@@ -9,7 +9,7 @@ import redis
 from limits import RateLimitItemPerHour, RateLimitItemPerMinute
 
 from app.core.extensions import limiter
-from app.services.throttle import spend, spend_in_turn
+from app.services.throttle import Budget, spend, spend_in_turn
 from tests.conftest import redis_test_url, unavailable
 from tests.issued import separate_app
 
@@ -71,3 +71,16 @@ def test_spend_alone_counts_on_the_same_counters(counters):
     assert [(s.allowed, s.remaining) for s in answers if s is not None] == [(True, 1), (True, 0), (False, 0)]
     assert all(s is not None and 1 <= s.reset <= 60 for s in answers)
     assert limiter.limiter.get_window_stats(minute, "test-one", "k4").remaining == 0
+
+
+def test_a_weighted_request_counts_its_cost_in_each_budget(counters):
+    """A search counts more than a lookup (app/web/api/call_cost.py): its cost is taken from each
+    budget it is counted against, on Redis as in memory, and a cost past what is left refuses it."""
+    minute, hour = RateLimitItemPerMinute(25), RateLimitItemPerHour(100)
+    spent = spend_in_turn([Budget(minute, "test-cost", "k5", 10), Budget(hour, "test-cost-hour", "k5", 1)])
+    assert spent is not None and [(s.allowed, s.remaining) for s in spent] == [(True, 15), (True, 99)]
+    assert limiter.limiter.get_window_stats(minute, "test-cost", "k5").remaining == 15
+    alone = spend(minute, "test-cost", "k5", cost=10)
+    assert alone is not None and alone.allowed and alone.remaining == 5
+    refused = spend(minute, "test-cost", "k5", cost=10)
+    assert refused is not None and not refused.allowed and refused.remaining == 0

@@ -55,6 +55,8 @@ from app.services.metering import meter_request
 from app.services.rosters import reaches
 from app.services.throttle import Budget, Spent, spend_in_turn
 from app.web.api.auth import authenticate, bearer_value, challenge
+from app.web.api.call_cost import call_cost, weighted_note
+from app.web.api.catalog_guard import catalog_call
 from app.web.api.envelope import ApiError, Window
 
 API_KEY_HEADER = "x-api-key"
@@ -125,22 +127,25 @@ def entitled(key: ApiKey, surface: str) -> bool:
     return surface == WIDGET and domain_allows(key.domains, _page_host())
 
 
-def spend_budget(key: ApiKey) -> None:
+def spend_budget(key: ApiKey, cost: int | None = None) -> None:
     """Per-key limits by plan, in Flask-Limiter's storage (Redis when REDIS_URL is set, so every
     process shares the count). Per-second plans are also held to 60 times that per minute, the
     window the headers report; a breach of either is a 429. An enterprise key's custom limits
     (app/services/billing/enterprise.py) take the plan's place. A plan with a daily cap (workspace
     keys) is counted against it too (`_day_refused`). The budgets are taken in turn, one round trip
-    on Redis (`spend_in_turn`): a request refused by one is not counted against the next."""
+    on Redis (`spend_in_turn`): a request refused by one is not counted against the next. A call
+    counts `cost` requests (default: its route's, app/web/api/call_cost.py - a search counts more),
+    never more than a whole window; against a daily cap it counts once."""
     plan = limits_of(key)  # the plan's, or an enterprise key's own
+    units = call_cost() if cost is None else cost
     minute_item = RateLimitItemPerMinute(plan.per_minute)
     budgets: list[Budget] = []
     if plan.window.get_expiry() != 60:
-        budgets.append((plan.window, KEY_SCOPE, key.id))
-    budgets.append((minute_item, KEY_SCOPE, key.id))
+        budgets.append(Budget(plan.window, KEY_SCOPE, key.id, min(units, plan.window.amount)))
+    budgets.append(Budget(minute_item, KEY_SCOPE, key.id, min(units, plan.per_minute)))
     now = datetime.now(UTC)
     if plan.per_day is not None:
-        budgets.append((RateLimitItemPerDay(plan.per_day), DAY_SCOPE, day_counter(key.id, now.date())))
+        budgets.append(Budget(RateLimitItemPerDay(plan.per_day), DAY_SCOPE, day_counter(key.id, now.date())))
     spent = spend_in_turn(budgets)
     if spent is None:  # the counter store is down: served uncounted (as the sign-in budget)
         return
@@ -151,7 +156,7 @@ def spend_budget(key: ApiKey) -> None:
             g.api_window = Window(plan.per_minute, 0, burst.reset)
             raise GatewayError(
                 429,
-                f"API rate limit exceeded: {plan.window.amount} per second for this key",
+                f"API rate limit exceeded: {plan.window.amount} per second for this key{weighted_note(units)}",
                 {"Retry-After": str(burst.reset)},
             )
     minute = next(taken)
@@ -160,7 +165,7 @@ def spend_budget(key: ApiKey) -> None:
         g.api_window = Window(plan.per_minute, 0, minute.reset)
         raise GatewayError(
             429,
-            f"API rate limit exceeded: {plan.per_minute} per minute for this key",
+            f"API rate limit exceeded: {plan.per_minute} per minute for this key{weighted_note(units)}",
             {"Retry-After": str(minute.reset)},
         )
     if plan.per_day is not None:
@@ -310,8 +315,9 @@ def door(bearer_scope: str | None = None, key: str | None = API, roster: bool = 
         @wraps(view)
         def wrapper(*args, **kwargs):
             if API_KEY_HEADER in request.headers:
-                caller = _key_caller(key, roster, kwargs.get("profile_id"))
-                return answer_and_meter(view, caller, *args, **kwargs)
+                with catalog_call():  # a time bound, a slot for a search: the catalog never starves the sign-in
+                    caller = _key_caller(key, roster, kwargs.get("profile_id"))
+                    return answer_and_meter(view, caller, *args, **kwargs)
             if bearer_scope is not None:
                 if key is not None and bearer_value() is None:
                     # Neither door's credential on a route with both: the spec's gateway refusal,

@@ -33,6 +33,7 @@ from app.store.tokens import StoredToken
 from app.store.unit_of_work import commit
 from app.web.api.auth import allowed, own_profile_id
 from app.web.api.auth import challenge as bearer_challenge
+from app.web.api.call_cost import call_cost
 from app.web.api.envelope import ApiError
 from app.web.api.gateway import (
     CANNOT_CONSUME,
@@ -81,7 +82,7 @@ class KeyCaller:
         return {"key_id": self.key.id, "key_prefix": self.key.prefix}
 
     def admit(self, tool: str, arguments: Mapping[str, Any]) -> None:
-        spend_budget(self.key)
+        spend_budget(self.key, call_cost(tool))  # a search counts more (app/web/api/call_cost.py)
         pay_gate(self.key)  # 402 when the owner's credits are used up or the ceiling reached
 
     def settle(self) -> None:

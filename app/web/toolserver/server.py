@@ -39,6 +39,7 @@ from mcp.types import (
 )
 
 from app.core.extensions import db
+from app.web.api.catalog_guard import catalog_call
 from app.web.api.envelope import STATUS_MESSAGES, ApiError
 from app.web.api.gateway import GatewayError
 from app.web.api.limits import SERVICE_VERSION
@@ -134,9 +135,10 @@ def _run(tool: CatalogTool, arguments: dict[str, Any]) -> tuple[int, WireResult]
     """Budget, read, count: one unit of work, committed once when the call answers."""
     caller = CALLER.get()
     try:
-        caller.admit(tool.name, arguments)
-        data = tool.call(arguments)
-        caller.settle()
+        with catalog_call(tool.name):  # a time bound (and a slot for a search), as on /v1 (503 when refused)
+            caller.admit(tool.name, arguments)
+            data = tool.call(arguments)
+            caller.settle()
     except (ApiError, GatewayError) as refused:
         db.session.rollback()
         return refused.status, refusal(refused.status, refused.message, refused.headers)
