@@ -6,7 +6,9 @@ tool call's result is built in the wire form the SDK's model dumps to."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
@@ -60,6 +62,15 @@ def test_the_client_address_behind_one_trusted_proxy():
 # -- behind the door, in-process: the endpoint served straight from the door -------------------------
 
 
+def _run(awaitable) -> None:
+    """Run a coroutine to its end in a thread of its own, with this test's context (its app
+    context): a real-browser test earlier in the session may leave its event loop running in this
+    thread, where `asyncio.run` refuses to start another."""
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(context.run, asyncio.run, awaitable).result()
+
+
 def _serve(asgi, scope: dict, body: bytes = b"") -> list[dict]:
     """One request through an ASGI app, in-process; the messages it sent."""
     sent: list[dict] = []
@@ -70,7 +81,7 @@ def _serve(asgi, scope: dict, body: bytes = b"") -> list[dict]:
     async def send(message) -> None:
         sent.append(dict(message))
 
-    asyncio.run(asgi(scope, receive, send))
+    _run(asgi(scope, receive, send))
     return sent
 
 
@@ -116,7 +127,7 @@ def test_a_failure_behind_the_door_is_a_bare_500_and_is_raised_to_be_logged(app)
         sent.append(dict(message))
 
     with pytest.raises(RuntimeError):
-        asyncio.run(behind(_keyed(value), receive, send))
+        _run(behind(_keyed(value), receive, send))
     assert sent[0]["status"] == 500
     assert sent[1]["body"] == b"Internal Server Error"  # no stack trace, no detail
 
