@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -45,6 +46,8 @@ class Server:
         return [json.loads(line) for line in self.log_text().splitlines() if line.strip()]
 
     def stop(self) -> None:
+        """Stop granian's main process, then whatever of its group outlived it: a worker it
+        respawned after a test killed one is left behind otherwise, still serving."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -52,6 +55,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
 
 
 def launch(settings: dict, log_dir: Path, workers: int = 1, threads: int = 8, **env: str) -> Server:
@@ -63,7 +68,12 @@ def launch(settings: dict, log_dir: Path, workers: int = 1, threads: int = 8, **
     )
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(
-        [sys.executable, "serve.py"], cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT
+        [sys.executable, "serve.py"],
+        cwd=ROOT,
+        env=environment,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # a process group of its own, stopped whole (`stop`)
     )
     server = Server(proc, port, log_path)
     deadline = time.monotonic() + 90
