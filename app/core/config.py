@@ -122,7 +122,8 @@ DEFAULTS: dict[str, Setting] = {
     ),
     "APP_CACHE_SECONDS": Setting(
         60,
-        "On PostgreSQL, the longest a process keeps an app it read; changes drop it at once by LISTEN/NOTIFY. "
+        "On PostgreSQL, the longest a process keeps an app or a presented API key it read; changes drop it at once "
+        "by LISTEN/NOTIFY. "
         "0 = read on every request (needed behind a pooler that does not carry LISTEN).",
     ),
     "LOG_LEVEL": Setting("INFO", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."),
@@ -357,7 +358,7 @@ def check_settings(settings: dict[str, Any], problems: list[str] | None = None) 
     if not 0 <= float(settings["KEY_ACTIVITY_FLUSH_SECONDS"]) <= 60:
         refuse("KEY_ACTIVITY_FLUSH_SECONDS must be between 0 and 60")
     if int(settings["APP_CACHE_SECONDS"]) < 0:
-        refuse("APP_CACHE_SECONDS must be 0 (read apps on every request) or a number of seconds")
+        refuse("APP_CACHE_SECONDS must be 0 (read apps and keys on every request) or a number of seconds")
     if int(settings["AUDIT_RETENTION_DAYS"]) < 0:
         refuse("AUDIT_RETENTION_DAYS must be 0 (keep forever) or a number of days")
     if not 0 <= int(settings["REFRESH_GRACE_SECONDS"]) <= MAX_REFRESH_GRACE_SECONDS:

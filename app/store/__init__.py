@@ -9,8 +9,8 @@
                        the SQL implementation of each aggregate, with its statements (built once)
                        and the frozen records it hands back
     postgresql.py      what PostgreSQL does better: several writes in one statement, the row locks
-                       that make revocation win every race, apps kept between requests
-    app_cache.py       those kept apps, vouched for by LISTEN/NOTIFY
+                       that make revocation win every race, rows kept between requests
+    row_cache.py       rows kept between requests (apps, presented keys), vouched for by LISTEN/NOTIFY
     expiry.py          when a row can no longer be used, and its deletion in batches (housekeeping)
     rosters.py         members' rosters of catalog profiles, and a workspace key's reach
     api_keys.py        API keys: the one a request presents (by its hash), the ones people manage
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from flask import Flask, current_app
 
 from app.core.extensions import db
-from app.store import app_cache
 from app.store import postgresql as pg
+from app.store import row_cache
 from app.store.api_keys import SqlApiKeys
 from app.store.apps import SqlApps
 from app.store.audit_trail import SqlAuditTrail
@@ -120,11 +120,12 @@ def init_store(app: Flask) -> None:
     with app.app_context():
         engine = db.engine
     if engine.dialect.name == "postgresql":
-        apps = pg.postgresql_apps(
+        kept = pg.row_cache_for(
             engine, float(app.config["APP_CACHE_SECONDS"]), int(app.config["DATABASE_CONNECT_TIMEOUT"])
         )
-        if apps.cache is not None:  # filed for inspection too (tests, an operator's shell)
-            app.extensions[app_cache.EXTENSION] = apps.cache
+        if kept is not None:  # filed for inspection too (tests, an operator's shell)
+            app.extensions[row_cache.EXTENSION] = kept
+        apps = pg.PostgresApps(kept)
         chosen = Store(
             apps,
             pg.PostgresCodes(),
@@ -133,7 +134,7 @@ def init_store(app: Flask) -> None:
             pg.PostgresPendingRequests(apps),
             SqlConsents(),
             pg.PostgresRosters(),
-            SqlApiKeys(),
+            pg.PostgresApiKeys(kept),
             pg.PostgresMeter(),
             pg.PostgresAuditTrail(),
             SqlExpiry(),

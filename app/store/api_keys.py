@@ -13,10 +13,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, or_, select
-from sqlalchemy.orm import joinedload
+from sqlalchemy.orm import Session, joinedload
 
 from app.core.extensions import db
 from app.models import ApiKey, KeyKind
+from app.store.unit_of_work import unit_of_work
 
 # Built once: every request through the key door runs it (SQLAlchemy caches its compiled form).
 # A key's current value or, inside a rotation's grace, its previous one: both columns are indexed.
@@ -33,8 +34,12 @@ class SqlApiKeys:
 
     def by_digest(self, digest: str) -> ApiKey | None:
         """The key whose value (current or previous) hashes to `digest`, its owner loaded with it,
-        whatever its state: the caller judges it."""
-        key: ApiKey | None = db.session.scalar(_BY_DIGEST, {"digest": digest})
+        whatever its state: the caller judges it. A read-only copy, outside the request's session:
+        the door reads it and never changes it, and on PostgreSQL the same copy serves later requests
+        (app/store/row_cache.py), so it must not be tied to one request's session - read through a
+        session of its own on the request's connection (its transaction, if any, left as it was)."""
+        with Session(bind=unit_of_work().connection(), join_transaction_mode="rollback_only") as reader:
+            key: ApiKey | None = reader.scalar(_BY_DIGEST, {"digest": digest})
         return key
 
     def by_id(self, key_id: str) -> ApiKey | None:

@@ -10,14 +10,15 @@ does better in their place. This module is the one place a dialect is spelled ou
   why it must): storing a pair takes the member's and the app's advisory locks shared first, and
   ending grants takes the member's (or the app's) exclusively before anything else, so whichever
   comes second waits for the first to commit and then sees what it did.
-- **Apps kept between requests** while LISTEN/NOTIFY vouches for them (app/store/app_cache.py).
+- **Apps and presented API keys kept between requests** while LISTEN/NOTIFY vouches for them
+  (app/store/row_cache.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     CTE,
@@ -42,6 +43,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import IntegrityError
 
 from app.models import (
+    ApiKey,
     ApiUsage,
     AuditEvent,
     AuthorizationCode,
@@ -56,7 +58,8 @@ from app.models import (
     Token,
     User,
 )
-from app.store import app_cache
+from app.store import row_cache
+from app.store.api_keys import SqlApiKeys
 from app.store.apps import App, Key, RegisteredApp, SqlApps
 from app.store.audit_trail import SqlAuditTrail
 from app.store.billing import SqlBilling
@@ -73,6 +76,7 @@ from app.store.unit_of_work import has_written, on_its_own, unit_of_work
 _users, _clients, _tokens = User.__table__, Client.__table__, Token.__table__
 _events, _codes, _consents = AuditEvent.__table__, AuthorizationCode.__table__, Consent.__table__
 _sessions, _requests = LoginSession.__table__, Interaction.__table__
+R = TypeVar("R")  # a row kept between requests (an app, a presented key)
 
 
 def rows_for_each(source: CTE, table: Table, columns: Sequence[str], prefix: str) -> Select[Any]:
@@ -342,15 +346,49 @@ class PostgresBilling(SqlBilling):
         return run(statement.returning(table.c.event_id)).first() is not None
 
 
-# -- apps kept between requests -------------------------------------------------------------------
+# -- apps and presented keys kept between requests ------------------------------------------------
+
+
+def row_cache_for(engine: Engine, seconds: float, connect_timeout: int) -> row_cache.RowCache[Any] | None:
+    """The process's kept rows (apps, presented keys), each kept for `seconds` (0: none, as behind a
+    pooler that does not carry LISTEN); a change this process writes drops them at once."""
+    if seconds <= 0:
+        return None
+    cache: row_cache.RowCache[Any] = row_cache.RowCache(row_cache.listener_connect(engine, connect_timeout), seconds)
+    event.listen(engine, "after_cursor_execute", row_cache.forget_on_write(cache))
+    return cache
+
+
+def _kept(
+    cache: row_cache.RowCache[Any],
+    key: row_cache.Key,
+    read: Callable[[], R | None],
+    filed_under: Callable[[R], tuple[row_cache.Key, ...]],
+) -> R | None:
+    """The copy under `key`, else `read()` - kept under each of `filed_under(row)` if it read a
+    committed row (a read inside a transaction, which may see the request's own uncommitted change,
+    is not)."""
+    kept: R | None = cache.get(key)
+    if kept is not None:
+        return kept
+    generation = cache.generation
+    written = has_written()
+    found = read()
+    if found is not None and not written:
+        cache.keep(found, generation, *filed_under(found))
+    return found
+
+
+def _app_keys(app: App) -> tuple[row_cache.Key, ...]:
+    """One read of an app files it under both keys it is asked by."""
+    return ("client_id", app.client_id), ("id", app.id)
 
 
 class PostgresApps(SqlApps):
     """Apps on PostgreSQL: read from this process's copy while the database vouches for it
-    (app/store/app_cache.py); a read inside a transaction (which may see the request's own,
-    uncommitted change) is never kept; a change this process writes drops the copies at once."""
+    (app/store/row_cache.py)."""
 
-    def __init__(self, cache: app_cache.AppCache[App] | None) -> None:
+    def __init__(self, cache: row_cache.RowCache[Any] | None) -> None:
         self.cache = cache
 
     def keep_agent(self, client_id: str, values: dict[str, Any]) -> RegisteredApp:
@@ -367,22 +405,19 @@ class PostgresApps(SqlApps):
         cache = self.cache
         if cache is None:
             return super()._read(key, statement, params)
-        kept = cache.get(key)
-        if kept is not None:
-            return kept
-        generation = cache.generation
-        written = has_written()
-        app = super()._read(key, statement, params)
-        if app is not None and not written:
-            cache.keep(app, generation)
-        return app
+        return _kept(cache, key, lambda: super(PostgresApps, self)._read(key, statement, params), _app_keys)
 
 
-def postgresql_apps(engine: Engine, seconds: float, connect_timeout: int) -> PostgresApps:
-    """The apps store, keeping copies for `seconds` (0: none, as behind a pooler that does not
-    carry LISTEN)."""
-    if seconds <= 0:
-        return PostgresApps(None)
-    cache: app_cache.AppCache[App] = app_cache.AppCache(app_cache.listener_connect(engine, connect_timeout), seconds)
-    event.listen(engine, "after_cursor_execute", app_cache.forget_on_write(cache))
-    return PostgresApps(cache)
+class PostgresApiKeys(SqlApiKeys):
+    """API keys on PostgreSQL: the key a request presents, with its owner, read from this
+    process's copy while the database vouches for it (app/store/row_cache.py: a change to the key
+    or to its owner - a revocation, a rotation, a suspension, a role taken away - drops it)."""
+
+    def __init__(self, cache: row_cache.RowCache[Any] | None) -> None:
+        self.cache = cache
+
+    def by_digest(self, digest: str) -> ApiKey | None:
+        if self.cache is None:
+            return super().by_digest(digest)
+        key = ("api_key", digest)
+        return _kept(self.cache, key, lambda: super(PostgresApiKeys, self).by_digest(digest), lambda _found: (key,))

@@ -5,7 +5,7 @@ included. On a database in another machine each costs a network latency, whateve
 Budgets (issue 20): a code exchange in at most 5 (the client, read before the transaction; BEGIN,
 the code found and spent by one UPDATE ... RETURNING, the tokens, COMMIT), userinfo in at most 2
 (one read, no transaction around it), and no pre-ping before either. Once the process keeps a copy
-of the app (app/store/app_cache.py), an exchange or a refresh does not read it: 4. A transaction begins at a
+of the app (app/store/row_cache.py), an exchange or a refresh does not read it: 4. A transaction begins at a
 request's first write (app/store/unit_of_work.py), so a page that only reads sends its reads alone."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from tests.factories import PASSWORD, make_member
 from tests.flows import csrf_token
 from tests.integration.test_passkeys import options_on
 from tests.integration.test_query_counts import USERINFO, Member, forget_kept_apps
+from tests.key_support import key_header, make_key
 from tests.production.servers import requires_postgres
 from tests.soft_authenticator import SoftAuthenticator
 
@@ -289,3 +290,16 @@ def test_the_second_step_with_a_passkey_takes_fourteen_round_trips_after_the_pas
     assert done.status_code == 302
     assert len(page_trips) == 7 and "INSERT" in page_trips, page_trips
     assert len(answer_trips) == 7 and "DELETE" in answer_trips, answer_trips
+
+
+def test_a_catalog_call_through_the_key_door_takes_two_round_trips_once_its_key_is_kept(traced_app):
+    """The catalog's read and the meter's count, committed as it is written: the key is this
+    process's copy (app/store/row_cache.py) and the connection already carries the catalog's time
+    bound (app/store/time_bound.py), so neither costs a trip."""
+    _key, value = make_key()
+    client = traced_app.test_client()
+    assert client.get("/v1/roles", headers=key_header(value)).status_code == 200
+    with round_trips(traced_app) as trips:
+        response = client.get("/v1/roles", headers=key_header(value))
+    assert response.status_code == 200 and response.get_json()["data"]
+    assert len(trips) == 2 and "BEGIN" not in trips, trips

@@ -16,6 +16,7 @@ import re
 
 from flask import Blueprint, Response, request
 
+from app.models import Profile
 from app.web.api import catalog, reads
 from app.web.api.auth import Caller, own_profile_id
 from app.web.api.envelope import INVALID_PARAMETERS, NOT_FOUND, ApiError, ok
@@ -28,27 +29,30 @@ CREDITS = "credits:read"  # the member's credits profile and credit rows
 ANALYTICS = "analytics:read"  # the member's chart rows; needs the pro membership at request time
 
 
-def _profile(profile_id: str) -> Response:
-    profile = reads.find_profile(profile_id)
-    if profile is None:
+def reached(caller: Caller | KeyCaller, profile_id: str | None = None) -> Profile:
+    """The profile a caller may read, loaded once: any existing one with a key, its own with a
+    token (`profile_id` None: the token's own) - or 404."""
+    if isinstance(caller, KeyCaller):
+        found = catalog.find_profile(profile_id or "")
+    else:
+        found = reads.find_profile(own_profile_id(caller, profile_id))
+    if found is None:
         raise ApiError(404, NOT_FOUND)
-    return ok(reads.profile_json(profile))
+    return found
 
 
 def reached_profile(caller: Caller | KeyCaller, profile_id: str) -> str:
-    """The profile id a caller may read: any existing one with a key, its own with a token."""
+    """The id of the profile a caller may read (`reached`), for the reads that need only its id.
+    A token's own profile needs no lookup: its rows are read by the id."""
     if isinstance(caller, KeyCaller):
-        profile = catalog.find_profile(profile_id)
-        if profile is None:
-            raise ApiError(404, NOT_FOUND)
-        return profile.id
+        return reached(caller, profile_id).id
     return own_profile_id(caller, profile_id)
 
 
 @bp.get("/me")
 @door(CREDITS, key=None)
 def me(caller: Caller) -> Response:
-    return _profile(own_profile_id(caller))
+    return ok(reads.profile_json(reached(caller)))
 
 
 @bp.get("/me/credits")
@@ -66,7 +70,7 @@ def my_analytics(caller: Caller) -> Response:
 @bp.get("/profile/<profile_id>")
 @door(CREDITS, roster=True)
 def profile(caller: Caller | KeyCaller, profile_id: str) -> Response:
-    return _profile(reached_profile(caller, profile_id))
+    return ok(reads.profile_json(reached(caller, profile_id)))
 
 
 @bp.get("/profile/<profile_id>/credits")

@@ -16,7 +16,7 @@ from app.web.api import cards, reads
 from app.web.api.envelope import INVALID_PARAMETERS, NOT_FOUND, ApiError, ok, page
 from app.web.api.gateway import WIDGET, KeyCaller, door
 from app.web.api.paging import PageRequest, page_request
-from app.web.api.views import reached_profile
+from app.web.api.views import reached, reached_profile
 
 bp = Blueprint("widget_api", __name__, url_prefix="/embed/v1")
 
@@ -24,7 +24,7 @@ bp = Blueprint("widget_api", __name__, url_prefix="/embed/v1")
 @bp.get("/profile/<profile_id>")
 @door(key=WIDGET)
 def profile(caller: KeyCaller, profile_id: str) -> Response:
-    return ok(reads.profile_json(reads.find_profile(reached_profile(caller, profile_id))))
+    return ok(reads.profile_json(reached(caller, profile_id)))
 
 
 @bp.get("/profile/<profile_id>/credits")

@@ -1,4 +1,4 @@
-"""Apps kept between requests on PostgreSQL (app/store/app_cache.py): a copy is used only
+"""Apps kept between requests on PostgreSQL (app/store/row_cache.py): a copy is used only
 while the database vouches for it, so a change to an app counts from the next request on, in this
 process and in every other, however it was made."""
 
@@ -15,14 +15,18 @@ from sqlalchemy import update
 from app import create_app
 from app.core.config import ConfigError
 from app.core.extensions import db
-from app.models import Client
+from app.models import Client, User
+from app.models.base import sha256_hex
+from app.services.apikeys import find_key, revoke_key
+from app.services.members import suspend_member, unsuspend_member
 from app.services.registration import rotate_secret
-from app.store import app_cache as cache_module
+from app.store import row_cache as cache_module
 from app.store import store
-from app.store.app_cache import CHANNEL, EXTENSION, AppCache
+from app.store.row_cache import CHANNEL, EXTENSION, RowCache
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty, sign_in
 from tests.integration.test_query_counts import Member
+from tests.key_support import key_header, make_key
 from tests.production.servers import TEST_DATABASE_URL, requires_postgres, running
 
 pytestmark = requires_postgres
@@ -49,7 +53,7 @@ def as_an_operator(sql: str, **params) -> None:
         conn.execute(sql, params)
 
 
-def cache(app) -> AppCache:
+def cache(app) -> RowCache:
     return app.extensions[EXTENSION]
 
 
@@ -159,7 +163,7 @@ def test_a_change_made_by_another_connection_reaches_the_next_request(served):
     assert status == 401 and body["error"] == "invalid_client"
 
 
-def end_listening_connection(kept: AppCache) -> None:
+def end_listening_connection(kept: RowCache) -> None:
     """End the cache's listening connection from the server's side, as a restart would, and wait
     until its backend is gone (its socket closed)."""
     assert kept._listener is not None
@@ -192,19 +196,19 @@ def test_a_change_made_while_nobody_listens_still_reaches_the_next_request(setti
 def test_after_a_loss_a_new_listening_connection_waits_a_while_and_starts_from_nothing(served, kept_app, monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(cache_module.time, "monotonic", clock.monotonic)
-    fresh = AppCache(cache(served)._connect, seconds=60)
+    fresh = RowCache(cache(served)._connect, seconds=60)
     try:
         fresh.get(("id", 0))
-        fresh.keep(kept_app, fresh.generation)
+        fresh.keep(kept_app, fresh.generation, ("id", kept_app.id))
         end_listening_connection(fresh)
         assert fresh.get(("id", kept_app.id)) is None  # lost
-        fresh.keep(kept_app, fresh.generation)
+        fresh.keep(kept_app, fresh.generation, ("id", kept_app.id))
         assert fresh.get(("id", kept_app.id)) is None  # nothing is kept while nobody listens
         clock.now += cache_module.RECONNECT_SECONDS - 1
         assert fresh.get(("id", kept_app.id)) is None and fresh._listener is None  # not tried yet
         clock.now += 1
         assert fresh.get(("id", kept_app.id)) is None and fresh._listener is not None  # back, empty
-        fresh.keep(kept_app, fresh.generation)
+        fresh.keep(kept_app, fresh.generation, ("id", kept_app.id))
         assert fresh.get(("id", kept_app.id)) is kept_app
     finally:
         fresh.close()
@@ -255,10 +259,10 @@ def kept_app(served):
 def test_a_copy_is_used_no_longer_than_app_cache_seconds(served, kept_app, monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(cache_module.time, "monotonic", clock.monotonic)
-    fresh = AppCache(cache(served)._connect, seconds=60)
+    fresh = RowCache(cache(served)._connect, seconds=60)
     try:
         fresh.get(("id", 0))  # listening from now on
-        fresh.keep(kept_app, fresh.generation)
+        fresh.keep(kept_app, fresh.generation, ("id", kept_app.id))
         clock.now += 59
         assert fresh.get(("id", kept_app.id)) is kept_app
         clock.now += 2
@@ -268,35 +272,35 @@ def test_a_copy_is_used_no_longer_than_app_cache_seconds(served, kept_app, monke
 
 
 def test_a_read_that_began_before_a_drop_is_not_kept(served, kept_app):
-    fresh = AppCache(cache(served)._connect, seconds=60)
+    fresh = RowCache(cache(served)._connect, seconds=60)
     try:
         fresh.get(("id", 0))
         generation = fresh.generation
         fresh.forget()  # a change seen while the row was being read
-        fresh.keep(kept_app, generation)
+        fresh.keep(kept_app, generation, ("client_id", kept_app.client_id))
         assert fresh.get(("client_id", kept_app.client_id)) is None
-        fresh.keep(kept_app, fresh.generation)
+        fresh.keep(kept_app, fresh.generation, ("client_id", kept_app.client_id))
         assert fresh.get(("client_id", kept_app.client_id)) is kept_app
     finally:
         fresh.close()
 
 
 def test_without_the_migrations_trigger_nothing_is_kept(served, kept_app, monkeypatch, caplog):
-    """A database without the trigger would never send a notice: the cache stays off."""
-    monkeypatch.setattr(cache_module, "TRIGGER", "no_such_trigger")
-    fresh = AppCache(cache(served)._connect, seconds=60)
+    """A database without one of the triggers would never send its notices: the cache stays off."""
+    monkeypatch.setattr(cache_module, "TRIGGERS", {**cache_module.TRIGGERS, "users": "no_such_trigger"})
+    fresh = RowCache(cache(served)._connect, seconds=60)
     with caplog.at_level(logging.WARNING, logger=cache_module.__name__):
-        fresh.keep(kept_app, fresh.generation)
+        fresh.keep(kept_app, fresh.generation, ("id", kept_app.id))
         assert fresh.get(("id", kept_app.id)) is None
     assert fresh._listener is None
     assert any("no no_such_trigger trigger" in r.getMessage() for r in caplog.records)
 
 
 def test_a_forked_process_does_not_read_its_parents_notices(served, kept_app, monkeypatch):
-    fresh = AppCache(cache(served)._connect, seconds=60)
+    fresh = RowCache(cache(served)._connect, seconds=60)
     try:
         fresh.get(("id", 0))
-        fresh.keep(kept_app, fresh.generation)
+        fresh.keep(kept_app, fresh.generation, ("id", kept_app.id))
         parent_socket = fresh._listener
         monkeypatch.setattr(cache_module.os, "getpid", lambda: -1)
         assert fresh.get(("id", kept_app.id)) is None  # the parent's copies are gone with its socket
@@ -317,3 +321,80 @@ def test_app_cache_seconds_zero_reads_the_app_on_every_request(settings):
 def test_a_negative_app_cache_seconds_stops_the_start(settings):
     with pytest.raises(ConfigError, match="APP_CACHE_SECONDS"):
         create_app({**{k: v for k, v in settings.items() if not k.startswith("_")}, "APP_CACHE_SECONDS": -1})
+
+
+# -- the keys requests present --------------------------------------------------------------------
+
+
+def test_a_change_to_a_key_or_to_a_member_sends_a_notice_and_a_new_member_does_not():
+    owner = make_member(role="developer")
+    key, _ = make_key(owner=owner, funded=False)
+    with psycopg.connect(**libpq_params()) as listener:
+        listener.execute(f"LISTEN {CHANNEL}")
+        with psycopg.connect(**libpq_params()) as writer:
+            writer.execute("UPDATE api_keys SET name = 'Renamed' WHERE id = %s", (key.id,))
+            assert [n.channel for n in listener.notifies(timeout=5, stop_after=1)] == [CHANNEL]
+            writer.execute("UPDATE users SET role = 'member' WHERE id = %s", (owner.id,))
+            assert [n.channel for n in listener.notifies(timeout=5, stop_after=1)] == [CHANNEL]
+        make_member()  # an INSERT: no copy can be of a row that did not exist
+        assert list(listener.notifies(timeout=0.2, stop_after=1)) == []
+
+
+def roles_status(app, value: str) -> int:
+    return app.test_client().get("/v1/roles", headers=key_header(value)).status_code
+
+
+def kept_key(app, value: str):
+    return cache(app).get(("api_key", sha256_hex(value)))
+
+
+def test_a_key_door_request_keeps_the_key_with_its_owner_and_the_next_uses_the_copy(served):
+    key, value = make_key()
+    assert roles_status(served, value) == 200
+    kept = kept_key(served, value)
+    assert kept is not None and kept.id == key.id and kept.owner.email == key.owner.email
+    assert roles_status(served, value) == 200
+    assert kept_key(served, value) is kept
+
+
+def test_a_key_revoked_on_the_console_is_refused_at_the_next_request(served):
+    key, value = make_key()
+    assert roles_status(served, value) == 200 and kept_key(served, value) is not None
+    with served.app_context():
+        revoke_key(find_key(key.id))  # this process's own write drops the copy before any notice
+        assert kept_key(served, value) is None
+        db.session.commit()
+    assert roles_status(served, value) == 401
+
+
+def test_a_suspended_owners_keys_pause_at_the_next_request_and_work_again_when_it_is_lifted(served):
+    key, value = make_key()
+    assert roles_status(served, value) == 200
+    with served.app_context():
+        owner = db.session.get(User, key.owner_id)
+        suspend_member(owner)
+        db.session.commit()
+    assert roles_status(served, value) == 401
+    with served.app_context():
+        unsuspend_member(db.session.get(User, key.owner_id))
+        db.session.commit()
+    assert roles_status(served, value) == 200
+
+
+def test_a_key_revoked_or_an_owner_demoted_elsewhere_is_refused_once_the_notice_is_in(served):
+    key, value = make_key()
+    assert roles_status(served, value) == 200 and kept_key(served, value) is not None
+    as_an_operator("UPDATE api_keys SET revoked_at = now() WHERE id = %(k)s", k=key.id)
+    time.sleep(NOTICE_DELIVERED)
+    assert roles_status(served, value) == 401
+
+    other, value = make_key()
+    assert roles_status(served, value) == 200 and kept_key(served, value) is not None
+    as_an_operator("UPDATE users SET role = 'member' WHERE id = %(u)s", u=other.owner_id)
+    time.sleep(NOTICE_DELIVERED)
+    assert roles_status(served, value) == 401  # a console key is a developer's: paused
+
+
+def test_a_made_up_key_is_not_kept(served):
+    assert roles_status(served, "msk_" + "x" * 43) == 401
+    assert cache(served).get(("api_key", sha256_hex("msk_" + "x" * 43))) is None
