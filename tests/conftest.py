@@ -136,6 +136,24 @@ def app_context(request, app):
         db.session.remove()
 
 
+@pytest.fixture
+def client(app):
+    """A test client of the test app: each of its requests runs in an app context of its own."""
+    return app.test_client()
+
+
+@pytest.fixture
+def fresh_budgets():
+    """Rate-limit counts from nothing, and none left behind: the address and key budgets live as
+    long as the test process (a module that counts requests marks itself
+    `pytest.mark.usefixtures("fresh_budgets")`)."""
+    from app.core.extensions import limiter
+
+    limiter.reset()
+    yield
+    limiter.reset()
+
+
 def server_env(settings: dict, **extra: str) -> dict:
     """A server's environment: the settings, and no tool server unless a test asks for one with
     MCP_BIND (serve.py would start it at 127.0.0.1:8001, which parallel runs would share)."""

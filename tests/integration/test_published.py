@@ -29,11 +29,6 @@ def cached_keys(app, monkeypatch):
     keystore.snapshot()
 
 
-@pytest.fixture
-def client(app):
-    return app.test_client()
-
-
 @pytest.mark.parametrize("path", PATHS)
 def test_front_answers_as_the_flask_route_does(app, client, path):
     front = client.get(path)

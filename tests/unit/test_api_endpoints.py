@@ -16,11 +16,6 @@ from tests.factories import db_state, make_client, make_member
 
 
 @pytest.fixture
-def client(app):
-    return app.test_client()
-
-
-@pytest.fixture
 def catalog():
     return make_catalog(credits=45)
 

@@ -13,6 +13,8 @@ from app.models import ApiUsage, User
 from tests.api_support import bearer, count_queries, make_catalog, member_with_token, uid
 from tests.key_support import index_catalog, key_header, make_key
 
+pytestmark = pytest.mark.usefixtures("fresh_budgets")  # tests/conftest.py
+
 GATEWAY_HEADERS = (
     "RateLimit-Limit",
     "RateLimit-Remaining",
@@ -22,16 +24,6 @@ GATEWAY_HEADERS = (
     "X-Gateway-Request-Id",
     "x-service-version",
 )
-
-
-@pytest.fixture(autouse=True)
-def fresh_budgets():
-    limiter.reset()
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 @pytest.fixture

@@ -22,11 +22,6 @@ LIMIT_HEADERS = (
 
 
 @pytest.fixture
-def client(app):
-    return app.test_client()
-
-
-@pytest.fixture
 def catalog():
     return make_catalog(credits=5)
 

@@ -24,11 +24,6 @@ from app.web.api.openapi import DOCUMENT, openapi_document
 from tests.api_support import bearer, make_catalog, member_with_token, uid
 
 
-@pytest.fixture
-def client(app):
-    return app.test_client()
-
-
 @pytest.fixture(scope="module")
 def spec():
     return OpenAPI.from_dict(openapi_document())

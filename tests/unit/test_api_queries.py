@@ -11,11 +11,6 @@ from app.services.catalog_seed import build_catalog, profiles_by_credit_count
 from tests.api_support import bearer, count_queries, make_catalog, member_with_token
 
 
-@pytest.fixture
-def client(app):
-    return app.test_client()
-
-
 def queries_for(client, token, path) -> list[str]:
     with count_queries() as statements:
         response = client.get(path, headers=bearer(token))

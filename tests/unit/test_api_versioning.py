@@ -24,19 +24,9 @@ from tests.api_support import bearer, make_catalog, member_with_token, uid
 from tests.conftest import IN_PROCESS
 from tests.key_support import key_header, make_key
 
+pytestmark = pytest.mark.usefixtures("fresh_budgets")  # tests/conftest.py
+
 ORIGIN = {"Origin": "https://widgets.example"}
-
-
-@pytest.fixture(autouse=True)
-def fresh_budgets():
-    limiter.reset()
-    yield
-    limiter.reset()
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 @pytest.fixture

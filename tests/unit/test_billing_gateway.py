@@ -37,11 +37,6 @@ def fresh():
 
 
 @pytest.fixture
-def client(app):
-    return app.test_client()
-
-
-@pytest.fixture
 def catalog():
     made = make_catalog(credits=2)
     index_catalog()

@@ -5,19 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.extensions import limiter
 from tests.api_support import make_catalog, uid
 from tests.key_support import index_catalog, key_header, make_key
 
-
-@pytest.fixture(autouse=True)
-def fresh_budgets():
-    limiter.reset()  # the address budget is shared by the whole test process
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
+pytestmark = pytest.mark.usefixtures("fresh_budgets")  # tests/conftest.py
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from flask import current_app
 from sqlalchemy import text
 
-from app.core.extensions import db, limiter
+from app.core.extensions import db
 from app.models import ApiUsage
 from app.services.catalog_guard import CatalogGuard, StatementTimeout
 from app.store import store
@@ -23,22 +23,14 @@ from app.web.api.catalog_guard import BUSY, EXTENSION, TOO_SLOW
 from tests.api_support import make_catalog
 from tests.key_support import index_catalog, key_header, make_key, make_roster, make_workspace_key
 
+pytestmark = pytest.mark.usefixtures("fresh_budgets")  # tests/conftest.py
+
 # Runs until it is stopped: a count to a billion, one row at a time (either store).
 SLOW = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000000000) SELECT count(*) FROM n"
 # Well past a millisecond on either store, and done in well under a second.
 LONGER_THAN_A_MILLISECOND = (
     "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 300000) SELECT count(*) FROM n"
 )
-
-
-@pytest.fixture(autouse=True)
-def fresh_budgets():
-    limiter.reset()
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 @pytest.fixture

@@ -3,16 +3,9 @@ from the repository's files, raw HTML in a document escaped, links between docum
 
 from __future__ import annotations
 
-import pytest
-
 from app.web.api.openapi import openapi_document
 from app.web.developer_docs import PAGES, reference
 from app.web.markdown import slug, to_html
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 def test_each_document_is_a_page_and_nothing_else_is(client):

@@ -8,7 +8,7 @@ import pytest
 from openapi_core import OpenAPI
 from openapi_core.contrib.werkzeug import WerkzeugOpenAPIRequest, WerkzeugOpenAPIResponse
 
-from app.core.extensions import db, limiter
+from app.core.extensions import db
 from app.models import ApiUsage, Profile
 from app.services.apikeys import revoke_key
 from app.web.api import cards
@@ -16,17 +16,9 @@ from app.web.api.openapi import openapi_document
 from tests.api_support import count_queries, make_catalog, uid
 from tests.key_support import key_header, make_key
 
+pytestmark = pytest.mark.usefixtures("fresh_budgets")  # tests/conftest.py
+
 ORIGIN = {"Origin": "https://widgets.example"}
-
-
-@pytest.fixture(autouse=True)
-def fresh_budgets():
-    limiter.reset()
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 @pytest.fixture

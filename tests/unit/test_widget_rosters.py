@@ -6,24 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.extensions import db, limiter
+from app.core.extensions import db
 from app.models import Profile, User
 from app.services import rosters
 from tests.api_support import make_catalog, uid
 from tests.key_support import key_header, make_developer, make_key, make_roster, make_workspace_key
 from tests.unit.test_api_gateway import assert_gateway_error, assert_headers, meter
 
+pytestmark = pytest.mark.usefixtures("fresh_budgets")  # tests/conftest.py
+
 PAGE = "https://widgets.example/artists"
-
-
-@pytest.fixture(autouse=True)
-def fresh_budgets():
-    limiter.reset()
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 @pytest.fixture

@@ -10,22 +10,14 @@ import re
 
 import pytest
 
-from app.core.extensions import db, limiter
+from app.core.extensions import db
 from app.models import ApiUsage
 from app.web.api.widget_script import SCRIPT, build, snippet
 
+pytestmark = pytest.mark.usefixtures("fresh_budgets")  # tests/conftest.py
+
 GZIP = {"Accept-Encoding": "gzip, deflate, br"}
 TARGET_GZIPPED = 8 * 1024
-
-
-@pytest.fixture(autouse=True)
-def fresh_budgets():
-    limiter.reset()
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 def test_the_stable_address_is_fresh_for_minutes_then_revalidated(client):

@@ -37,11 +37,6 @@ def fresh_budgets(app):
 
 
 @pytest.fixture
-def client(app):
-    return app.test_client()
-
-
-@pytest.fixture
 def catalog():
     made = make_catalog(credits=12)
     index_catalog()
