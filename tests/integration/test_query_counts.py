@@ -24,7 +24,7 @@ from app import create_app
 from app.core.extensions import db
 from app.models import AuthorizationCode, Client, Token
 from app.models.base import sha256_hex
-from app.store.row_cache import EXTENSION as APP_CACHE
+from app.store.row_cache import EXTENSION as ROW_CACHE
 from tests.factories import PASSWORD, REDIRECT_URI, make_client, make_member
 from tests.flows import csrf_token, hidden, pkce_pair, query
 
@@ -39,9 +39,10 @@ def counted_app(settings):
     return create_app({k: v for k, v in settings.items() if not k.startswith("_")})
 
 
-def forget_kept_apps(app) -> None:
-    """Drop the apps `app`'s process keeps between requests (PostgreSQL only; none on SQLite)."""
-    if (kept := app.extensions.get(APP_CACHE)) is not None:
+def forget_kept_rows(app) -> None:
+    """Drop the rows (apps, presented keys) `app`'s process keeps between requests (PostgreSQL only;
+    none on SQLite)."""
+    if (kept := app.extensions.get(ROW_CACHE)) is not None:
         kept.forget()
 
 
@@ -52,7 +53,7 @@ def statements(app):
     (app/store/row_cache.py; tests/production/test_row_cache.py counts the kept case)."""
     with app.app_context():
         engine = db.engine
-    forget_kept_apps(app)
+    forget_kept_rows(app)
     seen: list[str] = []
 
     def record(conn, cursor, statement, parameters, context, executemany):
@@ -261,7 +262,7 @@ def test_authorize_for_a_disabled_app_is_refused(counted_app):
     row = db.session.scalar(db.select(Client).where(Client.client_id == m.client_id))
     row.status = "disabled"
     db.session.commit()  # by another app (another engine): counted_app hears of it by its notice
-    if counted_app.extensions.get(APP_CACHE) is not None:
+    if counted_app.extensions.get(ROW_CACHE) is not None:
         time.sleep(0.3)  # far more than PostgreSQL takes to pass a notice on (test_row_cache.py bounds it)
     url, _ = m.authorize_url()
     response = m.browser.get(url)

@@ -22,7 +22,7 @@ from app.core.extensions import db
 from tests.factories import PASSWORD, make_member
 from tests.flows import csrf_token
 from tests.integration.test_passkeys import options_on
-from tests.integration.test_query_counts import USERINFO, Member, forget_kept_apps
+from tests.integration.test_query_counts import USERINFO, Member, forget_kept_rows
 from tests.key_support import key_header, make_key
 from tests.production.servers import requires_postgres
 from tests.soft_authenticator import SoftAuthenticator
@@ -107,7 +107,7 @@ def test_a_code_refused_after_it_was_spent_is_burnt_in_four_round_trips(traced_a
 def test_a_code_exchange_whose_app_is_not_kept_takes_four(traced_app):
     m = Member(traced_app)
     code, verifier = m.sign_in()
-    forget_kept_apps(traced_app)
+    forget_kept_rows(traced_app)
     with round_trips(traced_app) as trips:
         response = m.exchange(code, verifier)
     assert response.status_code == 200, response.get_data(as_text=True)
@@ -127,7 +127,7 @@ def test_a_refresh_takes_three_round_trips_once_its_app_is_kept(traced_app):
 def test_a_refresh_whose_app_is_not_kept_takes_four(traced_app):
     m = Member(traced_app)
     first = m.exchange(*m.sign_in()).get_json()
-    forget_kept_apps(traced_app)
+    forget_kept_rows(traced_app)
     with round_trips(traced_app) as trips:
         response = m.refresh(first["refresh_token"])
     assert response.status_code == 200, response.get_data(as_text=True)
