@@ -114,16 +114,22 @@ def test_the_sign_in_never_carries_the_bound(app):
         pytest.skip("statement_timeout is PostgreSQL's; SQLite's bound is checked above")
     with app.app_context():  # a catalog request: its own unit of work, as in production
         default = run(text("SHOW statement_timeout")).scalar()
+        parallel = run(text("SHOW max_parallel_workers_per_gather")).scalar()
+        assert parallel != "0"
         with guard(bound_ms=1234) as made, made.call(search=True):
             assert run(text("SHOW statement_timeout")).scalar() == "1234ms"
+            assert run(text("SHOW max_parallel_workers_per_gather")).scalar() == "0"  # one core a search
     with app.app_context():  # the next request to take the connection, unbounded (a sign-in)
         assert run(text("SHOW statement_timeout")).scalar() == default
+        assert run(text("SHOW max_parallel_workers_per_gather")).scalar() == parallel
     with app.app_context():  # ... and a catalog call inside an open transaction bounds it alone
         run(text("UPDATE credit_roles SET name = name WHERE id < 0"))
         with guard(bound_ms=4321) as made, made.call(search=True):
             assert run(text("SHOW statement_timeout")).scalar() == "4321ms"
+            assert run(text("SHOW max_parallel_workers_per_gather")).scalar() == "0"
         unit_of_work().rollback()
         assert run(text("SHOW statement_timeout")).scalar() == default
+        assert run(text("SHOW max_parallel_workers_per_gather")).scalar() == parallel
 
 
 def test_no_bound_when_the_setting_is_zero(app):
