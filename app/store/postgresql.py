@@ -118,8 +118,9 @@ class FoldedSpendAndStore:
     """Spend one credential and store its successor pair in one statement. Its first step, `held`,
     finds the credential's member and app (with the member's columns the answer needs), only while
     the member is not suspended and the app active, and takes the member's and the app's advisory
-    locks in shared mode; the UPDATE names that member, so it runs after the locks and spends
-    nothing when `held` found nobody in good standing. Those locks are what `end_grants` waits for.
+    locks in shared mode; the UPDATE runs only once `held` found the credential's member and app in
+    good standing (a one-time filter: after the locks), so it spends nothing otherwise. Those locks
+    are what `end_grants` waits for.
 
     A rotation that had to wait for an `end_grants` still read the member with the snapshot it
     started with, but its UPDATE re-reads the credential's row as that transaction left it: revoked
@@ -142,9 +143,11 @@ class FoldedSpendAndStore:
             .where(found, _users.c.suspended_at.is_(None), _clients.c.status == _ACTIVE)
             .cte("held")
         )
-        spent = (
-            spend.where(table.c.user_id == select(held.c.user_id).scalar_subquery()).returning(*returning).cte("spent")
-        )
+        # A one-time filter on `held` (PostgreSQL runs it, locks and all, before the UPDATE reads a
+        # row), not a condition on the row's member: a `user_id = ...` beside `client_id = ...` let
+        # the planner's generic plan pick the (member, app) index over the hash's, reading every
+        # token the member ever held at that app - a cost that grew with each rotation.
+        spent = spend.where(exists(select(held.c.user_id))).returning(*returning).cte("spent")
         # (Parameters named like a column would join the UPDATE's SET clause: hence `new_`.)
         drawn = [bindparam(f"new_{name}", type_=tokens.c[name].type) for name in DRAWN]
         scope = func.coalesce(bindparam("new_scope", type_=tokens.c.scope.type), spent.c.scope)

@@ -11,15 +11,18 @@ request's first write (app/store/unit_of_work.py), so a page that only reads sen
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from contextlib import contextmanager
 
 import pytest
 from sqlalchemy import event, text
+from sqlalchemy.dialects import postgresql
 
 from app import create_app
 from app.core.extensions import db
-from tests.factories import PASSWORD, make_member
+from app.store.postgresql import PostgresTokens
+from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import csrf_token
 from tests.integration.test_passkeys import options_on
 from tests.integration.test_query_counts import USERINFO, Member, forget_kept_rows
@@ -303,3 +306,58 @@ def test_a_catalog_call_through_the_key_door_takes_two_round_trips_once_its_key_
         response = client.get("/v1/roles", headers=key_header(value))
     assert response.status_code == 200 and response.get_json()["data"]
     assert len(trips) == 2 and "BEGIN" not in trips, trips
+
+
+def generic_plan(statement) -> str:
+    """PostgreSQL's generic plan of `statement` (the plan a statement psycopg has prepared settles
+    on once PostgreSQL finds it no dearer than the custom ones), from EXPLAIN of it PREPAREd."""
+    names: list[str] = []
+
+    def numbered(match: re.Match) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    sql = re.sub(r"%\((\w+)\)s", numbered, str(statement.compile(dialect=postgresql.dialect())))
+    with db.engine.connect() as conn:
+        driver = conn.connection.dbapi_connection
+        driver.execute("SET plan_cache_mode = force_generic_plan")
+        driver.execute(f"PREPARE rotation AS {sql}")
+        nulls = ", ".join("NULL" for _ in names)
+        plan = "\n".join(row[0] for row in driver.execute(f"EXPLAIN EXECUTE rotation({nulls})"))
+        driver.execute("DEALLOCATE rotation")
+        driver.execute("RESET plan_cache_mode")
+        driver.rollback()
+    return plan
+
+
+def test_a_rotation_finds_its_token_by_the_hash_whatever_the_tables_statistics(traced_app):
+    """With statistics like a busy provider's (many members and apps, each pair of them holding a
+    token or two), PostgreSQL's generic plan of the rotation finds the token through its hash's
+    index. When the rotation also named the token's member, it chose the (member, app) index
+    there, reading every token the member had ever held at the app: a cost that grew with each
+    rotation (refresh at 1.5-2x the peer's CPU in `make bench`)."""
+    apps = [make_client()[0].id for _ in range(20)]
+    with traced_app.app_context():
+        with db.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO users (id, sub, email, email_verified, name, password_hash, tier, role,"
+                    " created_at, updated_at) SELECT 'member-' || n, 'sub-' || n, 'm' || n || '@example.test',"
+                    " true, 'M', 'x', 'basic', 'member', now(), now() FROM generate_series(1, 1000) AS n"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO tokens (client_id, user_id, grant_id, scope, access_token_hash, refresh_token_hash,"
+                    " issued_at, access_expires_at, refresh_expires_at, auth_time) SELECT"
+                    " (:apps)[1 + n % 20], 'member-' || (1 + n % 1000), 'grant-' || n, 'openid',"
+                    " md5('a' || n) || md5('x' || n), md5('r' || n) || md5('y' || n), now(), now(), now(), now()"
+                    " FROM generate_series(1, 20000) AS n"
+                ),
+                {"apps": apps},
+            )
+            conn.execute(text("ANALYZE tokens"))
+        plan = generic_plan(PostgresTokens()._rotate._in_one)
+    update = plan[plan.index("Update on tokens") :].split("->  Insert on tokens")[0]
+    assert "uq_tokens_refresh_token_hash" in update and "ix_tokens_user_client" not in update, plan
