@@ -2,7 +2,7 @@
 
     store()            the Store: one typed interface per aggregate (app/store/ports.py) -
                        apps, codes, tokens, logins, pending requests, consents, rosters, API
-                       keys, the meter, the audit trail, expiry, the catalog, billing
+                       keys, the meter, the audit trail, expiry, the catalog and its reads, billing
     unit_of_work.py    one connection and transaction per request and per command; commit()
     statements.py      how a statement runs (first: straight on the cursor; run: SQLAlchemy's)
     apps, codes, tokens, logins, pending_requests, consents, members
@@ -20,6 +20,9 @@
     key_activity.py    each API key's recent requests (the console's key page), cut to the newest few
     catalog.py         catalog search, type-ahead, collaborators (SQLite's FTS5 text index);
                        catalog_postgresql.py: the same through pg_trgm and full-text GIN indexes
+    catalog_reads.py   the catalog's other reads (/v1, the tool server, the widget): profiles,
+                       tracks and albums by their identifiers, credit pages, chart rows, album
+                       credits, the roles, the rows of search hits and of the widget's cards
     billing.py         developers' prepaid accounts: the append-only ledger, payments, provider events
     time_bound.py      how long a catalog call's statements may run (time_bound_postgresql.py:
                        statement_timeout; SQLite: the progress handler)
@@ -44,6 +47,7 @@ from app.store.audit_trail import SqlAuditTrail
 from app.store.billing import SqlBilling
 from app.store.catalog import SqlCatalog
 from app.store.catalog_postgresql import PostgresCatalog
+from app.store.catalog_reads import SqlCatalogReads
 from app.store.codes import SqlCodes
 from app.store.consents import SqlConsents
 from app.store.expiry import SqlExpiry
@@ -57,6 +61,7 @@ from app.store.ports import (
     AuditTrail,
     Billing,
     Catalog,
+    CatalogReads,
     Codes,
     Consents,
     Expiry,
@@ -92,6 +97,7 @@ class Store:
     catalog: Catalog
     billing: Billing
     key_activity: KeyActivity
+    catalog_reads: CatalogReads
 
 
 def sql_store() -> Store:
@@ -112,6 +118,7 @@ def sql_store() -> Store:
         SqlCatalog(),
         SqlBilling(),
         SqlKeyActivity(),
+        SqlCatalogReads(),
     )
 
 
@@ -141,6 +148,7 @@ def init_store(app: Flask) -> None:
             PostgresCatalog(),
             pg.PostgresBilling(),
             SqlKeyActivity(),  # the same statements: nothing PostgreSQL does better here
+            SqlCatalogReads(),  # likewise
         )
     else:
         chosen = sql_store()

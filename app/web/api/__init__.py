@@ -1,19 +1,22 @@
 """The `/v1` data API, with two doors on the same paths: a bearer access token from this
 provider reaches the member's own profile, credits and (on pro) analytics; an API key (`x-api-key`)
 reaches the whole catalog through the gateway (per-key limits, the `api_requests` meter). The
-widget API `/embed/v1` serves publishable keys. One envelope, paging and headers for all.
+widget API `/embed/v1` serves publishable keys. One envelope, paging and headers for all. The
+catalog's rows come from the store (`store().catalog`, `store().catalog_reads`): reads.py,
+catalog.py and cards.py run no SQL of their own.
 
   auth.py      who is calling, which scope and membership the route needs, which profile it reaches
   gateway.py   the key door: key lookup, entitlement, per-plan limits, metering, gateway errors
-  catalog.py   the catalog reads only keys reach (tracks, albums, search, roles, collaborators)
+  catalog.py   the catalog reads only keys reach (tracks, albums, search, roles, collaborators):
+               their input rules, paging and JSON shapes over the store's rows
   widget.py    the widget API routes (`/embed/v1`)
-  cards.py     the profile cards the widget shows (a batch in a fixed number of queries)
+  cards.py     the profile cards the widget shows (the store reads a batch in a fixed number of queries)
   widget_script.py  the hosted widget script (`/embed/v1/widget.js`), its caching and encoding
   paging.py    limit/offset rules
   envelope.py  success, page and error shapes
   limits.py    per-sign-in (and per-address) budget, RateLimit-* headers, request id
   versioning.py  `x-service-version` on every response, `@deprecated` (Deprecation, Sunset)
-  reads.py     the catalog queries (a bounded number per page) and JSON shapes
+  reads.py     a profile, its credit pages and chart rows as JSON (both doors; the store's rows)
   views.py     the /v1 routes, each naming its doors (token, key or both)
   openapi.py   the OpenAPI 3.1 document (openapi.yaml)
 """

@@ -1,24 +1,22 @@
-"""The catalog reads behind the key door: profiles by id, collaborators, tracks and albums by
-their identifiers, album credits, search, autocomplete, the role taxonomy and profile search.
+"""The catalog reads behind the key door, as the spec shapes them: profiles by id, collaborators,
+tracks and albums by their identifiers, a track's albums, album credits, search, autocomplete, the
+role taxonomy and profile search - with the rules of their inputs (which identifiers are worth a
+lookup, the keyword's length, the lists' sizes) and their paging.
 
-Every lookup is an indexed equality (ids, `track_isrcs`, spotify ids, UPC); every list is a
-bounded page with its count. Search, autocomplete and collaborators are the store's
-(`store().catalog`, app/store/catalog.py): their SQL depends on its text index.
-The JSON shapes are the spec's; where the spec says "not shown" the shape is ours and is
+The rows are the store's: search, autocomplete and collaborators `store().catalog`'s
+(app/store/catalog.py: their SQL depends on its text index), the rest `store().catalog_reads`'
+(app/store/catalog_reads.py: every lookup an indexed equality, every list a bounded page with its
+count). The JSON shapes are the spec's; where the spec says "not shown" the shape is ours and is
 documented in openapi.yaml."""
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import aliased
-
-from app.core.extensions import db
-from app.models import Album, Credit, CreditRole, Profile, Track, TrackArtist, TrackIsrc
+from app.models import Album, Profile, Track
 from app.store import store
 from app.web.api.auth import canonical_uuid
 from app.web.api.envelope import page
 from app.web.api.paging import PageRequest
-from app.web.api.reads import roles_of
+from app.web.api.reads import credited_track_json, roles_json
 
 TRACK_KEYS = ("id", "isrc", "spotify")
 ALBUM_KEYS = ("id", "upc", "spotify")
@@ -41,7 +39,7 @@ MAX_TRACK_IDS = 50
 
 def find_profile(profile_id: str) -> Profile | None:
     canonical = canonical_uuid(profile_id)
-    return db.session.get(Profile, canonical) if canonical else None
+    return store().catalog_reads.profile(canonical) if canonical else None
 
 
 def _identifier(id_value: str) -> str | None:
@@ -51,43 +49,28 @@ def _identifier(id_value: str) -> str | None:
     return value if value and len(value) <= 64 else None
 
 
+def _lookup_value(id_key: str, id_value: str) -> str | None:
+    """The value to find a row by: an identifier worth looking up, and for `id` a UUID (canonical)."""
+    value = _identifier(id_value)
+    if value is None or id_key != "id":
+        return value
+    return canonical_uuid(value)
+
+
 TRACK_ID_KEYS = ("id", "isrc", "spotify")  # the `idKey`s a track is found by
 ALBUM_ID_KEYS = ("id", "upc", "spotify")
 
 
 def find_track(id_key: str, id_value: str) -> Track | None:
     """A track by `id` (UUID), `isrc` or `spotify`; None for an unknown key or value."""
-    value = _identifier(id_value)
-    if value is None:
-        return None
-    if id_key == "id":
-        canonical = canonical_uuid(value)
-        return db.session.get(Track, canonical) if canonical else None
-    if id_key == "isrc":
-        track_id = db.session.scalar(
-            select(TrackIsrc.track_id)
-            .where(TrackIsrc.isrc == value.upper().replace("-", ""))
-            .order_by(TrackIsrc.track_id)
-            .limit(1)
-        )
-        return db.session.get(Track, track_id) if track_id else None
-    if id_key == "spotify":
-        return db.session.scalar(select(Track).where(Track.spotify_id == value).order_by(Track.id).limit(1))
-    return None
+    value = _lookup_value(id_key, id_value)
+    return store().catalog_reads.track_by(id_key, value) if value is not None else None
 
 
 def find_album(id_key: str, id_value: str) -> Album | None:
     """An album by `id` (UUID), `upc` or `spotify`; None for an unknown key or value."""
-    value = _identifier(id_value)
-    if value is None:
-        return None
-    if id_key == "id":
-        canonical = canonical_uuid(value)
-        return db.session.get(Album, canonical) if canonical else None
-    column = {"upc": Album.upc, "spotify": Album.spotify_id}.get(id_key)
-    if column is None:
-        return None
-    return db.session.scalar(select(Album).where(column == value).order_by(Album.id).limit(1))
+    value = _lookup_value(id_key, id_value)
+    return store().catalog_reads.album_by(id_key, value) if value is not None else None
 
 
 def track_json(track: Track) -> dict:
@@ -124,20 +107,10 @@ def collaborators_page(profile_id: str, wanted: PageRequest) -> dict:
 
 def track_albums_page(track: Track, wanted: PageRequest) -> dict:
     """The albums a track appears on (from its credits), newest release first."""
-    album_ids = select(Credit.album_id).where(Credit.track_id == track.id).scalar_subquery()
-    total = db.session.scalar(select(func.count()).select_from(Album).where(Album.id.in_(album_ids)))
-    if wanted.offset >= total:
-        return page(wanted.limit, wanted.offset, total, [])
-    rows = db.session.scalars(
-        select(Album)
-        .where(Album.id.in_(album_ids))
-        .order_by(Album.release_date.desc(), Album.id)
-        .limit(wanted.limit)
-        .offset(wanted.offset)
-    ).all()
+    total, albums = store().catalog_reads.track_albums(track.id, wanted.limit, wanted.offset)
     items = [
         {"id": a.id, "title": a.title, "releaseDate": a.release_date.isoformat(), "popularity": a.popularity}
-        for a in rows
+        for a in albums
     ]
     return page(wanted.limit, wanted.offset, total, items)
 
@@ -145,44 +118,14 @@ def track_albums_page(track: Track, wanted: PageRequest) -> dict:
 def album_credits_page(album: Album, wanted: PageRequest) -> dict:
     """Who is credited on the album's tracks: one row per credited profile and track, with the
     roles held (ordered by track, then credit)."""
-    total = db.session.scalar(select(func.count()).select_from(Credit).where(Credit.album_id == album.id))
-    if wanted.offset >= total:
-        return page(wanted.limit, wanted.offset, total, [])
-    rows = db.session.execute(
-        select(
-            Credit.id,
-            Profile.id,
-            Profile.name,
-            Profile.avatar_url,
-            Track.id,
-            Track.title,
-            Track.popularity,
-            Track.isrcs,
-            Track.spotify_id,
-            Track.spotify_preview_url,
-        )
-        .join(Profile, Profile.id == Credit.profile_id)
-        .join(Track, Track.id == Credit.track_id)
-        .where(Credit.album_id == album.id)
-        .order_by(Track.id, Credit.id)
-        .limit(wanted.limit)
-        .offset(wanted.offset)
-    ).all()
-    roles = roles_of([row[0] for row in rows])
+    total, credits = store().catalog_reads.album_credits(album.id, wanted.limit, wanted.offset)
     items = [
         {
-            "profile": {"id": pid, "name": name, "avatarUrl": avatar},
-            "credits": roles.get(credit_id, []),
-            "track": {
-                "id": tid,
-                "title": title,
-                "popularity": popularity,
-                "isrcs": list(isrcs or []),
-                "spotifyId": spotify_id,
-                "spotifyPreviewUrl": preview,
-            },
+            "profile": {"id": c.profile.id, "name": c.profile.name, "avatarUrl": c.profile.avatar_url},
+            "credits": roles_json(c.roles),
+            "track": credited_track_json(c.track),
         }
-        for credit_id, pid, name, avatar, tid, title, popularity, isrcs, spotify_id, preview in rows
+        for c in credits
     ]
     return page(wanted.limit, wanted.offset, total, items)
 
@@ -190,13 +133,7 @@ def album_credits_page(album: Album, wanted: PageRequest) -> dict:
 def roles_page() -> dict:
     """The whole taxonomy as one page: every specific role with its family (the spec's
     `/roles` declares no query parameters)."""
-    family = aliased(CreditRole)
-    rows = db.session.execute(
-        select(CreditRole.name, family.name)
-        .join(family, family.id == CreditRole.parent_id)
-        .order_by(family.id, CreditRole.id)
-    ).all()
-    items = [{"child": child, "parent": parent} for child, parent in rows]
+    items = [{"child": role.name, "parent": role.family} for role in store().catalog_reads.roles()]
     return page(len(items), 0, len(items), items)
 
 
@@ -208,69 +145,40 @@ def _empty() -> dict:
 
 
 def _profile_items(profile_ids: list[str]) -> list[dict]:
-    """The profile bucket's items, in the order given: the figures were computed when the catalog
-    was loaded (the store's refresh_profile_stats), so a prolific profile costs no more than any."""
-    if not profile_ids:
-        return []
-    rows = {
-        row.id: row
-        for row in db.session.execute(
-            select(
-                Profile.id,
-                Profile.name,
-                Profile.avatar_url,
-                Profile.popularity,
-                Profile.credit_count,
-                Profile.collaborator_count,
-                Profile.common_roles,
-            ).where(Profile.id.in_(profile_ids))
-        )
-    }
+    """The profile bucket's items, in the order given, with the figures computed when the catalog
+    was loaded (the store's refresh_profile_stats)."""
+    found = store().catalog_reads.profile_hits(profile_ids)
     return [
         {
             "id": pid,
-            "name": row.name,
-            "popularity": row.popularity,
-            "creditCount": row.credit_count,
-            "collaboratorsCount": row.collaborator_count,
-            "avatarUrl": row.avatar_url or "",
-            "commonCredits": list(row.common_roles or []),
+            "name": hit.name,
+            "popularity": hit.popularity,
+            "creditCount": hit.credit_count,
+            "collaboratorsCount": hit.collaborator_count,
+            "avatarUrl": hit.avatar_url or "",
+            "commonCredits": list(hit.common_roles),
         }
         for pid in profile_ids
-        if (row := rows.get(pid)) is not None
+        if (hit := found.get(pid)) is not None
     ]
 
 
 def _track_items(track_ids: list[str]) -> list[dict]:
-    if not track_ids:
-        return []
-    rows = {
-        row.id: row
-        for row in db.session.execute(select(Track.id, Track.title, Track.popularity).where(Track.id.in_(track_ids)))
-    }
-    released = dict(
-        db.session.execute(
-            select(Credit.track_id, func.min(Credit.release_date))
-            .where(Credit.track_id.in_(track_ids))
-            .group_by(Credit.track_id)
-        ).all()
-    )
+    found = store().catalog_reads.track_hits(track_ids)
     return [
         {
             "id": tid,
-            "title": row.title,
-            "popularity": row.popularity,
-            "releaseDate": released[tid].isoformat() + "T00:00:00" if tid in released else None,
+            "title": hit.title,
+            "popularity": hit.popularity,
+            "releaseDate": hit.first_release.isoformat() + "T00:00:00" if hit.first_release is not None else None,
         }
         for tid in track_ids
-        if (row := rows.get(tid)) is not None
+        if (hit := found.get(tid)) is not None
     ]
 
 
 def _album_items(album_ids: list[str]) -> list[dict]:
-    if not album_ids:
-        return []
-    albums = {a.id: a for a in db.session.scalars(select(Album).where(Album.id.in_(album_ids)))}
+    albums = store().catalog_reads.album_hits(album_ids)
     return [
         {
             "id": a.id,
@@ -312,29 +220,21 @@ def autocomplete(q: str) -> dict:
 def profiles_for_tracks(names: list[str], track_ids: list[str], spotify_track_ids: list[str]) -> dict:
     """The profiles credited on the given tracks whose names match one of `names` (case-insensitive
     substring): who on this track is "Max"? Each row lists the matched tracks."""
-    tracks = set()
+    reads = store().catalog_reads
+    tracks: set[str] = set()
     if track_ids:
-        canonical = [c for c in (canonical_uuid(t) for t in track_ids) if c]
-        tracks |= set(db.session.scalars(select(Track.id).where(Track.id.in_(canonical))))
+        tracks |= reads.tracks_with_ids([c for c in (canonical_uuid(t) for t in track_ids) if c])
     if spotify_track_ids:
-        tracks |= set(db.session.scalars(select(Track.id).where(Track.spotify_id.in_(spotify_track_ids))))
+        tracks |= reads.tracks_with_spotify_ids(spotify_track_ids)
     if not tracks:
         return {"items": []}
-    rows = db.session.execute(
-        select(Profile.id, Profile.name, Profile.avatar_url, Credit.track_id)
-        .join(Credit, Credit.profile_id == Profile.id)
-        .where(Credit.track_id.in_(sorted(tracks)))
-        .union(
-            select(Profile.id, Profile.name, Profile.avatar_url, TrackArtist.track_id)
-            .join(TrackArtist, TrackArtist.profile_id == Profile.id)
-            .where(TrackArtist.track_id.in_(sorted(tracks)))
-        )
-    ).all()
     wanted = [n.lower() for n in names]
     found: dict[str, dict] = {}
-    for pid, name, avatar, track_id in sorted(rows):
-        if any(w in name.lower() for w in wanted):
-            entry = found.setdefault(pid, {"id": pid, "name": name, "avatarUrl": avatar, "trackIds": []})
-            if track_id not in entry["trackIds"]:
-                entry["trackIds"].append(track_id)
+    for on in reads.credited_on(tracks):
+        if any(w in on.name.lower() for w in wanted):
+            entry = found.setdefault(
+                on.profile_id, {"id": on.profile_id, "name": on.name, "avatarUrl": on.avatar_url, "trackIds": []}
+            )
+            if on.track_id not in entry["trackIds"]:
+                entry["trackIds"].append(on.track_id)
     return {"items": list(found.values())}
