@@ -11,7 +11,8 @@ Each operation is measured as REST (`GET /v1/...` with `x-api-key`) and as its t
 interleaved round by round, one client at a time over a keep-alive connection (the shared harness's
 lean client, ../shared/bench/oidcperf.py). Server CPU is each server's process tree (granian's
 main process and its worker): the provider's tree less the tool server's, which serve.py starts
-as its child. Requests rotate over several `scale` keys so no key's per-plan limit refuses any.
+as its child. Requests rotate over several keys with enterprise limits far above the plan's, so no
+limit refuses any (a search counts ten requests against them).
 The demo catalog (`flask demo seed`'s) is the data.
 """
 
@@ -86,7 +87,7 @@ def prepare(settings: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     from app.core.extensions import db
     from app.models import Album, Credit, Track, User
     from app.services.apikeys import create_key
-    from app.services.billing.enterprise import set_terms
+    from app.services.billing.enterprise import MAX_PER_SECOND, set_key_limits, set_terms
     from app.services.billing.ledger import account_for
     from app.services.catalog_seed import profiles_by_credit_count
     from app.services.demo import DEMO_DEVELOPER, seed_accounts
@@ -98,7 +99,10 @@ def prepare(settings: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         developer = db.session.scalar(db.select(User).where(User.email == DEMO_DEVELOPER["email"]))
         # Enterprise terms: no spend ceiling and no balance to run out, so no call meets a 402.
         set_terms(account_for(developer), True, False, None, "benchmark")
-        values = [create_key(developer, f"bench {n}", "secret", "scale")[1] for n in range(KEYS)]
+        made = [create_key(developer, f"bench {n}", "secret", "scale") for n in range(KEYS)]
+        for key, _ in made:  # an enterprise key's own limits, far above what one client asks: a search counts 10
+            set_key_limits(key, MAX_PER_SECOND * 60, MAX_PER_SECOND)
+        values = [value for _, value in made]
         profile = profiles_by_credit_count(1)[0]
         track = db.session.scalar(
             db.select(Track).join(Credit, Credit.track_id == Track.id).where(Credit.profile_id == profile).limit(1)
