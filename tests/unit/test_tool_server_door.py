@@ -151,7 +151,12 @@ async def _not_called(scope, receive, send) -> None:
 
 # -- the results a tool call answers ---------------------------------------------------------------
 
-DATA = {"totalCount": 1, "items": [{"name": "Zoë", "roles": ["Producer"], "score": 1.5, "gone": None}]}
+# Beside plain values, what a JSON writer must escape (quotes, a backslash, a control character)
+# and what it may leave as it is (non-ASCII, U+2028): the text is written as json.dumps writes it.
+DATA = {
+    "totalCount": 1,
+    "items": [{"name": 'Zoë "Z" \\ \x01 \u2028 ♪', "roles": ["Producer"], "score": 1.5, "gone": None}],
+}
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "2026-07-28"])
