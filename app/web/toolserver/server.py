@@ -91,7 +91,7 @@ def answer(data: Any) -> WireResult:
     """The REST `data` as the result: structured, and the same JSON as text (for clients that read
     only text). A tool's structured content is a JSON object up to protocol 2025-11-25, so an array
     (the chart rows) comes under `items`. The text is written by pydantic's JSON writer (the
-    SDK's own dependency, in Rust, several times quicker than the stdlib's on a page of credits):
+    SDK's own dependency, in Rust: the quicker one on a page of credits, docs/performance.md):
     compact and UTF-8 rather than `\\u` escapes, as `json.dumps(separators=(",", ":"),
     ensure_ascii=False)` writes it, down to the bytes but for a tiny float's notation (`0.00001`
     for `1e-05`, the same number)."""
