@@ -136,6 +136,17 @@ def app_context(request, app):
         db.session.remove()
 
 
+NOTICE_DELIVERED = 0.3  # seconds: far more than PostgreSQL takes to pass a notice on, on one machine
+
+
+def heard_elsewhere() -> None:
+    """Give another process time to hear of a change the test has committed: on PostgreSQL a server
+    keeps the apps and API keys it has read until PostgreSQL delivers the change's notice
+    (app/store/row_cache.py) - usually before the writer's COMMIT returns, always well within this."""
+    if db.engine.dialect.name == "postgresql":
+        time.sleep(NOTICE_DELIVERED)
+
+
 @pytest.fixture
 def client(app):
     """A test client of the test app: each of its requests runs in an app context of its own."""

@@ -20,6 +20,7 @@ from app.models import KeyRequest
 from app.models.base import utcnow
 from app.services.apikeys import revoke_key, rotate_key
 from tests.api_support import make_catalog
+from tests.conftest import heard_elsewhere
 from tests.factories import make_member
 from tests.integration.console_support import signed_in
 from tests.key_support import make_key
@@ -126,6 +127,7 @@ def test_a_revoked_key_is_on_its_page_and_a_mistyped_key_on_none(live_server):
     assert call(live_server, value, "/v1/roles").status_code == 200
     revoke_key(key, actor=dev)
     db.session.commit()
+    heard_elsewhere()  # the live server is another process
     revoked = call(live_server, value, "/v1/roles")
     assert revoked.status_code == 401 and revoked.json()["message"] == "Unauthorized"
     # One character off, and a well-formed value of no key: both refused alike at the door...

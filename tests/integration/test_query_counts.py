@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import re
-import time
 from contextlib import contextmanager
 from urllib.parse import urlencode
 
@@ -25,6 +24,7 @@ from app.core.extensions import db
 from app.models import AuthorizationCode, Client, Token
 from app.models.base import sha256_hex
 from app.store.row_cache import EXTENSION as ROW_CACHE
+from tests.conftest import heard_elsewhere
 from tests.factories import PASSWORD, REDIRECT_URI, make_client, make_member
 from tests.flows import csrf_token, hidden, pkce_pair, query
 
@@ -262,8 +262,7 @@ def test_authorize_for_a_disabled_app_is_refused(counted_app):
     row = db.session.scalar(db.select(Client).where(Client.client_id == m.client_id))
     row.status = "disabled"
     db.session.commit()  # by another app (another engine): counted_app hears of it by its notice
-    if counted_app.extensions.get(ROW_CACHE) is not None:
-        time.sleep(0.3)  # far more than PostgreSQL takes to pass a notice on (test_row_cache.py bounds it)
+    heard_elsewhere()
     url, _ = m.authorize_url()
     response = m.browser.get(url)
     assert response.status_code == 403

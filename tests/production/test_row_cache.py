@@ -23,6 +23,7 @@ from app.services.registration import rotate_secret
 from app.store import row_cache as cache_module
 from app.store import store
 from app.store.row_cache import CHANNEL, EXTENSION, RowCache
+from tests.conftest import NOTICE_DELIVERED
 from tests.factories import make_client, make_member
 from tests.flows import RelyingParty, sign_in
 from tests.integration.test_query_counts import Member
@@ -37,9 +38,6 @@ def served(settings):
     """A second app over the test database, as in test_query_counts: each request of its test
     client gets an application context of its own, as under the production server."""
     return create_app({k: v for k, v in settings.items() if not k.startswith("_")})
-
-
-NOTICE_DELIVERED = 0.3  # seconds: far more than PostgreSQL takes to pass a notice on, on one machine
 
 
 def libpq_params() -> dict:
