@@ -24,8 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Awaitable, Callable
 from itertools import cycle
 from pathlib import Path
@@ -38,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.run import load_harness  # noqa: E402
-from bench.servers import free_port, stop  # noqa: E402
+from bench.servers import free_port, stop, wait_for  # noqa: E402
 from bench.tools import DEFAULT_HARNESS, KEYS, prepare  # noqa: E402
 
 MODES = {"on": "100", "off": "0"}
@@ -78,16 +76,8 @@ def start(settings: dict[str, str], keep: str, log_path: Path) -> tuple[subproce
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen([sys.executable, "serve.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop(proc)
-            raise SystemExit(f"bench.key_activity: the server did not start; see {log_path}")
-        try:
-            urllib.request.urlopen(url + "/healthz", timeout=5)  # noqa: S310 - our own server on loopback
-            return proc, url
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.2)
+    wait_for(url + "/healthz", proc, log_path)  # stops the server and raises if it does not come up
+    return proc, url
 
 
 def work(url: str, keys: list[str], status: int) -> Callable[..., Awaitable[bool]]:

@@ -33,8 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +43,7 @@ if str(ROOT) not in sys.path:
 from bench.catalog import KEYWORDS  # noqa: E402
 from bench.dataset import BENCH_LIMITS, CHEAP_ARGON2, REDIRECT_URI  # noqa: E402
 from bench.run import load_harness  # noqa: E402
-from bench.servers import free_port, stop  # noqa: E402
+from bench.servers import free_port, stop, wait_for  # noqa: E402
 
 DEFAULT_HARNESS = Path(os.environ.get("BENCH_HARNESS") or ROOT.parent / "shared" / "bench")
 KEYS = 16  # scale keys the search clients rotate over: none of them is refused for its budget
@@ -124,16 +122,8 @@ def start(database_url: str, keys_dir: str, guard: bool, workers: int, threads: 
         env.update({"CATALOG_SEARCH_CONCURRENCY": "0", "CATALOG_STATEMENT_TIMEOUT_MS": "0", "WEB_THREADS": "1"})
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen([sys.executable, "serve.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180
-    while True:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop(proc)
-            raise SystemExit(f"bench.starvation: the server did not start; see {log_path}")
-        try:
-            urllib.request.urlopen(origin + "/healthz", timeout=5)  # noqa: S310 - our own server on loopback
-            return proc, origin
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.3)
+    wait_for(origin + "/healthz", proc, log_path)  # stops the server and raises if it does not come up
+    return proc, origin
 
 
 # -- the search load: a process of its own ---------------------------------------------------------------
