@@ -33,13 +33,22 @@ class SharedSlots:
         self._threads = [threading.Lock() for _ in range(size)]
         self._files: list[int] = []
         self._pid = 0
+        self._opening = threading.Lock()
 
     def _opened(self) -> list[int]:
-        """The slot files, opened once in each process (a forked worker opens its own)."""
+        """The slot files, opened once in each process (a forked worker opens its own) - by one
+        thread: two first searches at once in a fresh worker each opened them, and the second
+        set replaced the first while a slot was held on it, so that slot was given back on a
+        file that held nothing and stayed taken until the worker died (every search after it
+        refused)."""
         if self._pid != os.getpid():
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._files = [os.open(self.folder / f"slot-{n}", os.O_RDWR | os.O_CREAT, 0o600) for n in range(self.size)]
-            self._pid = os.getpid()
+            with self._opening:
+                if self._pid != os.getpid():
+                    self.folder.mkdir(parents=True, exist_ok=True)
+                    files = [
+                        os.open(self.folder / f"slot-{n}", os.O_RDWR | os.O_CREAT, 0o600) for n in range(self.size)
+                    ]
+                    self._files, self._pid = files, os.getpid()
         return self._files
 
     def try_take(self) -> int | None:
