@@ -119,15 +119,19 @@ def test_the_sign_in_never_carries_the_bound(app):
         with guard(bound_ms=1234) as made, made.call(search=True):
             assert run(text("SHOW statement_timeout")).scalar() == "1234ms"
             assert run(text("SHOW max_parallel_workers_per_gather")).scalar() == "0"  # one core a search
+            assert run(text("SHOW plan_cache_mode")).scalar() == "force_custom_plan"  # planned for its keyword
     with app.app_context():  # the next request to take the connection, unbounded (a sign-in)
         assert run(text("SHOW statement_timeout")).scalar() == default
         assert run(text("SHOW max_parallel_workers_per_gather")).scalar() == parallel
+        assert run(text("SHOW plan_cache_mode")).scalar() == "auto"  # the sign-in keeps its generic plans
     with app.app_context():  # ... and a catalog call inside an open transaction bounds it alone
         run(text("UPDATE credit_roles SET name = name WHERE id < 0"))
         with guard(bound_ms=4321) as made, made.call(search=True):
             assert run(text("SHOW statement_timeout")).scalar() == "4321ms"
             assert run(text("SHOW max_parallel_workers_per_gather")).scalar() == "0"
+            assert run(text("SHOW plan_cache_mode")).scalar() == "force_custom_plan"
         unit_of_work().rollback()
+        assert run(text("SHOW plan_cache_mode")).scalar() == "auto"
         assert run(text("SHOW statement_timeout")).scalar() == default
         assert run(text("SHOW max_parallel_workers_per_gather")).scalar() == parallel
 
@@ -317,6 +321,45 @@ def test_shared_slots_are_shared_by_processes_and_threads_and_freed_when_a_holde
         holder.kill()
         holder.wait()
     assert slots.try_take() == other_thread[0]  # the kernel freed it with the process
+
+
+def test_two_first_searches_at_once_in_a_fresh_worker_give_their_slots_back(tmp_path, monkeypatch):
+    """The slot files are opened once a process, by one thread: two threads opening them at once
+    each opened a set, one set replaced the other under a held slot, and that slot was never
+    given back (every search after it refused until the worker died)."""
+    import os
+    import threading
+    import time
+
+    from app.core import slots as slots_module
+    from app.core.slots import SharedSlots
+
+    real_open = os.open
+
+    def slow_open(*args, **kwargs):  # opening takes a while: the second thread arrives meanwhile
+        time.sleep(0.02)
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(slots_module.os, "open", slow_open)
+    slots = SharedSlots(tmp_path, 2)
+    taken: list[int | None] = []
+
+    def search() -> None:
+        slot = slots.try_take()
+        taken.append(slot)
+        time.sleep(0.05)  # both searches run at once
+        if slot is not None:
+            slots.give_back(slot)
+
+    threads = [threading.Thread(target=search) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    monkeypatch.undo()
+    assert None not in taken
+    other = SharedSlots(tmp_path, 2)  # another worker's view: both slots free again
+    assert other.try_take() is not None and other.try_take() is not None
 
 
 def test_a_guard_on_shared_slots_refuses_the_second_search(app, tmp_path):
