@@ -54,9 +54,13 @@ def _search_key() -> Any:
 
 
 # The stores' text indexes (migration 0020): on SQLite FTS5 tables (and their shadow tables) kept
-# in step by triggers, on PostgreSQL GIN indexes. Not models: the schema comparison leaves them be.
-_SEARCH_TABLES = ("profiles_search", "tracks_search", "albums_search")
-_SEARCH_INDEXES = tuple(f"ix_{t}_search_{kind}" for t in ("profiles", "tracks", "albums") for kind in ("trgm", "words"))
+# in step by triggers, on PostgreSQL GIN indexes and the names' vocabulary (0026), kept by a
+# trigger. Not models: the schema comparison leaves them be.
+_SEARCH_TABLES = ("profiles_search", "tracks_search", "albums_search", "catalog_words")
+_SEARCH_INDEXES = (
+    *(f"ix_{t}_search_{kind}" for t in ("profiles", "tracks", "albums") for kind in ("trgm", "words")),
+    "ix_catalog_words_trgm",
+)
 
 
 def outside_the_models(name: str | None, type_: str) -> bool:

@@ -91,24 +91,32 @@ class Keyword:
             return (EXACT, PREFIX, WORD, FRAGMENT)
         return (EXACT, PREFIX, WORD) if length == 2 else (EXACT, PREFIX)
 
+    def long_words(self) -> list[int]:
+        """The places of the words that get typo variants: the first FUZZY_WORDS of FUZZY_MIN to
+        FUZZY_LONGEST letters."""
+        return [i for i, w in enumerate(self.words) if FUZZY_MIN <= len(w) <= FUZZY_LONGEST][:FUZZY_WORDS]
+
+    def typo_variants(self, place: int) -> set[str]:
+        """The word at `place` with one typo, as LIKE patterns: a letter changed or added (`_`),
+        dropped, or two neighbours swapped."""
+        word = self.words[place]
+        variants = set()
+        for j in range(len(word)):
+            variants.add(word[:j] + "_" + word[j + 1 :])  # changed
+            variants.add(word[:j] + word[j + 1 :])  # dropped
+            if j + 1 < len(word):
+                variants.add(word[:j] + word[j + 1] + word[j] + word[j + 2 :])  # swapped
+        for j in range(len(word) + 1):
+            variants.add(word[:j] + "_" + word[j:])  # added
+        variants.discard(word)
+        return variants
+
     def fuzzy_patterns(self) -> list[str]:
-        """LIKE patterns for one typo in one long word, each anchored at a word start: a letter
-        changed or added (`_`), dropped, or two neighbours swapped. A keyword without a long word
-        has none."""
+        """LIKE patterns for one typo in one long word, each anchored at a word start (the
+        keyword's other words as typed). A keyword without a long word has none."""
         patterns: set[str] = set()
-        long_words = [i for i, w in enumerate(self.words) if FUZZY_MIN <= len(w) <= FUZZY_LONGEST][:FUZZY_WORDS]
-        for i in long_words:
-            word = self.words[i]
-            variants = set()
-            for j in range(len(word)):
-                variants.add(word[:j] + "_" + word[j + 1 :])  # changed
-                variants.add(word[:j] + word[j + 1 :])  # dropped
-                if j + 1 < len(word):
-                    variants.add(word[:j] + word[j + 1] + word[j] + word[j + 2 :])  # swapped
-            for j in range(len(word) + 1):
-                variants.add(word[:j] + "_" + word[j:])  # added
-            variants.discard(word)
-            for variant in variants:
+        for i in self.long_words():
+            for variant in self.typo_variants(i):
                 patterns.add("% " + " ".join([*self.words[:i], variant, *self.words[i + 1 :]]) + "%")
         return sorted(patterns)
 
@@ -130,7 +138,8 @@ class SqlCatalog:
         table = TABLES[kind]
         return f"rowid IN (SELECT rowid FROM {table}_search WHERE search_key LIKE :{name})"
 
-    def _any_match(self, kind: str, names: list[str]) -> str:
+    def _any_match(self, kind: str, names: list[str], params: dict[str, Any]) -> str:
+        """A condition: the row's key matches one of the typo patterns bound as `names`."""
         table = TABLES[kind]
         union = " UNION ".join(f"SELECT rowid FROM {table}_search WHERE search_key LIKE :{n}" for n in names)
         return f"rowid IN ({union})"
@@ -189,10 +198,11 @@ class SqlCatalog:
         patterns = word.fuzzy_patterns()
         if len(ids) < limit and patterns:
             names = [f"fuzzy{i}" for i in range(len(patterns))]
+            typos = self._fuzzy_params(word, names, patterns)
             # Here the other tiers found fewer than `limit`: `ids` holds every one of them.
-            fuzzy = {**params, **self._fuzzy_params(names, patterns), "n": limit + len(ids)}
+            fuzzy = {**params, **(typos or {}), "n": limit + len(ids)}
             # Every row of the widest tier is in `ids`: only the rows it missed can be new here.
-            only = self._near_count(kind, word, names, fuzzy)
+            only = self._near_count(kind, word, names, fuzzy, widest=total > 0) if typos is not None else 0
             if only:
                 seen = set(ids)
                 near = self._near_ids(kind, names, fuzzy, only >= TOTAL_CAP)
@@ -218,8 +228,9 @@ class SqlCatalog:
                 return int(prefixed)
         return int(run(text(count.format(table=table, condition=self._widest(kind, word))), params).scalar_one())
 
-    def _fuzzy_params(self, names: list[str], patterns: list[str]) -> dict[str, str]:
-        """The typo patterns bound to `names`."""
+    def _fuzzy_params(self, word: Keyword, names: list[str], patterns: list[str]) -> dict[str, str] | None:
+        """The typo patterns bound to `names`; None when the store knows that no name can match
+        one (PostgreSQL: no word of the catalog is one typo from the keyword's)."""
         return dict(zip(names, patterns, strict=True))
 
     def _near_ids(self, kind: str, names: list[str], params: dict[str, Any], many: bool) -> list[str]:
@@ -228,24 +239,29 @@ class SqlCatalog:
         return list(
             run(
                 text(
-                    f"SELECT id FROM (SELECT id, popularity FROM {TABLES[kind]} WHERE {self._any_match(kind, names)} "
+                    f"SELECT id FROM (SELECT id, popularity FROM {TABLES[kind]} WHERE {self._any_match(kind, names, params)} "
                     "LIMIT :window) AS near ORDER BY popularity DESC, id LIMIT :n"
                 ),
                 params,
             ).scalars()
         )
 
-    def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any]) -> int:
-        """The rows only the fuzzy tier finds (a typo pattern, not the widest tier), up to :cap."""
+    def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any], widest: bool) -> int:
+        """The rows only the fuzzy tier finds (a typo pattern, not the widest tier), up to :cap.
+        `widest`: the widest tier matched a row (else no row need be tested against it)."""
         return int(
             run(
                 text(
-                    f"SELECT count(*) FROM (SELECT 1 FROM {TABLES[kind]} WHERE {self._any_match(kind, names)} "
-                    f"AND NOT ({self._widest(kind, word)}) LIMIT :cap) AS near"
+                    f"SELECT count(*) FROM (SELECT 1 FROM {TABLES[kind]} WHERE {self._any_match(kind, names, params)}"
+                    f"{self._unless_widest(kind, word, widest, ' AND ')} LIMIT :cap) AS near"
                 ),
                 params,
             ).scalar_one()
         )
+
+    def _unless_widest(self, kind: str, word: Keyword, widest: bool, joiner: str) -> str:
+        """The condition leaving out the widest tier's rows, when it has any."""
+        return f"{joiner}NOT ({self._widest(kind, word)})" if widest else ""
 
     def autocomplete(self, raw: str, limit: int) -> list[Suggestion]:
         """Names starting with `raw` (then, from two letters, names with a word starting with it):

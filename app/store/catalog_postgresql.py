@@ -2,19 +2,21 @@
 
 - words: full-text search, a GIN index over `to_tsvector('simple', search_key)` read as a phrase
   whose last word is a prefix (`crazy <-> in:*`);
-- fragments and typo variants: `pg_trgm`'s GIN index (`search_key gin_trgm_ops`), which answers
-  `LIKE '%...%'` (and `_`) from trigrams; the variants of a keyword are one bitmap OR;
+- fragments: `pg_trgm`'s GIN index (`search_key gin_trgm_ops`), which answers `LIKE '%...%'`
+  from trigrams;
+- one typo: the catalog's words one typo from the keyword's, from `catalog_words`, then the rows
+  holding one of them through the full-text index (app/store/catalog_vocabulary.py);
 - each tier its own parenthesized branch, planned on its own: exact and prefix from the B-tree or
   the popularity index, whichever the planner finds cheaper; a text-index tier reads at most
   `WINDOW` matches from its GIN index and ranks those (for a word in tens of thousands of names,
   the most popular of the first 5,000 found - the exact and prefix tiers come before it anyway);
 - profile figures recomputed set-wise (one pass over the credits per figure), not row by row.
 
-Migration 0020 makes the indexes (and the `pg_trgm` extension, trusted: no superuser needed)."""
+Migration 0020 makes the indexes (and the `pg_trgm` extension, trusted: no superuser needed),
+0026 the vocabulary."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,6 +25,7 @@ from typing import Any
 from sqlalchemy import text
 
 from app.store.catalog import EXACT, NAMES, PREFIX, TABLES, Keyword, SqlCatalog
+from app.store.catalog_vocabulary import lookups, near_query
 from app.store.statements import run
 from app.store.unit_of_work import unit_of_work
 
@@ -41,29 +44,42 @@ class PostgresCatalog(SqlCatalog):
     def _text_match(self, kind: str, name: str) -> str:
         return f"search_key LIKE :{name}"
 
-    def _any_match(self, kind: str, names: list[str]) -> str:
-        """One of the typo patterns ("% midn_gth%": at a word's start). The trigram index is asked
-        for each pattern without its leading space where a trigram is left ("%midn_gth%", bound as
-        `<name>_index`): pg_trgm reads a space before a word as the word's start and adds its
-        padded trigrams ("  m", " mi"), which are in a large share of all names - the bitmap cost
-        more than the rows. The anchored patterns are checked on the rows found, through an
-        expression the index does not answer."""
-        indexed = " OR ".join(f"search_key LIKE :{n}_index" for n in names)
+    def _any_match(self, kind: str, names: list[str], params: dict[str, Any]) -> str:
+        """The rows the full-text index finds holding a catalog word one typo from the keyword's
+        (`:near`, app/store/catalog_vocabulary.py), and of those the ones a pattern matches -
+        unless the query says exactly what the patterns do (`near_exact`: one word typed, no
+        split), then the patterns need not be read. They are checked through an expression no
+        index answers (`search_key || ''`): the planner prices them as a filter, without reading
+        each against the column's statistics."""
+        near = f"{self._words_match()} @@ to_tsquery('simple', :near)"
+        if params["near_exact"]:
+            return near
         anchored = " OR ".join(f"(search_key || '') LIKE :{n}" for n in names)
-        return f"({indexed}) AND ({anchored})"
+        return f"{near} AND ({anchored})"
 
-    def _fuzzy_params(self, names: list[str], patterns: list[str]) -> dict[str, str]:
-        """Each pattern, and the one its index read asks for: unanchored when three letters in a
-        row are left to make a trigram of ("% re_ix%" keeps its space: "%re_ix%" has none, and a
-        pattern without a trigram reads the whole index)."""
-        params = super()._fuzzy_params(names, patterns)
-        for name, pattern in zip(names, patterns, strict=True):
-            loose = "%" + pattern.removeprefix("% ")
-            params[f"{name}_index"] = loose if re.search(r"[^%_ ]{3}", loose) else pattern
-        return params
+    def _fuzzy_params(self, word: Keyword, names: list[str], patterns: list[str]) -> dict[str, Any] | None:
+        """The patterns and `:near`, from the catalog's words one typo from the keyword's (one
+        statement: each lookup a B-tree range or a trigram read of `catalog_words`); None when
+        there are none - then no name can match and no name is read."""
+        wanted = lookups(word)
+        condition = " OR ".join(f"word LIKE :w{i}" for i in range(len(wanted)))
+        found = set(
+            run(
+                text(f"SELECT word FROM catalog_words WHERE {condition}"),
+                {f"w{i}": pattern for i, pattern in enumerate(wanted)},
+            ).scalars()
+        )
+        near = near_query(word, found)
+        if near is None:
+            return None
+        return {**dict(zip(names, patterns, strict=True)), "near": near.query, "near_exact": near.exact}
+
+    @staticmethod
+    def _words_match() -> str:
+        return "to_tsvector('simple', search_key)"
 
     def _word_match(self, kind: str) -> str:
-        return "to_tsvector('simple', search_key) @@ to_tsquery('simple', :words)"
+        return f"{self._words_match()} @@ to_tsquery('simple', :words)"
 
     @staticmethod
     def _branch(sql: str) -> str:
@@ -94,18 +110,18 @@ class PostgresCatalog(SqlCatalog):
     def _near_ids(self, kind: str, names: list[str], params: dict[str, Any], many: bool) -> list[str]:
         """Among the popular rows first when the patterns match many (see _popular); a few are read
         and ranked at once."""
-        popular = self._popular(kind, self._any_match(kind, names), params) if many else None
+        popular = self._popular(kind, self._any_match(kind, names, params), params) if many else None
         return popular if popular is not None else super()._near_ids(kind, names, params, many)
 
-    def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any]) -> int:
-        """As the base class, with the matches read from the trigram bitmap: with a LIMIT the
-        planner would rather walk the whole name index, testing each name against every pattern.
-        A CTE is read as far as the count asks."""
+    def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any], widest: bool) -> int:
+        """As the base class, with the matches read from the full-text index's bitmap: with a LIMIT
+        the planner would rather walk the whole name index, testing each name against every
+        pattern. A CTE is read as far as the count asks."""
         return int(
             run(
                 text(
-                    f"WITH near AS MATERIALIZED (SELECT search_key FROM {TABLES[kind]} WHERE {self._any_match(kind, names)}) "
-                    f"SELECT count(*) FROM (SELECT 1 FROM near WHERE NOT ({self._widest(kind, word)}) LIMIT :cap) AS hits"
+                    f"WITH near AS MATERIALIZED (SELECT search_key FROM {TABLES[kind]} WHERE {self._any_match(kind, names, params)}) "
+                    f"SELECT count(*) FROM (SELECT 1 FROM near{self._unless_widest(kind, word, widest, ' WHERE ')} LIMIT :cap) AS hits"
                 ),
                 params,
             ).scalar_one()
@@ -161,7 +177,7 @@ class PostgresCatalog(SqlCatalog):
         run(
             text(
                 "TRUNCATE credit_role_links, credits, chart_rows, track_artists, track_isrcs, tracks, albums, "
-                "profile_collaborators"
+                "profile_collaborators, catalog_words"
             )
         )
         super().clear()

@@ -18,6 +18,7 @@ from tests.key_support import index_catalog, key_header, make_key
 
 CATALOG_TABLES = {
     "profiles", "tracks", "albums", "credits", "credit_role_links", "track_artists", "track_isrcs", "chart_rows",
+    "catalog_words",
 }  # fmt: skip
 # credit_roles is the taxonomy (a few dozen rows, read whole by `GET /roles`, as the spec says).
 

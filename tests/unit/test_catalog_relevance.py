@@ -74,6 +74,12 @@ CASES = [
     ("track", "nothing els", ["Nothing Else Matters"]),
     ("track", "ummer", ["Summertime Sadness", "Summer"]),  # fragments, by popularity
     ("track", "hlelo", ["Hello"]),  # two neighbours swapped
+    ("track", "sweethome", ["Sweet Home Alabama"]),  # a space left out is a letter dropped
+    ("track", "crazyi", ["Crazy in Love", "Crazy Train", "Crazy"]),  # ... then the next word's first letter
+    ("track", "teen spirt", ["Smells Like Teen Spirit"]),  # the typo in the last of two words
+    ("track", "smels like", ["Smells Like Teen Spirit"]),  # ... in the first, the last typed so far
+    ("track", "lovelx", ["Lovely"]),  # a letter changed at the end
+    ("track", "thelma", []),  # no word of the catalog is one typo away
     ("album", "thriler", ["Thriller"]),
     ("album", "dark side", ["The Dark Side of the Moon"]),
     ("album", "in love", ["Dangerously in Love"]),

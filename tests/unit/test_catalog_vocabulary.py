@@ -1,0 +1,116 @@
+"""The typo tier's vocabulary (app/store/catalog_vocabulary.py): what a one-typo search looks up
+among the catalog's words, the full-text query it then reads names through, and on PostgreSQL
+the vocabulary kept by the database as names are written."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from sqlalchemy import event, text
+
+from app.core.extensions import db
+from app.models import Album, Track
+from app.store import store
+from app.store.catalog import keyword
+from app.store.catalog_vocabulary import NearQuery, lookups, near_query
+from tests.api_support import uid
+
+_TRACK = {"isrcs": [], "spotify_preview_url": "https://audio.example/1.mp3"}
+
+
+def _word(raw: str):
+    word = keyword(raw)
+    assert word is not None
+    return word
+
+
+def test_the_lookups_are_each_variant_and_the_words_a_split_would_make():
+    wanted = lookups(_word("sweethome"))
+    assert "sweethom_%" in wanted  # a letter changed: the last word is a prefix a name's word may continue
+    assert "swetehome%" in wanted  # two swapped
+    assert {"sweet", "home%"} <= set(wanted)  # "sweet home": the first word whole, the second as typed so far
+    assert "sweethome%" not in wanted  # the word as typed is the other tiers'
+    assert "e" not in {w.rstrip("%") for w in wanted if w.endswith("%")}  # no one-letter prefix (a 26th of the words)
+
+
+def test_a_word_before_the_last_is_looked_up_whole():
+    wanted = lookups(_word("smels like"))
+    assert "smel_s" in wanted and "smel_s%" not in wanted  # "smells", a letter added
+    assert not any(w.startswith("like") for w in wanted)  # four letters: typed as is
+
+
+def test_the_query_is_the_catalog_words_found_and_exact_for_one_word():
+    assert near_query(_word("midnigth"), {"midnight", "midnights", "unrelated"}) == NearQuery(
+        "(('midnight' | 'midnights'))", exact=True
+    )
+
+
+def test_a_first_word_with_no_second_word_after_it_is_no_split():
+    near = near_query(_word("acngel"), {"a", "angel", "angels"})  # "a ngel..." would be a split: no such word
+    assert near == NearQuery("(('angel' | 'angels'))", exact=True)
+
+
+def test_a_split_joins_its_two_words_and_the_patterns_then_decide():
+    near = near_query(_word("sweethome"), {"sweet", "home", "homes"})
+    assert near == NearQuery("((('sweet' & ('home' | 'homes'))))", exact=False)
+
+
+def test_the_other_words_of_the_keyword_narrow_the_query():
+    near = near_query(_word("teen spirt"), {"spirit"})
+    assert near == NearQuery("('teen' & ('spirit'))", exact=False)  # "teen" before it: the patterns check the order
+    near = near_query(_word("smels like"), {"smells"})
+    assert near == NearQuery("('like':* & ('smells'))", exact=False)  # the last word typed so far
+
+
+def test_no_word_one_typo_away_means_no_name_is_read():
+    assert near_query(_word("thelma"), {"the", "velma"}) is None  # "the" is a split only with an "lma..." after it
+
+
+@pytest.fixture
+def postgres():
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("the vocabulary is PostgreSQL's; SQLite reads its trigram tables (app/store/catalog.py)")
+
+
+def _names(kind: str, raw: str) -> list[str]:
+    model = {"track": Track, "album": Album}[kind]
+    ids = store().catalog.search(kind, raw, 10).ids
+    return [db.session.get(model, i).title for i in ids]
+
+
+def test_the_database_keeps_the_words_of_each_name_written(postgres):
+    db.session.add(Track(id=uid(1, 2), title="Fjällräven Nights", popularity=10, **_TRACK, spotify_id="t1"))
+    db.session.add(Album(id=uid(1, 3), title="Quiet Harbour", release_date=date(2001, 1, 1), popularity=5))
+    db.session.commit()
+    words = set(db.session.execute(text("SELECT word FROM catalog_words")).scalars())
+    assert {"fjallraven", "nights", "quiet", "harbour"} <= words
+    assert _names("track", "fjallravem") == ["Fjällräven Nights"]
+
+
+def test_a_renamed_name_is_found_by_a_typo_of_its_new_words(postgres):
+    track = Track(id=uid(2, 2), title="Old Title", popularity=10, **_TRACK, spotify_id="t2")
+    db.session.add(track)
+    db.session.commit()
+    assert _names("track", "zephyrs") == []
+    track.title = "Zephyr Song"
+    db.session.commit()
+    assert _names("track", "zephyrs") == ["Zephyr Song"]  # "zephyr" came in with the update
+
+
+def test_a_typo_no_catalog_word_is_near_reads_no_name(postgres):
+    db.session.add(Track(id=uid(3, 2), title="The Velvet Hour", popularity=10, **_TRACK, spotify_id="t3"))
+    db.session.commit()
+    statements: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        hits = store().catalog.search("track", "thelma", 10)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    assert hits.total == 0 and hits.ids == []
+    looked_up = next(i for i, s in enumerate(statements) if "FROM catalog_words" in s)
+    assert not any("FROM tracks" in s for s in statements[looked_up + 1 :])
