@@ -1,7 +1,8 @@
 """The production servers: granian serving `wsgi:app` (`python serve.py`, which `make serve` runs)
 and, beside it on a port of its own, the hosted tool server (app/web/toolserver/, granian in ASGI mode:
-the MCP SDK's transport is ASGI, the provider's sign-in stays WSGI). `python serve.py tools` runs
-the tool server alone (a process of its own, for an operator who runs them apart).
+the MCP SDK's transport is ASGI, the provider's sign-in stays WSGI) and, when CATALOG_BIND is set,
+the catalog pool (below). `python serve.py tools` and `python serve.py catalog` run one of them
+alone (a process of its own, for an operator who runs them apart).
 
 Why granian rather than gunicorn: every sign-in request pays the HTTP server's own cost before
 Flask sees it. On the benchmark (docs/performance.md), a Flask "hello" costs about half the CPU per
@@ -24,6 +25,12 @@ Every number comes from the environment, with defaults for a small machine:
   MCP_BIND              address the tool server listens on (host:port); `off` or empty:
                         not started. Its public URL is MCP_URL (app/core/config.py)         127.0.0.1:8001
   MCP_CONCURRENCY       the tool server's worker processes                              CPUs
+  CATALOG_BIND          address of the catalog pool (host:port): the same app in worker
+                        processes of their own, for a proxy in front to send `/v1/` and
+                        `/embed/v1/` to; `off` or empty: none (the workers above serve all)  off
+  CATALOG_CONCURRENCY   the catalog pool's worker processes                             1
+  CATALOG_NICE          how much less CPU priority the catalog pool and the tool server
+                        get than the sign-in's workers (0-19, as nice(1))                10
 
 Two threads per worker by default, and no more: the app's requests are short and mostly CPU, so
 threads of one process mostly wait for its interpreter lock, and switching between them costs CPU:
@@ -36,6 +43,16 @@ workers and its tool server share the slots, through files in CATALOG_SLOTS_DIR,
 made here), so with one thread more than that a sign-in request always finds a thread no search
 holds; the start warns when WEB_THREADS leaves no such thread. Raise WEB_THREADS when the database is far enough
 away that a request spends much of its time waiting for it.
+
+The catalog pool (CATALOG_BIND) keeps the catalog's requests off the sign-in's workers altogether.
+The guard above keeps a search from holding every thread, but the searches' work still runs in the
+same processes as the sign-in: a sign-in request waits for the interpreter lock a search's thread
+holds, and for a core while the searches' processes use them. With the pool, `/v1/` and
+`/embed/v1/` arrive (through the proxy) at processes of their own, which run - with the tool
+server - at a lower CPU priority (CATALOG_NICE): where they share cores with the sign-in, the
+kernel gives a waiting sign-in request the core first. The pool shares the search slots and the
+statement bound; the provider's port still answers `/v1/` too, so a deployment without the proxy
+rule loses nothing (docs/operating.md; bench/starvation.py measures both).
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
 any number of them, on any number of machines, serve one issuer; a worker that dies is replaced.
@@ -58,6 +75,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -176,33 +194,75 @@ def tool_server_options(environ: os._Environ | dict = os.environ) -> dict[str, A
     }
 
 
-def _die_with_parent() -> None:
-    """In the tool server's process, before it runs: stop when serve.py's process dies, however
-    it dies (Linux's parent-death signal), rather than serve on alone."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: stopped by serve.py's own exit instead
-        pass
+DEFAULT_CATALOG_NICE = 10
 
 
-def start_tool_server(log: logging.Logger) -> subprocess.Popen:
-    """`serve.py tools` as a child process. If it stops while the provider serves, the provider
-    stops too, so that whatever supervises serve.py restarts both (a half-served platform is not
-    left running)."""
+def catalog_pool_bind(environ: os._Environ | dict = os.environ) -> tuple[str, int] | None:
+    """CATALOG_BIND as (host, port); None when the catalog has no pool of its own (the default)."""
+    bind = (environ.get("CATALOG_BIND") or "").strip()
+    if bind.lower() in ("", "off", "false", "0", "no"):
+        return None
+    return _address(bind, "CATALOG_BIND")
+
+
+def catalog_pool_options(environ: os._Environ | dict = os.environ) -> dict[str, Any]:
+    """granian's settings for the catalog pool: the provider's own (the same app, WSGI, WEB_THREADS
+    threads a worker) at CATALOG_BIND, with CATALOG_CONCURRENCY workers."""
+    address = catalog_pool_bind(environ)
+    if address is None:
+        raise SystemExit("CATALOG_BIND is off: no catalog pool to start")
+    return {
+        **server_options(environ),
+        "address": address[0],
+        "port": address[1],
+        "workers": int(environ.get("CATALOG_CONCURRENCY") or 1),
+    }
+
+
+def catalog_niceness(environ: os._Environ | dict = os.environ) -> int:
+    """CATALOG_NICE: the niceness the catalog pool and the tool server start with."""
+    raw = (environ.get("CATALOG_NICE") or str(DEFAULT_CATALOG_NICE)).strip()
+    if not raw.isdigit() or not 0 <= int(raw) <= 19:
+        raise SystemExit(f"CATALOG_NICE must be a whole number from 0 to 19, not {raw!r}")
+    return int(raw)
+
+
+def _as_catalog_child(niceness: int) -> Callable[[], None]:
+    """What a catalog process does before it runs (in the child, before exec): stop when serve.py's
+    process dies, however it dies (Linux's parent-death signal), rather than serve on alone; and
+    give up `niceness` of CPU priority, which its granian workers inherit."""
+
+    def prepare() -> None:
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # not Linux: stopped by serve.py's own exit instead
+            pass
+        if niceness:
+            os.nice(niceness)
+
+    return prepare
+
+
+def start_child(log: logging.Logger, role: str, niceness: int) -> subprocess.Popen:
+    """`serve.py tools` or `serve.py catalog` as a child process. If it stops while the provider
+    serves, the provider stops too, so that whatever supervises serve.py restarts all (a
+    half-served platform is not left running)."""
     child = subprocess.Popen(  # noqa: S603 - our own interpreter and file
-        [sys.executable, str(ROOT / "serve.py"), "tools"],
+        [sys.executable, str(ROOT / "serve.py"), role],
         cwd=ROOT,
-        preexec_fn=_die_with_parent,  # noqa: PLW1509 - no thread runs yet
+        # Its database sessions named for it (libpq's PGAPPNAME): pg_stat_activity tells them apart.
+        env={"PGAPPNAME": f"credits-id-{role}", **os.environ},
+        preexec_fn=_as_catalog_child(niceness),  # noqa: PLW1509 - no thread runs yet
     )
 
     def watch() -> None:
         if child.wait() != 0 and not stopping.is_set():
-            log.error("the tool server stopped (exit %s): stopping the provider too", child.returncode)
+            log.error("the %s server stopped (exit %s): stopping the provider too", role, child.returncode)
             os.kill(os.getpid(), signal.SIGTERM)
 
-    threading.Thread(target=watch, name="tool-server-watch", daemon=True).start()
+    threading.Thread(target=watch, name=f"{role}-watch", daemon=True).start()
     return child
 
 
@@ -292,8 +352,11 @@ def main(argv: list[str] | None = None) -> None:
     if argv == ["tools"]:
         Granian(**tool_server_options()).serve()
         return
+    if argv == ["catalog"]:
+        Granian(**catalog_pool_options()).serve()
+        return
     if argv:
-        raise SystemExit("usage: serve.py [tools]")
+        raise SystemExit("usage: serve.py [tools|catalog]")
     for line in retired_settings():
         log.warning(line)
     if (line := catalog_thread_warning()) is not None:
@@ -301,19 +364,24 @@ def main(argv: list[str] | None = None) -> None:
     metrics_at = metrics_address()
     folder, own = fresh_metrics_dir()
     slots, own_slots = fresh_slots_dir()  # before the workers and the tool server start: they inherit it
-    tools = None
+    niceness = catalog_niceness()
+    children: list[subprocess.Popen] = []
     try:
         if metrics_at is not None:
             serve_metrics(metrics_at)
             log.info("metrics served on %s:%d", *metrics_at)
         options = server_options()
-        if tool_server_bind() is not None:
-            tools = start_tool_server(log)
-            log.info("tool server on %s:%d", *tool_server_bind())
+        if (tools_at := tool_server_bind()) is not None:
+            children.append(start_child(log, "tools", niceness))
+            log.info("tool server on %s:%d", *tools_at)
+        if (catalog_at := catalog_pool_bind()) is not None:
+            catalog_pool_options()  # a malformed setting stops the start here, not in the child
+            children.append(start_child(log, "catalog", niceness))
+            log.info("catalog pool on %s:%d", *catalog_at)
         Granian(**options).serve()
     finally:
-        if tools is not None:
-            stop(tools, int(os.environ.get("WEB_GRACEFUL_TIMEOUT") or 30))
+        for child in children:
+            stop(child, int(os.environ.get("WEB_GRACEFUL_TIMEOUT") or 30))
         if own:
             shutil.rmtree(folder, ignore_errors=True)
         if own_slots:

@@ -98,10 +98,14 @@ def prepare(database_url: str, keys_dir: str) -> dict[str, Any]:
         }
 
 
-def start(database_url: str, keys_dir: str, guard: bool, workers: int, threads: int | None, log_path: Path):
-    """`python serve.py` (no tool server), waited for; the process and its origin."""
+def start(
+    database_url: str, keys_dir: str, guard: bool, workers: int, threads: int | None, pool: bool, log_path: Path
+) -> tuple[subprocess.Popen, str, str]:
+    """`python serve.py` (no tool server), waited for; the process, its origin, and where the
+    catalog is served (the catalog pool's origin with `pool`, else the same)."""
     port = free_port()
     origin = f"http://127.0.0.1:{port}"
+    catalog = f"http://127.0.0.1:{free_port()}" if pool else origin
     env = {
         **os.environ,
         "APP_ENV": "development",
@@ -118,12 +122,15 @@ def start(database_url: str, keys_dir: str, guard: bool, workers: int, threads: 
     }
     if threads is not None:
         env["WEB_THREADS"] = str(threads)
+    if pool:
+        env["CATALOG_BIND"] = catalog.removeprefix("http://")
     if not guard:
         env.update({"CATALOG_SEARCH_CONCURRENCY": "0", "CATALOG_STATEMENT_TIMEOUT_MS": "0", "WEB_THREADS": "1"})
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen([sys.executable, "serve.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     wait_for(origin + "/healthz", proc, log_path)  # stops the server and raises if it does not come up
-    return proc, origin
+    wait_for(catalog + "/healthz", proc, log_path)
+    return proc, origin, catalog
 
 
 # -- the search load: a process of its own ---------------------------------------------------------------
@@ -190,9 +197,14 @@ def load_main(argv: list[str]) -> None:
 
 
 def start_load(a: argparse.Namespace, origin: str, keys: list[str], out: Path) -> subprocess.Popen:
+    """The search clients, a process of their own: at `--load-nice`, standing for clients on other
+    machines, whose work does not take the server's cores (0: as they are, on the same cores)."""
     argv = [str(a.search_clients), str(a.retry_pause), a.harness, str(out)]
     proc = subprocess.Popen(  # noqa: S603 - this very script
-        [sys.executable, "-m", "bench.starvation", "--load", origin, *argv], cwd=ROOT, stdin=subprocess.PIPE
+        [sys.executable, "-m", "bench.starvation", "--load", origin, *argv],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        preexec_fn=(lambda: os.nice(a.load_nice)) if a.load_nice else None,  # noqa: PLW1509 - no thread runs yet
     )
     assert proc.stdin is not None
     proc.stdin.write(json.dumps(keys).encode())
@@ -274,6 +286,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--guard", choices=("on", "off"), default="on")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=None, help="WEB_THREADS (default: serve.py's)")
+    ap.add_argument("--catalog-pool", action="store_true", help="the catalog on a pool of its own (CATALOG_BIND)")
+    ap.add_argument("--load-nice", type=int, default=0, help="the search clients' niceness (19: as if remote)")
     ap.add_argument("--harness", default=str(DEFAULT_HARNESS))
     ap.add_argument("--json", default="", help="also write the figures here")
     a = ap.parse_args(argv)
@@ -291,7 +305,9 @@ def main(argv: list[str] | None = None) -> None:
     load: subprocess.Popen | None = None
     try:
         facts = prepare(a.database_url, str(KEYS_DIR))
-        proc, origin = start(a.database_url, str(KEYS_DIR), a.guard == "on", a.workers, a.threads, tmp / "server.log")
+        proc, origin, catalog = start(
+            a.database_url, str(KEYS_DIR), a.guard == "on", a.workers, a.threads, a.catalog_pool, tmp / "server.log"
+        )
         cfg = config(harness, origin, facts)
         warm = asyncio.run(harness.mint_codes(cfg, 2, 1))
         token = asyncio.run(harness.exchange(cfg, harness.Conn(*cfg.hostport), *warm[0]))["access_token"]
@@ -301,7 +317,7 @@ def main(argv: list[str] | None = None) -> None:
                 load = None
                 result_file = tmp / f"load-{round_no}.json"
                 if phase == "loaded":
-                    load = start_load(a, origin, facts["keys"], result_file)
+                    load = start_load(a, catalog, facts["keys"], result_file)
                     time.sleep(3)  # the search clients at full speed before anything is measured
                 measured = asyncio.run(measure(harness, cfg, codes, token, a.seconds))
                 for name, values in measured.items():
@@ -329,7 +345,8 @@ def main(argv: list[str] | None = None) -> None:
 def report(phases: dict[str, dict[str, list[float]]], loads: list[dict], a: argparse.Namespace) -> None:
     rows = {}
     print(
-        f"\nsign-in beside {a.search_clients} search clients, guard {a.guard}, "
+        f"\nsign-in beside {a.search_clients} search clients (niceness {a.load_nice}), guard {a.guard}, "
+        f"catalog pool {'on' if a.catalog_pool else 'off'}, "
         f"{a.workers} workers x {a.threads or 'serve.py default'} threads, {a.rounds} rounds"
     )
     print(

@@ -13,6 +13,9 @@ import pytest
 import requests
 
 from serve import (
+    catalog_niceness,
+    catalog_pool_bind,
+    catalog_pool_options,
     fresh_metrics_dir,
     metrics_address,
     retired_settings,
@@ -20,6 +23,8 @@ from serve import (
     tool_server_bind,
     tool_server_options,
 )
+from tests.conftest import free_port
+from tests.key_support import key_header, make_key
 from tests.production.servers import running
 
 
@@ -182,3 +187,58 @@ def test_the_start_warns_when_the_catalog_may_take_every_thread():
     line = catalog_thread_warning({"WEB_THREADS": "1"})
     assert line is not None and "keep WEB_THREADS above CATALOG_SEARCH_CONCURRENCY" in line
     assert catalog_thread_warning({"WEB_THREADS": "2", "CATALOG_SEARCH_CONCURRENCY": "2"}) is not None
+
+
+def test_the_catalog_pool_is_off_unless_asked_for():
+    assert catalog_pool_bind({}) is None  # the provider's workers serve the catalog too
+    for off in ("off", "", "no"):
+        assert catalog_pool_bind({"CATALOG_BIND": off}) is None
+    with pytest.raises(SystemExit, match="CATALOG_BIND must be host:port"):
+        catalog_pool_bind({"CATALOG_BIND": "127.0.0.1:http"})
+    options = catalog_pool_options({"CATALOG_BIND": "127.0.0.1:9002", "WEB_THREADS": "3"})
+    assert (options["address"], options["port"], options["workers"]) == ("127.0.0.1", 9002, 1)
+    assert options["target"] == "wsgi:app" and options["interface"].value == "wsgi"  # the same app
+    assert options["blocking_threads"] == 3
+    assert catalog_pool_options({"CATALOG_BIND": "127.0.0.1:9002", "CATALOG_CONCURRENCY": "2"})["workers"] == 2
+    with pytest.raises(SystemExit, match="CATALOG_BIND is off"):
+        catalog_pool_options({})
+    assert catalog_niceness({}) == 10 and catalog_niceness({"CATALOG_NICE": "0"}) == 0
+    for bad in ("20", "-1", "low"):
+        with pytest.raises(SystemExit, match="CATALOG_NICE must be a whole number from 0 to 19"):
+            catalog_niceness({"CATALOG_NICE": bad})
+
+
+def _descendants(pid: int) -> set[int]:
+    found = set()
+    for child in _workers(pid):
+        found |= {child} | _descendants(child)
+    return found
+
+
+def test_the_catalog_pool_serves_the_catalog_below_the_sign_ins_priority(app, settings, tmp_path):
+    _, secret = make_key("secret")
+    port = free_port()
+    with running(settings, tmp_path, CATALOG_BIND=f"127.0.0.1:{port}", CATALOG_NICE="7") as server:
+        pool = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if requests.get(pool + "/healthz", timeout=5).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert time.monotonic() < deadline, server.log_text()[-2000:]
+            time.sleep(0.2)
+        answer = requests.get(pool + "/v1/roles", headers=key_header(secret), timeout=10)
+        assert answer.status_code == 200 and answer.json()["data"]  # the catalog, served by the pool
+        assert requests.get(server("/v1/roles"), headers=key_header(secret), timeout=10).status_code == 200
+        processes = _descendants(server.proc.pid)
+        pool_side = {
+            p for p in processes if "catalog" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
+        }
+        pool_side |= {d for p in pool_side for d in _descendants(p)}
+        assert pool_side and processes - pool_side  # the pool's processes, and the provider's workers
+        base = os.getpriority(os.PRIO_PROCESS, 0)  # this test's own (CI may run it niced)
+        assert {os.getpriority(os.PRIO_PROCESS, p) for p in pool_side} == {min(19, base + 7)}  # workers inherit it
+        assert {os.getpriority(os.PRIO_PROCESS, p) for p in processes - pool_side} == {base}
+        assert any(line.get("message", "").startswith("catalog pool on") for line in server.log_lines())
