@@ -1,5 +1,7 @@
 """The catalog at size (issue 47): search, type-ahead, collaborators and deep pages, timed through
-the whole `/v1` request path (the key door, the meter, the reads) in-process, one client.
+the whole `/v1` request path (the key door, the meter, the reads) in-process, one client. Search
+runs twice: over the bench's twenty keywords, and over what people type - every word of five
+letters or more in the catalog's track titles, as it is and with one typo each (`catalog_words`).
 
     DATABASE_URL=postgresql+psycopg://credits_id@127.0.0.1:5432/<db> .venv/bin/python -m bench.catalog
     make bench BENCH_ARGS="--profile catalog"      (the same, via the benchmark's entry point)
@@ -32,6 +34,25 @@ KEYWORDS = [
     "midnigth", "beyonse", "lo", "a", "sweet home", "electric", "dreamer", "cafe", "senorita", "zoe", "remix",
 ]  # fmt: skip
 PREFIXES = ["a", "be", "lov", "mid", "sum", "the v", "cra", "jo", "sigu", "dj"]
+TYPO_SEED = 7
+
+
+def catalog_words(titles: list[str]) -> list[str]:
+    """What people type rather than a chosen few: every word of five letters or more in `titles`
+    (folded, alphabetical), each as it is and with one typo - a letter changed, dropped or added,
+    chosen by a seeded draw - interleaved."""
+    import random
+
+    from app.models.catalog import fold
+
+    draw = random.Random(TYPO_SEED)  # noqa: S311 - a benchmark's repeatable draw, not a secret
+    words = sorted({w for title in titles for w in fold(title).split() if len(w) >= 5})
+    typed = []
+    for word in words:
+        j, letter = draw.randrange(len(word)), draw.choice("abcdefghijklmnopqrstuvwxyz")
+        typo = draw.choice([word[:j] + letter + word[j + 1 :], word[:j] + word[j + 1 :], word[:j] + letter + word[j:]])
+        typed += [word, typo]
+    return typed
 
 
 PACE = 0.0125  # seconds from one request's start to the next's, at least: 80 a second at most
@@ -60,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from app.core.extensions import db
     from app.factory import create_app
-    from app.models import Credit, Profile, TrackIsrc
+    from app.models import Credit, Profile, Track, TrackIsrc
     from app.models.api_key import KeyPlan
     from app.services.apikeys import create_key
     from app.services.billing.enterprise import MAX_PER_SECOND, set_key_limits, set_terms
@@ -94,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         ).one()
         deep = db.session.scalar(select(Credit.profile_id).where(Credit.profile_id == busiest.id).limit(1))
         isrcs = list(db.session.scalars(select(TrackIsrc.isrc).limit(50)))
+        typed = catalog_words(list(db.session.scalars(select(Track.title).order_by(Track.id).limit(20_000))))
         profiles = list(db.session.scalars(select(Profile.id).limit(50)))
         counts = {
             "profiles": db.session.scalar(select(db.func.count()).select_from(Profile)),
@@ -109,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     operations: dict[str, list[Callable[[], object]]] = {
         "search (all three buckets)": [
             (lambda k=k: client.post("/v1/search", json={"keyword": k}, headers=headers)) for k in KEYWORDS
+        ],
+        "search, the catalog's words and a typo of each": [
+            (lambda k=k: client.post("/v1/search", json={"keyword": k}, headers=headers)) for k in typed
         ],
         "autocomplete": [get(f"/v1/search/autocomplete?q={p}") for p in PREFIXES],
         "profile by id": [get(f"/v1/profile/{p}") for p in profiles],
