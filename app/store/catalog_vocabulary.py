@@ -70,6 +70,7 @@ def near_query(word: Keyword, found: set[str]) -> NearQuery | None:
     variants' words or one of its splits, from the catalog's words `found` by `lookups`. None when
     no row can match."""
     last = len(word.words) - 1
+    found = {w for w in found if w.isalnum()}  # a word written by hand outside `fold` is not a term
     branches = []
     exact = len(word.words) == 1
     for place in word.long_words():
