@@ -156,7 +156,8 @@ def test_keys_revoke_checks_the_kid_before_asking(flask):
     typo = flask("keys", "revoke", "no-such-kid", check=False, stdin="")
     assert typo.returncode == 1 and "no key with kid no-such-kid" in typo.stderr and "Unpublish" not in typo.stdout
     [only] = json.loads(flask("keys", "list", "--json").stdout)
-    alone = flask("keys", "revoke", only["kid"], check=False, stdin="")
+    # "--" ends the options: a kid (an RFC 7638 thumbprint, base64url) may start with "-"
+    alone = flask("keys", "revoke", "--", only["kid"], check=False, stdin="")
     assert alone.returncode == 1 and "only signing key" in alone.stderr and "Unpublish" not in alone.stdout
 
 
