@@ -166,12 +166,17 @@ def _address(bind: str, name: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def tool_server_bind(environ: os._Environ | dict = os.environ) -> tuple[str, int] | None:
-    """MCP_BIND as (host, port); None when the tool server is switched off."""
-    bind = environ.get("MCP_BIND", DEFAULT_MCP_BIND).strip()
+def _switchable_address(bind: str, name: str) -> tuple[str, int] | None:
+    """A server's host:port setting; None when it says the server is off (`off`, empty, ...)."""
+    bind = bind.strip()
     if bind.lower() in ("", "off", "false", "0", "no"):
         return None
-    return _address(bind, "MCP_BIND")
+    return _address(bind, name)
+
+
+def tool_server_bind(environ: os._Environ | dict = os.environ) -> tuple[str, int] | None:
+    """MCP_BIND as (host, port); None when the tool server is switched off."""
+    return _switchable_address(environ.get("MCP_BIND", DEFAULT_MCP_BIND), "MCP_BIND")
 
 
 def tool_server_options(environ: os._Environ | dict = os.environ) -> dict[str, Any]:
@@ -199,10 +204,7 @@ DEFAULT_CATALOG_NICE = 10
 
 def catalog_pool_bind(environ: os._Environ | dict = os.environ) -> tuple[str, int] | None:
     """CATALOG_BIND as (host, port); None when the catalog has no pool of its own (the default)."""
-    bind = (environ.get("CATALOG_BIND") or "").strip()
-    if bind.lower() in ("", "off", "false", "0", "no"):
-        return None
-    return _address(bind, "CATALOG_BIND")
+    return _switchable_address(environ.get("CATALOG_BIND") or "", "CATALOG_BIND")
 
 
 def catalog_pool_options(environ: os._Environ | dict = os.environ) -> dict[str, Any]:
