@@ -271,26 +271,25 @@ class SqlCatalog:
             return []
         found: dict[str, Suggestion] = {}
         for phase in _phases(tuple(t for t in word.tiers if t != FRAGMENT)):
-            for row_id, name, kind, *_ in self._suggestions(word, phase, limit):
-                found.setdefault(row_id, Suggestion(row_id, name, kind))
+            for row in self._suggestions(word, phase, limit):
+                found.setdefault(row.id, Suggestion(row.id, row.name, row.kind))
             if len(found) >= limit:
                 break
         return list(found.values())[:limit]
 
     def _suggestions(self, word: Keyword, tiers: tuple[int, ...], limit: int) -> Sequence[Any]:
+        """The tiers' rows ranked, then each one's name by its id. A tier ranks ids and popularity
+        alone, which the (search_key, popularity, id) index holds: a one-letter prefix's thousands
+        of names are ranked from the index without reading a row for each."""
         branches = [
             self._branch(
-                self._tier_rows(
-                    kind,
-                    tier,
-                    f"id, {NAMES[kind]} AS name, '{kind}' AS kind, {tier} AS tier, {order} AS kind_order, popularity",
-                )
+                self._tier_rows(kind, tier, f"id, '{kind}' AS kind, {tier} AS tier, {order} AS kind_order, popularity")
             )
             for tier in tiers
             for order, kind in enumerate(KINDS)
         ]
         return run(
-            text(_ranked(branches, "tier, kind_order, popularity DESC, id")),
+            text(_ranked(branches, "tier, kind_order, popularity DESC, id", also=f"{_NAME_BY_ID} AS name")),
             {**self._params(word), "n": limit, "window": WINDOW},
         ).all()
 
@@ -366,10 +365,20 @@ def _phases(tiers: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [first, *((t,) for t in tiers if t not in first)]
 
 
-def _ranked(branches: list[str], order: str) -> str:
-    """The tiers' branches as one statement. It starts with SELECT: on PostgreSQL a statement that
-    does not opens a transaction (app/store/unit_of_work.py), and a search only reads."""
-    return f"SELECT * FROM ({' UNION ALL '.join(branches)}) AS ranked ORDER BY {order}"
+def _ranked(branches: list[str], order: str, also: str = "") -> str:
+    """The tiers' branches as one statement (with the columns `also` computed for each row ranked).
+    It starts with SELECT: on PostgreSQL a statement that does not opens a transaction
+    (app/store/unit_of_work.py), and a search only reads."""
+    columns = f"ranked.*, {also}" if also else "*"
+    return f"SELECT {columns} FROM ({' UNION ALL '.join(branches)}) AS ranked ORDER BY {order}"
+
+
+# A ranked row's name, read by its kind and id (a primary-key lookup).
+_NAME_BY_ID = (
+    "CASE ranked.kind "
+    + " ".join(f"WHEN '{k}' THEN (SELECT {NAMES[k]} FROM {TABLES[k]} WHERE id = ranked.id)" for k in KINDS)
+    + " END"
+)
 
 
 def _tsquery(word: Keyword) -> str:
