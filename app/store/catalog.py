@@ -21,9 +21,10 @@ catalog. Fuzzy variants are asked for only when the other tiers found fewer than
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from sqlalchemy import bindparam, text
@@ -183,32 +184,52 @@ class SqlCatalog:
     def _widest(self, kind: str, word: Keyword) -> str:
         return self._tier_condition(kind, word.tiers[-1])
 
-    def search(self, kind: str, raw: str, limit: int) -> Hits:
+    def search(self, kinds: Sequence[str], raw: str, limit: int) -> dict[str, Hits]:
+        """Each kind's bucket for one keyword. The buckets share what the keyword alone decides:
+        its patterns, and the catalog words one typo from it (looked up once, and only when a
+        bucket's other tiers found fewer than `limit`)."""
         word = keyword(raw)
         if word is None:
-            return Hits(0, [])
+            return {kind: Hits(0, []) for kind in kinds}
         params = {**self._params(word), "n": limit, "cap": TOTAL_CAP, "window": WINDOW}
+        patterns = word.fuzzy_patterns()
+        names = [f"fuzzy{i}" for i in range(len(patterns))]
+
+        @cache
+        def typos() -> dict[str, Any] | None:
+            return self._fuzzy_params(word, names, patterns)
+
+        return {kind: self._bucket(kind, word, params, names, typos) for kind in kinds}
+
+    def _bucket(
+        self,
+        kind: str,
+        word: Keyword,
+        params: dict[str, Any],
+        names: list[str],
+        typos: Callable[[], dict[str, Any] | None],
+    ) -> Hits:
+        """One kind's hits: the tiers in rank order until `limit` are found, then the typo tier."""
+        limit = params["n"]
         found: dict[str, None] = {}
         for phase in _phases(word.tiers):
             found.update(dict.fromkeys(self._phase_ids(kind, phase, params)))
-            if len(found) >= limit:
-                break  # a later tier ranks below every row found: nothing of it would be shown
-        ids = list(found)[:limit]
-        total = self._count(kind, word, params)
-        patterns = word.fuzzy_patterns()
-        if len(ids) < limit and patterns:
-            names = [f"fuzzy{i}" for i in range(len(patterns))]
-            typos = self._fuzzy_params(word, names, patterns)
-            # Here the other tiers found fewer than `limit`: `ids` holds every one of them.
-            fuzzy = {**params, **(typos or {}), "n": limit + len(ids)}
-            # Every row of the widest tier is in `ids`: only the rows it missed can be new here.
-            only = self._near_count(kind, word, names, fuzzy, widest=total > 0) if typos is not None else 0
-            if only:
-                seen = set(ids)
-                near = self._near_ids(kind, names, fuzzy, only >= TOTAL_CAP)
-                ids += [i for i in near if i not in seen][: limit - len(ids)]
-            total = min(TOTAL_CAP, total + only)
-        return Hits(total, ids)
+            if len(found) >= limit:  # a later tier ranks below every row found: none of it is shown
+                return Hits(self._count(kind, word, params), list(found)[:limit])
+        # Every tier was read, the widest last (its rows hold every other tier's), and it found fewer
+        # than `limit`: `found` is every row the tiers match, and so their count.
+        ids = list(found)
+        near = typos() if names else None
+        if near is None:
+            return Hits(len(ids), ids)
+        fuzzy = {**params, **near, "n": limit + len(ids)}
+        # Only the rows the widest tier missed can be new here.
+        only = self._near_count(kind, word, names, fuzzy, widest=bool(ids))
+        if only:
+            seen = set(ids)
+            nearest = self._near_ids(kind, names, fuzzy, only >= TOTAL_CAP)
+            ids += [i for i in nearest if i not in seen][: limit - len(ids)]
+        return Hits(min(TOTAL_CAP, len(found) + only), ids)
 
     def _phase_ids(self, kind: str, phase: tuple[int, ...], params: dict[str, Any]) -> list[str]:
         """The ids one round trip of tiers finds (at most :n per tier), ranked."""

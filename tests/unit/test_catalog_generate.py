@@ -46,7 +46,7 @@ def test_generate_is_deterministic_and_realistic(app):
     assert busiest.credit_count > 1500 / 80  # a Zipf-like spread: the busiest holds more than its share
     # Searchable at once, through the text index the triggers or the GIN indexes keep.
     word = titles[0].split()[0]
-    assert store().catalog.search("track", word, 10).total > 0
+    assert store().catalog.search(["track"], word, 10)["track"].total > 0
 
     refused = runner.invoke(args=["catalog", "generate", *SIZES])
     assert refused.exit_code != 0 and "--replace" in refused.output

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from sqlalchemy import event
 
 from app.core.extensions import db
 from app.models import Album, Profile, Track
@@ -113,7 +114,7 @@ def catalog():
 
 @pytest.mark.parametrize(("kind", "keyword", "expected"), CASES, ids=[f"{k}:{w}" for k, w, _ in CASES])
 def test_search_ranks_what_people_expect_first(catalog, kind, keyword, expected):
-    hits = store().catalog.search(kind, keyword, 10)
+    hits = store().catalog.search([kind], keyword, 10)[kind]
     found = [catalog[i] for i in hits.ids]
     assert found[: len(expected)] == expected, found
     assert hits.total >= len(expected)
@@ -123,8 +124,29 @@ def test_search_ranks_what_people_expect_first(catalog, kind, keyword, expected)
 
 def test_a_typo_counts_each_row_it_finds_once(catalog):
     """The typo tier's count adds only the rows the other tiers did not match."""
-    assert store().catalog.search("profile", "beyonse", 10).total == 2  # Beyoncé, Beyoncé Tribute Band
-    assert store().catalog.search("track", "hlelo", 10).total == 1
+    assert store().catalog.search(["profile"], "beyonse", 10)["profile"].total == 2  # Beyoncé, Beyoncé Tribute Band
+    assert store().catalog.search(["track"], "hlelo", 10)["track"].total == 1
+
+
+def test_a_search_its_tiers_answer_whole_counts_nothing_again(catalog):
+    """When every tier was read and found fewer than the page, the rows found are every match:
+    their number is the total, without a count statement. A page the tiers fill is counted."""
+    statements: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        few = store().catalog.search(["track"], "rhap", 10)["track"]
+        counted = len(statements)
+        full = store().catalog.search(["track"], "rhap", 1)["track"]
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    assert [catalog[i] for i in few.ids] == ["Rhapsody in Blue", "Bohemian Rhapsody"] and few.total == 2
+    assert not any("count(" in s for s in statements[:counted])
+    assert full.total == 2 and len(full.ids) == 1
+    assert any("count(" in s for s in statements[counted:])
 
 
 @pytest.fixture
@@ -157,18 +179,21 @@ def popular_first(monkeypatch):
 @pytest.mark.parametrize(("kind", "keyword", "expected"), CASES, ids=[f"{k}:{w}" for k, w, _ in CASES])
 def test_the_popular_rows_first_rank_the_same(catalog, popular_first, kind, keyword, expected):
     for n in range(1, len(expected) + 1):
-        assert [catalog[i] for i in store().catalog.search(kind, keyword, n).ids] == expected[:n]
+        assert [catalog[i] for i in store().catalog.search([kind], keyword, n)[kind].ids] == expected[:n]
 
 
 def test_the_popular_rows_answer_a_common_word(catalog, popular_first):
-    assert [catalog[i] for i in store().catalog.search("track", "in love", 2).ids] == ["Crazy in Love", "Drunk in Love"]
-    assert [catalog[i] for i in store().catalog.search("track", "despasito", 1).ids] == ["Despacito"]
+    assert [catalog[i] for i in store().catalog.search(["track"], "in love", 2)["track"].ids] == [
+        "Crazy in Love",
+        "Drunk in Love",
+    ]
+    assert [catalog[i] for i in store().catalog.search(["track"], "despasito", 1)["track"].ids] == ["Despacito"]
     # "in love": the word tier from the popular rows; "despasito": no word, no fragment, then the typo tier
     assert popular_first == [True, False, False, True]
 
 
 def test_ties_are_broken_by_popularity_then_id(catalog):
-    homes = store().catalog.search("track", "home", 2).ids
+    homes = store().catalog.search(["track"], "home", 2)["track"].ids
     assert homes == [uid(26, 2), uid(25, 2)]  # "Home" 50 before "Home" 10
 
 
@@ -194,7 +219,7 @@ def test_autocomplete_by_prefix_over_the_three_kinds(catalog):
 
 def test_a_keyword_without_letters_or_digits_matches_nothing(catalog):
     for keyword in ("%", "_", "!", "!%", "\\", "  -  "):
-        hits = store().catalog.search("track", keyword, 10)
+        hits = store().catalog.search(["track"], keyword, 10)["track"]
         assert (hits.total, hits.ids) == (0, []), keyword
 
 
@@ -205,8 +230,8 @@ def test_the_longest_keyword_stays_one_bounded_statement(catalog):
 
     longest = " ".join(["abcdefghijklmnop"] * 11 + ["abcdefghijklmnopqrstuvwxyz"])[:200]
     assert len(keyword(longest).fuzzy_patterns()) <= 2 * 64
-    assert store().catalog.search("track", longest, 10).ids == []
-    assert store().catalog.search("track", "x" * 200, 10).ids == []
+    assert store().catalog.search(["track"], longest, 10)["track"].ids == []
+    assert store().catalog.search(["track"], "x" * 200, 10)["track"].ids == []
 
 
 def test_there_are_enough_cases():

@@ -84,7 +84,7 @@ def postgres():
 
 def _names(kind: str, raw: str) -> list[str]:
     model = {"track": Track, "album": Album}[kind]
-    ids = store().catalog.search(kind, raw, 10).ids
+    ids = store().catalog.search([kind], raw, 10)[kind].ids
     return [db.session.get(model, i).title for i in ids]
 
 
@@ -107,9 +107,8 @@ def test_a_renamed_name_is_found_by_a_typo_of_its_new_words(postgres):
     assert _names("track", "zephyrs") == ["Zephyr Song"]  # "zephyr" came in with the update
 
 
-def test_a_typo_no_catalog_word_is_near_reads_no_name(postgres):
-    db.session.add(Track(id=uid(3, 2), title="The Velvet Hour", popularity=10, **_TRACK, spotify_id="t3"))
-    db.session.commit()
+def _searched(kinds: list[str], raw: str) -> tuple[dict, list[str]]:
+    """The search's buckets, and the statements it ran."""
     statements: list[str] = []
 
     def record(conn, cursor, statement, parameters, context, executemany):
@@ -117,9 +116,27 @@ def test_a_typo_no_catalog_word_is_near_reads_no_name(postgres):
 
     event.listen(db.engine, "before_cursor_execute", record)
     try:
-        hits = store().catalog.search("track", "thelma", 10)
+        found = store().catalog.search(kinds, raw, 10)
     finally:
         event.remove(db.engine, "before_cursor_execute", record)
+    return found, statements
+
+
+def test_a_typo_no_catalog_word_is_near_reads_no_name(postgres):
+    db.session.add(Track(id=uid(3, 2), title="The Velvet Hour", popularity=10, **_TRACK, spotify_id="t3"))
+    db.session.commit()
+    found, statements = _searched(["track"], "thelma")
+    hits = found["track"]
     assert hits.total == 0 and hits.ids == []
     looked_up = next(i for i, s in enumerate(statements) if "FROM catalog_words" in s)
     assert not any("FROM tracks" in s for s in statements[looked_up + 1 :])
+
+
+def test_the_buckets_of_one_search_share_one_vocabulary_lookup(postgres):
+    db.session.add(Track(id=uid(4, 2), title="Marigold Rain", popularity=10, **_TRACK, spotify_id="t4"))
+    db.session.add(Album(id=uid(4, 3), title="Marigold", release_date=date(2001, 1, 1), popularity=5))
+    db.session.commit()
+    found, statements = _searched(["profile", "track", "album"], "marigols")
+    assert found["track"].ids == [uid(4, 2)] and found["album"].ids == [uid(4, 3)]
+    assert found["profile"].ids == [] and found["profile"].total == 0
+    assert sum("FROM catalog_words" in s for s in statements) == 1

@@ -202,11 +202,10 @@ def search(keyword: str, types: list[str]) -> dict:
     ties by popularity. `total` counts matches up to the store's cap. A bucket that was not asked
     for is empty, not absent."""
     result = {"tracks": _empty(), "albums": _empty(), "profiles": _empty()}
-    for kind in SEARCH_TYPES:
-        if kind in types:
-            bucket, items = _ITEMS[kind]
-            hits = store().catalog.search(kind, keyword, SEARCH_LIMIT)
-            result[bucket] = {"total": hits.total, "items": items(hits.ids)}
+    found = store().catalog.search([kind for kind in SEARCH_TYPES if kind in types], keyword, SEARCH_LIMIT)
+    for kind, hits in found.items():
+        bucket, items = _ITEMS[kind]
+        result[bucket] = {"total": hits.total, "items": items(hits.ids)}
     return result
 
 
