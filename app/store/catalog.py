@@ -1,6 +1,7 @@
 """Catalog search, type-ahead and collaborators: the catalog reads whose SQL depends on the store's
-text index. SQLite's (FTS5 trigram tables kept in step by triggers) is here; PostgreSQL's (pg_trgm
-and full-text GIN indexes) is app/store/catalog_postgresql.py.
+text index. SQLite's (FTS5 trigram tables over the names and over the catalog's words, kept in
+step by triggers) is here; PostgreSQL's (pg_trgm and full-text GIN indexes) is
+app/store/catalog_postgresql.py.
 
 What a search matches, in the order it ranks (ties: the more popular first, then the id):
 
@@ -9,14 +10,16 @@ What a search matches, in the order it ranks (ties: the more popular first, then
     2 word       a word of the name starts with it ("crazy in" finds "Drunk Crazy In Love")
     3 fragment   it occurs anywhere in the name (3 letters or more)        text index
     4 fuzzy      one typo (a letter changed, added, dropped or two swapped) in a word of five
-                 letters or more ("beyonse")                               text index
+                 letters or more ("beyonse"): the catalog's words one typo
+                 away, then the names holding one (catalog_vocabulary.py)  text index
 
 Names and keywords are compared folded (app/models/catalog.py `fold`), so every store matches the
 same text the same way. A one-letter keyword matches exact and prefix only, a two-letter one
 words too: a shorter fragment is in too many names to be worth an index. Each tier reads at most
 `limit` rows through an index, most popular first, so no search reads a whole table, and the
 number of matches (`total`) is counted up to `TOTAL_CAP` - a search is not a way to list the
-catalog. Fuzzy variants are asked for only when the other tiers found fewer than `limit`.
+catalog. Fuzzy variants are asked for only when the other tiers found fewer than `limit`, and a
+search's buckets share one lookup of the catalog's words.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from typing import Any
 
 from sqlalchemy import bindparam, text
 
-from app.models.catalog import fold
+from app.store.catalog_keyword import EXACT, FRAGMENT, PREFIX, WORD, Keyword, keyword
+from app.store.catalog_vocabulary import lookups, near_phrases
 from app.store.statements import run
 from app.store.unit_of_work import unit_of_work
 
@@ -39,10 +43,6 @@ NAMES = {"profile": "name", "track": "title", "album": "title"}
 TOTAL_CAP = 1000
 # The most rows a text-index tier reads before ranking them (PostgreSQL; see catalog_postgresql.py).
 WINDOW = 5000
-FUZZY_MIN = 5  # letters a word needs before one typo is forgiven
-FUZZY_WORDS = 2  # the long words of a keyword that get typo variants (the first two)
-FUZZY_LONGEST = 16  # a longer word is matched as typed: at most 2 x 64 variants in one statement
-EXACT, PREFIX, WORD, FRAGMENT, FUZZY = range(5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,66 +68,6 @@ class Collaborator:
     shared: int
 
 
-@dataclass(frozen=True, slots=True)
-class Keyword:
-    """A keyword as search reads it: folded (" beyo "), its words, and the patterns of each tier."""
-
-    key: str  # " beyo ": the exact key
-    words: list[str]
-
-    @property
-    def core(self) -> str:
-        return self.key.strip()
-
-    @property
-    def prefix_range(self) -> tuple[str, str]:
-        """The B-tree range of keys starting with the keyword (bytewise order on both stores)."""
-        low = " " + self.core
-        return low, low[:-1] + chr(ord(low[-1]) + 1)
-
-    @property
-    def tiers(self) -> tuple[int, ...]:
-        length = len(self.core)
-        if length >= 3:
-            return (EXACT, PREFIX, WORD, FRAGMENT)
-        return (EXACT, PREFIX, WORD) if length == 2 else (EXACT, PREFIX)
-
-    def long_words(self) -> list[int]:
-        """The places of the words that get typo variants: the first FUZZY_WORDS of FUZZY_MIN to
-        FUZZY_LONGEST letters."""
-        return [i for i, w in enumerate(self.words) if FUZZY_MIN <= len(w) <= FUZZY_LONGEST][:FUZZY_WORDS]
-
-    def typo_variants(self, place: int) -> set[str]:
-        """The word at `place` with one typo, as LIKE patterns: a letter changed or added (`_`),
-        dropped, or two neighbours swapped."""
-        word = self.words[place]
-        variants = set()
-        for j in range(len(word)):
-            variants.add(word[:j] + "_" + word[j + 1 :])  # changed
-            variants.add(word[:j] + word[j + 1 :])  # dropped
-            if j + 1 < len(word):
-                variants.add(word[:j] + word[j + 1] + word[j] + word[j + 2 :])  # swapped
-        for j in range(len(word) + 1):
-            variants.add(word[:j] + "_" + word[j:])  # added
-        variants.discard(word)
-        return variants
-
-    def fuzzy_patterns(self) -> list[str]:
-        """LIKE patterns for one typo in one long word, each anchored at a word start (the
-        keyword's other words as typed). A keyword without a long word has none."""
-        patterns: set[str] = set()
-        for i in self.long_words():
-            for variant in self.typo_variants(i):
-                patterns.add("% " + " ".join([*self.words[:i], variant, *self.words[i + 1 :]]) + "%")
-        return sorted(patterns)
-
-
-def keyword(raw: str) -> Keyword | None:
-    """The keyword folded, or None when nothing searchable is left ("%", "!!")."""
-    key = fold(raw)
-    return Keyword(key, key.split()) if key else None
-
-
 class SqlCatalog:
     """The catalog's searches on SQLite: B-tree for exact and prefix, FTS5 trigram for the rest."""
 
@@ -140,10 +80,15 @@ class SqlCatalog:
         return f"rowid IN (SELECT rowid FROM {table}_search WHERE search_key LIKE :{name})"
 
     def _any_match(self, kind: str, names: list[str], params: dict[str, Any]) -> str:
-        """A condition: the row's key matches one of the typo patterns bound as `names`."""
+        """The rows the trigram table finds holding a catalog word one typo from the keyword's
+        (`:near`, phrases of the folded names: app/store/catalog_vocabulary.py), and of those the
+        ones a typo pattern (bound as `names`) matches - unless the query says exactly what the
+        patterns do (`near_exact`)."""
         table = TABLES[kind]
-        union = " UNION ".join(f"SELECT rowid FROM {table}_search WHERE search_key LIKE :{n}" for n in names)
-        return f"rowid IN ({union})"
+        near = f"rowid IN (SELECT rowid FROM {table}_search WHERE {table}_search MATCH :near)"
+        if params["near_exact"]:
+            return near
+        return f"{near} AND ({' OR '.join(f'search_key LIKE :{n}' for n in names)})"
 
     def _word_match(self, kind: str) -> str:
         return self._text_match(kind, "word")
@@ -249,10 +194,33 @@ class SqlCatalog:
                 return int(prefixed)
         return int(run(text(count.format(table=table, condition=self._widest(kind, word))), params).scalar_one())
 
-    def _fuzzy_params(self, word: Keyword, names: list[str], patterns: list[str]) -> dict[str, str] | None:
-        """The typo patterns bound to `names`; None when the store knows that no name can match
-        one (PostgreSQL: no word of the catalog is one typo from the keyword's)."""
-        return dict(zip(names, patterns, strict=True))
+    def _fuzzy_params(self, word: Keyword, names: list[str], patterns: list[str]) -> dict[str, Any] | None:
+        """The typo patterns bound to `names`, and the rows they can match (`:near`, `near_exact`)
+        from the catalog's words one typo from the keyword's; None when there are none - then no
+        name can match and no name is read."""
+        near = self._near(word, self._vocabulary(lookups(word)))
+        if near is None:
+            return None
+        return {**dict(zip(names, patterns, strict=True)), **near}
+
+    def _vocabulary(self, wanted: list[str]) -> set[str]:
+        """The catalog's words matching one of the LIKE patterns `wanted` (bound as :w0, :w1...),
+        in one statement."""
+        return set(run(text(self._words_like(len(wanted))), {f"w{i}": p for i, p in enumerate(wanted)}).scalars())
+
+    def _words_like(self, count: int) -> str:
+        """SQLite: each pattern a lookup of the words' trigram table (FTS5 answers one LIKE a
+        query, so they are a union)."""
+        union = " UNION ".join(f"SELECT rowid FROM catalog_words_search WHERE word LIKE :w{i}" for i in range(count))
+        return f"SELECT word FROM catalog_words WHERE rowid IN ({union})"
+
+    def _near(self, word: Keyword, found: set[str]) -> dict[str, Any] | None:
+        """`:near` as an FTS5 query of the names' trigram tables: any of the stand-ins' phrases."""
+        near = near_phrases(word, found)
+        if near is None:
+            return None
+        phrases, exact = near
+        return {"near": " OR ".join(f'"{p}"' for p in phrases), "near_exact": exact}
 
     def _near_ids(self, kind: str, names: list[str], params: dict[str, Any], many: bool) -> list[str]:
         """The fuzzy tier: at most :n ids matching one of the typo patterns bound as `names`, the
@@ -444,6 +412,7 @@ _CLEARED = (
     "roster_profiles",
     "profile_collaborators",
     "profiles",
+    "catalog_words",  # the names' words (the triggers only add): a new catalog starts a new vocabulary
 )
 
 _REFRESH = (

@@ -24,8 +24,9 @@ from typing import Any
 
 from sqlalchemy import text
 
-from app.store.catalog import EXACT, NAMES, PREFIX, TABLES, Keyword, SqlCatalog
-from app.store.catalog_vocabulary import lookups, near_query
+from app.store.catalog import NAMES, TABLES, SqlCatalog
+from app.store.catalog_keyword import EXACT, PREFIX, Keyword
+from app.store.catalog_vocabulary import near_query
 from app.store.statements import run
 from app.store.unit_of_work import unit_of_work
 
@@ -57,22 +58,14 @@ class PostgresCatalog(SqlCatalog):
         anchored = " OR ".join(f"(search_key || '') LIKE :{n}" for n in names)
         return f"{near} AND ({anchored})"
 
-    def _fuzzy_params(self, word: Keyword, names: list[str], patterns: list[str]) -> dict[str, Any] | None:
-        """The patterns and `:near`, from the catalog's words one typo from the keyword's (one
-        statement: each lookup a B-tree range or a trigram read of `catalog_words`); None when
-        there are none - then no name can match and no name is read."""
-        wanted = lookups(word)
-        condition = " OR ".join(f"word LIKE :w{i}" for i in range(len(wanted)))
-        found = set(
-            run(
-                text(f"SELECT word FROM catalog_words WHERE {condition}"),
-                {f"w{i}": pattern for i, pattern in enumerate(wanted)},
-            ).scalars()
-        )
+    def _words_like(self, count: int) -> str:
+        """One statement of ORs: each lookup a B-tree range or a trigram read of `catalog_words`."""
+        return f"SELECT word FROM catalog_words WHERE {' OR '.join(f'word LIKE :w{i}' for i in range(count))}"
+
+    def _near(self, word: Keyword, found: set[str]) -> dict[str, Any] | None:
+        """`:near` as a full-text query over the names' words."""
         near = near_query(word, found)
-        if near is None:
-            return None
-        return {**dict(zip(names, patterns, strict=True)), "near": near.query, "near_exact": near.exact}
+        return None if near is None else {"near": near.query, "near_exact": near.exact}
 
     @staticmethod
     def _words_match() -> str:

@@ -1,17 +1,19 @@
-"""The catalog's vocabulary and the typo tier on PostgreSQL: which rows a one-typo search reads.
+"""The catalog's vocabulary and the typo tier: which rows a one-typo search reads, on both stores.
 
 A typo pattern (app/store/catalog.py `Keyword.fuzzy_patterns`, "% midn_gth%") is checked on each
-row it is asked of; the question is which rows to ask. Through the trigram index, a variant whose
+row it is asked of; the question is which rows to ask. Through a trigram index, a variant whose
 letters leave no trigram in common with the names it would match ("the_ma" of "thelma" keeps
-only "the") reads every name holding "the" - a third of the catalog - to find none. Search
-engines answer typos from their term dictionary instead (Lucene's fuzzy query, pg_trgm's own
-documentation for spelling suggestions), and so does this: `catalog_words` holds every word of
-every name (migration 0026; a trigger adds a name's words as it is written, words are never
-taken out - a stale one costs a lookup that finds nothing). A search first finds the catalog's
-words one typo from the keyword's - a few lookups of a small table, through its B-tree (the
-variant's letters before the wildcard) or its trigram index - and then reads through the names'
-full-text index only the rows holding one of them, which the patterns then check. A typo no
-word of the catalog is one away from reads no name at all.
+only "the") reads every name holding "the" - a third of the catalog - to find none, and a variant
+that keeps the keyword's common trigrams ("midnigh_") reads every "midnight" again, once per
+variant. Search engines answer typos from their term dictionary instead (Lucene's fuzzy query,
+pg_trgm's own documentation for spelling suggestions), and so does this: `catalog_words` holds
+every word of every name (migrations 0026 and 0027; triggers add a name's words as it is written,
+words are never taken out by them - a stale one costs a lookup that finds nothing). A search
+first finds the catalog's words one typo from the keyword's - a few lookups of a small table,
+through its B-tree or trigram index - and then reads only the rows holding one of them (their
+`Near` stand-ins: on PostgreSQL a full-text query over the names' words, on SQLite phrases its
+trigram tables find), which the patterns then check. A typo no word of the catalog is one away
+from reads no name at all.
 
 What "one typo" matches is unchanged and the same on both stores: `_` in a pattern may also be
 a space in the name, so a keyword that runs two words together ("sweethome") finds them apart
@@ -26,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.store.catalog import Keyword
+from app.store.catalog_keyword import Keyword
 
 MIN_PREFIX = 2  # letters a looked-up prefix needs (see the module docstring)
 
@@ -55,19 +57,30 @@ def lookups(word: Keyword) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class NearQuery:
-    """The rows a typo pattern can match, as a full-text query (PostgreSQL tsquery). `exact`: it
-    matches exactly those rows (one word typed, no split: a row holds a word that is the variant,
-    or continues it) - else the patterns decide among the rows it finds (the other words' order,
-    a split's space)."""
+class StandIn:
+    """What may stand for a long word of the keyword in a name: a catalog word one typo from it
+    (`first` alone), or a split - its first word, and the words its second may be (`then`; none
+    when the second was typed as one letter, then any word may follow)."""
 
-    query: str
+    first: str
+    then: tuple[str, ...] = ()
+    split: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Near:
+    """The rows a typo pattern can match: per long word of the keyword, the keyword's other words,
+    the stand-ins for it, and whether it is the keyword's last word (then a name's word may
+    continue a stand-in; else the keyword's last word is among the others, typed so far). `exact`: a row
+    holding a stand-in matches a pattern (one word typed, no split); else the patterns decide
+    among those rows (the other words' order, a split's space)."""
+
+    branches: list[tuple[list[str], list[StandIn], bool]]  # (others, stand-ins, is the last word)
     exact: bool
 
 
-def near_query(word: Keyword, found: set[str]) -> NearQuery | None:
-    """For each long word: the keyword's other words (the last as a prefix) and one of its
-    variants' words or one of its splits, from the catalog's words `found` by `lookups`. None when
+def near(word: Keyword, found: set[str]) -> Near | None:
+    """For each long word, its stand-ins among the catalog's words `found` by `lookups`. None when
     no row can match."""
     last = len(word.words) - 1
     found = {w for w in found if w.isalnum()}  # a word written by hand outside `fold` is not a term
@@ -76,25 +89,69 @@ def near_query(word: Keyword, found: set[str]) -> NearQuery | None:
     for place in word.long_words():
         end = "%" if place == last else ""
         variants = [_like(v + end) for v in word.typo_variants(place)]
-        either = sorted(w for w in found if any(v.match(w) for v in variants))
-        alternatives = [_term(w) for w in either]
+        stand_ins = [StandIn(w) for w in sorted(found) if any(v.match(w) for v in variants)]
         for head, tail in _split(word.words[place]):
             if head not in found:
                 continue
             if len(tail) < MIN_PREFIX and end:
-                alternatives.append(_term(head))
+                stand_ins.append(StandIn(head, split=True))
                 exact = False
                 continue
             second = _like(tail + end)
-            tails = sorted(w for w in found if second.match(w))
+            tails = tuple(sorted(w for w in found if second.match(w)))
             if tails:
-                alternatives.append(f"({_term(head)} & ({' | '.join(_term(t) for t in tails)}))")
+                stand_ins.append(StandIn(head, tails, split=True))
                 exact = False
-        if not alternatives:
-            continue
-        others = [_term(w) + (":*" if i == last else "") for i, w in enumerate(word.words) if i != place]
-        branches.append(" & ".join([*others, f"({' | '.join(dict.fromkeys(alternatives))})"]))
-    return NearQuery(" | ".join(f"({b})" for b in branches), exact) if branches else None
+        if stand_ins:
+            others = [w for i, w in enumerate(word.words) if i != place]
+            branches.append((others, list(dict.fromkeys(stand_ins)), place == last))
+    return Near(branches, exact) if branches else None
+
+
+@dataclass(frozen=True, slots=True)
+class NearQuery:
+    """`Near` as PostgreSQL reads it: one full-text query over the names' words."""
+
+    query: str
+    exact: bool
+
+
+def near_query(word: Keyword, found: set[str]) -> NearQuery | None:
+    """Each branch the keyword's other words (the last as a prefix) and one of the stand-ins."""
+    rows = near(word, found)
+    if rows is None:
+        return None
+    branches = []
+    for others, stand_ins, is_last in rows.branches:
+        terms = [_term(w) for w in others]
+        if not is_last:
+            terms[-1] += ":*"  # the keyword's last word, typed so far
+        either = [
+            f"({_term(s.first)} & ({' | '.join(_term(t) for t in s.then)}))" if s.then else _term(s.first)
+            for s in stand_ins
+        ]
+        branches.append(" & ".join([*terms, f"({' | '.join(dict.fromkeys(either))})"]))
+    return NearQuery(" | ".join(f"({b})" for b in branches), rows.exact)
+
+
+def near_phrases(word: Keyword, found: set[str]) -> tuple[list[str], bool] | None:
+    """`Near` as SQLite reads it: the phrases of a folded name (" midnight", " sweet home ") that
+    its trigram tables find, a row holding one of the stand-ins; the keyword's other words are left
+    to the typo patterns, which decide unless the query is exact."""
+    rows = near(word, found)
+    if rows is None:
+        return None
+    phrases: dict[str, None] = {}
+    for _, stand_ins, is_last in rows.branches:
+        end = "" if is_last else " "  # the last word's stand-in may continue in the name
+        for s in stand_ins:
+            if not s.split:
+                phrases[f" {s.first}{end}"] = None
+            elif not s.then:
+                phrases[f" {s.first} "] = None
+            else:
+                phrases.update(dict.fromkeys(f" {s.first} {t}{end}" for t in s.then))
+    return list(phrases), rows.exact
 
 
 def _like(pattern: str) -> re.Pattern[str]:

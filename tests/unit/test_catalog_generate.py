@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from app.core.extensions import db
-from app.models import ChartRow, Credit, Profile, Track, TrackIsrc
+from app.models import Album, ChartRow, Credit, Profile, Track, TrackIsrc
 from app.store import store
 
 SIZES = ["--tracks", "300", "--profiles", "80", "--albums", "40", "--credits", "1500"]
@@ -58,3 +58,7 @@ def test_generate_is_deterministic_and_realistic(app):
     assert other.exit_code == 0, other.output
     db.session.expire_all()
     assert _digest() != first
+    # A new catalog, a new vocabulary: the words of its names and no other (a typo is looked up there).
+    keys = [k for model in (Profile, Track, Album) for k in db.session.scalars(select(model.search_key))]
+    vocabulary = set(db.session.scalars(text("SELECT word FROM catalog_words")))
+    assert vocabulary == {w for k in keys for w in k.split()}

@@ -226,7 +226,7 @@ def test_a_keyword_without_letters_or_digits_matches_nothing(catalog):
 def test_the_longest_keyword_stays_one_bounded_statement(catalog):
     """200 characters of long words (the API's most): typo variants for two words of up to 16
     letters only - SQLite refuses a statement of more than 500 selects."""
-    from app.store.catalog import keyword
+    from app.store.catalog_keyword import keyword
 
     longest = " ".join(["abcdefghijklmnop"] * 11 + ["abcdefghijklmnopqrstuvwxyz"])[:200]
     assert len(keyword(longest).fuzzy_patterns()) <= 2 * 64

@@ -1,6 +1,6 @@
 """The typo tier's vocabulary (app/store/catalog_vocabulary.py): what a one-typo search looks up
-among the catalog's words, the full-text query it then reads names through, and on PostgreSQL
-the vocabulary kept by the database as names are written."""
+among the catalog's words, the query it then reads names through (a full-text query on
+PostgreSQL, trigram phrases on SQLite), and the vocabulary each store keeps as names are written."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from sqlalchemy import event, text
 from app.core.extensions import db
 from app.models import Album, Track
 from app.store import store
-from app.store.catalog import keyword
-from app.store.catalog_vocabulary import NearQuery, lookups, near_query
+from app.store.catalog_keyword import keyword
+from app.store.catalog_vocabulary import NearQuery, lookups, near_phrases, near_query
 from tests.api_support import uid
 
 _TRACK = {"isrcs": [], "spotify_preview_url": "https://audio.example/1.mp3"}
@@ -69,14 +69,19 @@ def test_the_other_words_of_the_keyword_narrow_the_query():
     assert near == NearQuery("('like':* & ('smells'))", exact=False)  # the last word typed so far
 
 
+def test_sqlite_reads_the_same_stand_ins_as_phrases_of_the_names():
+    assert near_phrases(_word("midnigth"), {"midnight", "midnights", "night"}) == ([" midnight", " midnights"], True)
+    assert near_phrases(_word("sweethome"), {"sweet", "home", "homes"}) == ([" sweet home", " sweet homes"], False)
+    assert near_phrases(_word("smels like"), {"smells"}) == ([" smells "], False)  # a whole word: another follows
+    assert near_phrases(_word("thelma"), {"the", "velma"}) is None
+
+
 def test_no_word_one_typo_away_means_no_name_is_read():
     assert near_query(_word("thelma"), {"the", "velma"}) is None  # "the" is a split only with an "lma..." after it
 
 
 @pytest.fixture
-def postgres():
-    if db.engine.dialect.name != "postgresql":
-        pytest.skip("the vocabulary is PostgreSQL's; SQLite reads its trigram tables (app/store/catalog.py)")
+def vocabulary():
     # Words outlive their names (by design), and the suite's other tests write names: start empty.
     db.session.execute(text("DELETE FROM catalog_words"))
     db.session.commit()
@@ -88,7 +93,7 @@ def _names(kind: str, raw: str) -> list[str]:
     return [db.session.get(model, i).title for i in ids]
 
 
-def test_the_database_keeps_the_words_of_each_name_written(postgres):
+def test_the_database_keeps_the_words_of_each_name_written(vocabulary):
     db.session.add(Track(id=uid(1, 2), title="Fjällräven Nights", popularity=10, **_TRACK, spotify_id="t1"))
     db.session.add(Album(id=uid(1, 3), title="Quiet Harbour", release_date=date(2001, 1, 1), popularity=5))
     db.session.commit()
@@ -97,7 +102,7 @@ def test_the_database_keeps_the_words_of_each_name_written(postgres):
     assert _names("track", "fjallravem") == ["Fjällräven Nights"]
 
 
-def test_a_renamed_name_is_found_by_a_typo_of_its_new_words(postgres):
+def test_a_renamed_name_is_found_by_a_typo_of_its_new_words(vocabulary):
     track = Track(id=uid(2, 2), title="Old Title", popularity=10, **_TRACK, spotify_id="t2")
     db.session.add(track)
     db.session.commit()
@@ -122,7 +127,7 @@ def _searched(kinds: list[str], raw: str) -> tuple[dict, list[str]]:
     return found, statements
 
 
-def test_a_typo_no_catalog_word_is_near_reads_no_name(postgres):
+def test_a_typo_no_catalog_word_is_near_reads_no_name(vocabulary):
     db.session.add(Track(id=uid(3, 2), title="The Velvet Hour", popularity=10, **_TRACK, spotify_id="t3"))
     db.session.commit()
     found, statements = _searched(["track"], "thelma")
@@ -132,7 +137,7 @@ def test_a_typo_no_catalog_word_is_near_reads_no_name(postgres):
     assert not any("FROM tracks" in s for s in statements[looked_up + 1 :])
 
 
-def test_the_buckets_of_one_search_share_one_vocabulary_lookup(postgres):
+def test_the_buckets_of_one_search_share_one_vocabulary_lookup(vocabulary):
     db.session.add(Track(id=uid(4, 2), title="Marigold Rain", popularity=10, **_TRACK, spotify_id="t4"))
     db.session.add(Album(id=uid(4, 3), title="Marigold", release_date=date(2001, 1, 1), popularity=5))
     db.session.commit()
