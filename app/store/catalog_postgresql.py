@@ -94,17 +94,17 @@ class PostgresCatalog(SqlCatalog):
     FLOOR_RANK = 20_000
 
     def _phase_ids(self, kind: str, phase: tuple[int, ...], params: dict[str, Any]) -> list[str]:
-        """A text-index tier (a word, a fragment) is read among the popular rows first: see _popular."""
+        """A text-index tier (a word, a fragment) is read among the popular rows first: see _popular_first."""
         if phase[0] in (EXACT, PREFIX):
             return super()._phase_ids(kind, phase, params)
-        popular = self._popular(kind, self._tier_condition(kind, phase[0]), params)
-        return popular if popular is not None else super()._phase_ids(kind, phase, params)
+        ranked = self._popular_first(kind, self._tier_condition(kind, phase[0]), params)
+        return ranked if ranked is not None else super()._phase_ids(kind, phase, params)
 
     def _near_ids(self, kind: str, names: list[str], params: dict[str, Any], many: bool) -> list[str]:
-        """Among the popular rows first when the patterns match many (see _popular); a few are read
+        """Among the popular rows first when the patterns match many (see _popular_first); a few are read
         and ranked at once."""
-        popular = self._popular(kind, self._any_match(kind, names, params), params) if many else None
-        return popular if popular is not None else super()._near_ids(kind, names, params, many)
+        ranked = self._popular_first(kind, self._any_match(kind, names, params), params) if many else None
+        return ranked if ranked is not None else super()._near_ids(kind, names, params, many)
 
     def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any], widest: bool) -> int:
         """As the base class, with the matches read from the full-text index's bitmap: with a LIMIT
@@ -120,25 +120,30 @@ class PostgresCatalog(SqlCatalog):
             ).scalar_one()
         )
 
-    def _popular(self, kind: str, condition: str, params: dict[str, Any]) -> list[str] | None:
-        """The :n most popular rows meeting `condition` when :n of them are at least as popular as
-        the table's floor, else None (then the caller reads the first :window matches and ranks
-        those). Both indexes answer it: the text index's bitmap ANDed with the popularity index's
-        range, so a keyword in tens of thousands of names reads from the table only its matches
-        among the popular rows - and ranks them exactly, not the first :window found."""
+    def _popular_first(self, kind: str, condition: str, params: dict[str, Any]) -> list[str] | None:
+        """The :n most popular rows meeting `condition`, read among the popular rows first (at least
+        as popular as the table's floor); None when the table is too small to have a floor (then
+        the caller reads the first :window matches and ranks those). Both indexes answer the first
+        read: the text index's bitmap ANDed with the popularity index's range, so a keyword in tens
+        of thousands of names reads from the table only its matches among the popular rows - and
+        ranks them exactly, not the first :window found. Only when they are fewer than :n are the
+        other matches read (up to :window), in the same statement: a rare keyword costs one plan."""
         floor = self._floor(kind)
         if floor is None:
             return None
-        ids = list(
+        table = TABLES[kind]
+        return list(
             run(
                 text(
-                    f"SELECT id FROM (SELECT id, popularity FROM {TABLES[kind]} WHERE {condition} "
-                    "AND popularity >= :floor LIMIT :window) AS matched ORDER BY popularity DESC, id LIMIT :n"
+                    f"WITH popular AS MATERIALIZED (SELECT id, popularity FROM {table} WHERE {condition} "
+                    "AND popularity >= :floor LIMIT :window) "
+                    "SELECT id FROM (SELECT id, popularity FROM popular UNION ALL SELECT id, popularity FROM "
+                    f"(SELECT id, popularity FROM {table} WHERE {condition} AND popularity < :floor LIMIT :window) AS rest "
+                    "WHERE (SELECT count(*) FROM popular) < :n) AS matched ORDER BY popularity DESC, id LIMIT :n"
                 ),
                 {**params, "floor": floor},
             ).scalars()
         )
-        return ids if len(ids) >= params["n"] else None
 
     def _floor(self, kind: str) -> int | None:
         """The popularity of the table's FLOOR_RANK-th most popular row (None when it has fewer

@@ -164,15 +164,15 @@ def popular_first(monkeypatch):
     monkeypatch.setattr(catalog_postgresql, "_floors", {})
     # and a typo "matches many" from one row: the typo tier reads the popular rows first too
     monkeypatch.setattr(catalog_module, "TOTAL_CAP", 1)
-    answered = []
-    popular = catalog._popular
+    answered: list[list[str] | None] = []
+    popular_first = catalog._popular_first
 
     def spy(*args, **kwargs):
-        ids = popular(*args, **kwargs)
-        answered.append(ids is not None)
+        ids = popular_first(*args, **kwargs)
+        answered.append(ids)
         return ids
 
-    monkeypatch.setattr(catalog, "_popular", spy)
+    monkeypatch.setattr(catalog, "_popular_first", spy)
     return answered
 
 
@@ -188,8 +188,10 @@ def test_the_popular_rows_answer_a_common_word(catalog, popular_first):
         "Drunk in Love",
     ]
     assert [catalog[i] for i in store().catalog.search(["track"], "despasito", 1)["track"].ids] == ["Despacito"]
-    # "in love": the word tier from the popular rows; "despasito": no word, no fragment, then the typo tier
-    assert popular_first == [True, False, False, True]
+    # "in love": the word tier from the popular rows; "despasito": no word, no fragment (the popular
+    # rows and then the rest read, in one statement each), then the typo tier
+    named = [[catalog[i] for i in ids] for ids in popular_first]
+    assert named == [["Crazy in Love", "Drunk in Love"], [], [], ["Despacito"]]
 
 
 def test_ties_are_broken_by_popularity_then_id(catalog):
