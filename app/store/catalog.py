@@ -19,7 +19,9 @@ words too: a shorter fragment is in too many names to be worth an index. Each ti
 `limit` rows through an index, most popular first, so no search reads a whole table, and the
 number of matches (`total`) is counted up to `TOTAL_CAP` - a search is not a way to list the
 catalog. Fuzzy variants are asked for only when the other tiers found fewer than `limit`, and a
-search's buckets share one lookup of the catalog's words.
+search's buckets share one lookup of the catalog's words. Before any tier, a keyword of three
+letters or more asks the catalog's words whether they hold what its tiers need (one statement;
+app/store/catalog_vocabulary.py `needs`): a typo no word holds goes straight to the typo tier.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from typing import Any
 
 from sqlalchemy import bindparam, text
 
-from app.store.catalog_keyword import EXACT, FRAGMENT, PREFIX, WORD, Keyword, keyword
-from app.store.catalog_vocabulary import lookups, near_phrases
+from app.store.catalog_keyword import EXACT, FRAGMENT, PREFIX, WORD, Keyword, keyword, starting
+from app.store.catalog_vocabulary import ENDS, HOLDS, IS, STARTS, lookups, near_phrases, needs
 from app.store.statements import run
 from app.store.unit_of_work import unit_of_work
 
@@ -51,6 +53,24 @@ class Hits:
 
     total: int
     ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordSearch:
+    """One keyword's search, what its buckets share: the keyword, the tiers the catalog's words
+    leave it (in rank order), the statements' parameters, the typo patterns' parameter names, and
+    the typo lookup (made at most once, for the first bucket that asks)."""
+
+    word: Keyword
+    tiers: tuple[int, ...]
+    params: dict[str, Any]
+    names: list[str]
+    typos: Callable[[], dict[str, Any] | None]
+
+    @property
+    def widest(self) -> int:
+        """The last tier, whose rows hold every other tier's."""
+        return self.tiers[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +146,8 @@ class SqlCatalog:
             "ORDER BY popularity DESC, id LIMIT :n"
         )
 
-    def _widest(self, kind: str, word: Keyword) -> str:
-        return self._tier_condition(kind, word.tiers[-1])
+    def _widest(self, kind: str, search: KeywordSearch) -> str:
+        return self._tier_condition(kind, search.widest)
 
     def search(self, kinds: Sequence[str], raw: str, limit: int) -> dict[str, Hits]:
         """Each kind's bucket for one keyword. The buckets share what the keyword alone decides:
@@ -144,35 +164,61 @@ class SqlCatalog:
         def typos() -> dict[str, Any] | None:
             return self._fuzzy_params(word, names, patterns)
 
-        return {kind: self._bucket(kind, word, params, names, typos) for kind in kinds}
+        search = KeywordSearch(word, self._possible_tiers(word), params, names, typos)
+        return {kind: self._bucket(kind, search) for kind in kinds}
 
-    def _bucket(
-        self,
-        kind: str,
-        word: Keyword,
-        params: dict[str, Any],
-        names: list[str],
-        typos: Callable[[], dict[str, Any] | None],
-    ) -> Hits:
+    def _possible_tiers(self, word: Keyword) -> tuple[int, ...]:
+        """The keyword's tiers that can match a name, by what the catalog's words hold
+        (app/store/catalog_vocabulary.py `needs`), asked in one statement: a keyword no word holds
+        (a typo, mostly) reads no name in them. A keyword too short for the fragment tier is not
+        asked about: its tiers are B-tree and word-index reads, each about as cheap as the question."""
+        if FRAGMENT not in word.tiers:
+            return word.tiers
+        need = needs(word)
+        asked = list(dict.fromkeys((*need.starting, *need.inside)))
+        params: dict[str, str] = {}
+        for i, (how, part) in enumerate(asked):
+            if how == STARTS:
+                params[f"h{i}"], params[f"h{i}_end"] = starting(part)
+            else:
+                params[f"h{i}"] = {IS: part, ENDS: "%" + part, HOLDS: "%" + part + "%"}[how]
+        checks = ", ".join(
+            f"EXISTS (SELECT 1 FROM catalog_words WHERE {self._word_is(how, f'h{i}')})"
+            for i, (how, _) in enumerate(asked)
+        )
+        held = dict(zip(asked, run(text(f"SELECT {checks}"), params).one(), strict=True))
+        starts, inside = all(held[a] for a in need.starting), all(held[a] for a in need.inside)
+        return tuple(t for t in word.tiers if (inside if t == FRAGMENT else starts))
+
+    def _word_is(self, how: str, name: str) -> str:
+        """A condition on `catalog_words`: the word is, starts with, or ends with or holds (a LIKE
+        pattern, through the words' trigram table) the text bound as `name`."""
+        if how == IS:
+            return f"word = :{name}"
+        if how == STARTS:
+            return f"word >= :{name} AND word < :{name}_end"
+        return f"rowid IN (SELECT rowid FROM catalog_words_search WHERE word LIKE :{name})"
+
+    def _bucket(self, kind: str, search: KeywordSearch) -> Hits:
         """One kind's hits: the tiers in rank order until `limit` are found, then the typo tier."""
-        limit = params["n"]
+        limit = search.params["n"]
         found: dict[str, None] = {}
-        for phase in _phases(word.tiers):
-            found.update(dict.fromkeys(self._phase_ids(kind, phase, params)))
+        for phase in _phases(search.tiers):
+            found.update(dict.fromkeys(self._phase_ids(kind, phase, search.params)))
             if len(found) >= limit:  # a later tier ranks below every row found: none of it is shown
-                return Hits(self._count(kind, word, params), list(found)[:limit])
+                return Hits(self._count(kind, search), list(found)[:limit])
         # Every tier was read, the widest last (its rows hold every other tier's), and it found fewer
         # than `limit`: `found` is every row the tiers match, and so their count.
         ids = list(found)
-        near = typos() if names else None
+        near = search.typos() if search.names else None
         if near is None:
             return Hits(len(ids), ids)
-        fuzzy = {**params, **near, "n": limit + len(ids)}
+        fuzzy = {**search.params, **near, "n": limit + len(ids)}
         # Only the rows the widest tier missed can be new here.
-        only = self._near_count(kind, word, names, fuzzy, widest=bool(ids))
+        only = self._near_count(kind, search, fuzzy, widest=bool(ids))
         if only:
             seen = set(ids)
-            nearest = self._near_ids(kind, names, fuzzy, only >= TOTAL_CAP)
+            nearest = self._near_ids(kind, search.names, fuzzy, only >= TOTAL_CAP)
             ids += [i for i in nearest if i not in seen][: limit - len(ids)]
         return Hits(min(TOTAL_CAP, len(found) + only), ids)
 
@@ -181,18 +227,18 @@ class SqlCatalog:
         branches = [self._branch(self._tier_rows(kind, tier, f"id, {tier} AS tier, popularity")) for tier in phase]
         return [row[0] for row in run(text(_ranked(branches, "tier, popularity DESC, id")), params)]
 
-    def _count(self, kind: str, word: Keyword, params: dict[str, Any]) -> int:
+    def _count(self, kind: str, search: KeywordSearch) -> int:
         """How many rows match, up to :cap. The prefix tier is counted first, from the B-tree alone:
         a common keyword ("love") reaches the cap there without reading its text index's matches."""
-        table = TABLES[kind]
+        table, params = TABLES[kind], search.params
         count = "SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT :cap) AS hits"
-        if word.tiers[-1] != PREFIX:
+        if PREFIX in search.tiers and search.widest != PREFIX:
             prefixed = run(
                 text(count.format(table=table, condition=self._tier_condition(kind, PREFIX))), params
             ).scalar_one()
             if prefixed >= TOTAL_CAP:
                 return int(prefixed)
-        return int(run(text(count.format(table=table, condition=self._widest(kind, word))), params).scalar_one())
+        return int(run(text(count.format(table=table, condition=self._widest(kind, search))), params).scalar_one())
 
     def _fuzzy_params(self, word: Keyword, names: list[str], patterns: list[str]) -> dict[str, Any] | None:
         """The typo patterns bound to `names`, and the rows they can match (`:near`, `near_exact`)
@@ -235,22 +281,22 @@ class SqlCatalog:
             ).scalars()
         )
 
-    def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any], widest: bool) -> int:
+    def _near_count(self, kind: str, search: KeywordSearch, params: dict[str, Any], widest: bool) -> int:
         """The rows only the fuzzy tier finds (a typo pattern, not the widest tier), up to :cap.
         `widest`: the widest tier matched a row (else no row need be tested against it)."""
         return int(
             run(
                 text(
-                    f"SELECT count(*) FROM (SELECT 1 FROM {TABLES[kind]} WHERE {self._any_match(kind, names, params)}"
-                    f"{self._unless_widest(kind, word, widest, ' AND ')} LIMIT :cap) AS near"
+                    f"SELECT count(*) FROM (SELECT 1 FROM {TABLES[kind]} WHERE {self._any_match(kind, search.names, params)}"
+                    f"{self._unless_widest(kind, search, widest, ' AND ')} LIMIT :cap) AS near"
                 ),
                 params,
             ).scalar_one()
         )
 
-    def _unless_widest(self, kind: str, word: Keyword, widest: bool, joiner: str) -> str:
+    def _unless_widest(self, kind: str, search: KeywordSearch, widest: bool, joiner: str) -> str:
         """The condition leaving out the widest tier's rows, when it has any."""
-        return f"{joiner}NOT ({self._widest(kind, word)})" if widest else ""
+        return f"{joiner}NOT ({self._widest(kind, search)})" if widest else ""
 
     def autocomplete(self, raw: str, limit: int) -> list[Suggestion]:
         """Names starting with `raw` (then, from two letters, names with a word starting with it):
@@ -351,7 +397,7 @@ def _phases(tiers: tuple[int, ...]) -> list[tuple[int, ...]]:
     cheap), then each text-index tier only while fewer than `limit` rows were found - for a common
     keyword the B-tree tiers fill the page and the text index is never read."""
     first = tuple(t for t in tiers if t in (EXACT, PREFIX))
-    return [first, *((t,) for t in tiers if t not in first)]
+    return [phase for phase in [first, *((t,) for t in tiers if t not in first)] if phase]
 
 
 def _ranked(branches: list[str], order: str, also: str = "") -> str:

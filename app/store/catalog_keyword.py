@@ -28,8 +28,7 @@ class Keyword:
     @property
     def prefix_range(self) -> tuple[str, str]:
         """The B-tree range of keys starting with the keyword (bytewise order on both stores)."""
-        low = " " + self.core
-        return low, low[:-1] + chr(ord(low[-1]) + 1)
+        return starting(" " + self.core)
 
     @property
     def tiers(self) -> tuple[int, ...]:
@@ -66,6 +65,12 @@ class Keyword:
             for variant in self.typo_variants(i):
                 patterns.add("% " + " ".join([*self.words[:i], variant, *self.words[i + 1 :]]) + "%")
         return sorted(patterns)
+
+
+def starting(prefix: str) -> tuple[str, str]:
+    """The range of the texts starting with `prefix`: from it, up to the prefix with its last
+    letter the next one (bytewise order, as both stores compare)."""
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 
 def keyword(raw: str) -> Keyword | None:

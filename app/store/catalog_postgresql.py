@@ -24,9 +24,9 @@ from typing import Any
 
 from sqlalchemy import text
 
-from app.store.catalog import NAMES, TABLES, SqlCatalog
+from app.store.catalog import NAMES, TABLES, KeywordSearch, SqlCatalog
 from app.store.catalog_keyword import EXACT, PREFIX, Keyword
-from app.store.catalog_vocabulary import near_query
+from app.store.catalog_vocabulary import IS, STARTS, near_query
 from app.store.statements import run
 from app.store.unit_of_work import unit_of_work
 
@@ -61,6 +61,10 @@ class PostgresCatalog(SqlCatalog):
     def _words_like(self, count: int) -> str:
         """One statement of ORs: each lookup a B-tree range or a trigram read of `catalog_words`."""
         return f"SELECT word FROM catalog_words WHERE {' OR '.join(f'word LIKE :w{i}' for i in range(count))}"
+
+    def _word_is(self, how: str, name: str) -> str:
+        """As the base class; an ending or a part through the words' trigram index."""
+        return super()._word_is(how, name) if how in (IS, STARTS) else f"word LIKE :{name}"
 
     def _near(self, word: Keyword, found: set[str]) -> dict[str, Any] | None:
         """`:near` as a full-text query over the names' words."""
@@ -106,15 +110,15 @@ class PostgresCatalog(SqlCatalog):
         ranked = self._popular_first(kind, self._any_match(kind, names, params), params) if many else None
         return ranked if ranked is not None else super()._near_ids(kind, names, params, many)
 
-    def _near_count(self, kind: str, word: Keyword, names: list[str], params: dict[str, Any], widest: bool) -> int:
+    def _near_count(self, kind: str, search: KeywordSearch, params: dict[str, Any], widest: bool) -> int:
         """As the base class, with the matches read from the full-text index's bitmap: with a LIMIT
         the planner would rather walk the whole name index, testing each name against every
         pattern. A CTE is read as far as the count asks."""
         return int(
             run(
                 text(
-                    f"WITH near AS MATERIALIZED (SELECT search_key FROM {TABLES[kind]} WHERE {self._any_match(kind, names, params)}) "
-                    f"SELECT count(*) FROM (SELECT 1 FROM near{self._unless_widest(kind, word, widest, ' WHERE ')} LIMIT :cap) AS hits"
+                    f"WITH near AS MATERIALIZED (SELECT search_key FROM {TABLES[kind]} WHERE {self._any_match(kind, search.names, params)}) "
+                    f"SELECT count(*) FROM (SELECT 1 FROM near{self._unless_widest(kind, search, widest, ' WHERE ')} LIMIT :cap) AS hits"
                 ),
                 params,
             ).scalar_one()

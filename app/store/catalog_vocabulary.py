@@ -21,6 +21,11 @@ a space in the name, so a keyword that runs two words together ("sweethome") fin
 a prefix of one letter are left out (a name's last word typed as one letter after a run-together
 word): their lookup would read a 26th of the vocabulary, so such a row is found from the first
 word alone and the pattern decides.
+
+The vocabulary also says when the other tiers cannot match: a name starting with "younr", or with
+a word starting with it, has a word starting with it, and a name holding it has a word holding
+it. A search first asks whether the catalog's words hold what its tiers need (`needs`); a typo
+that no word holds reads no name for exact, prefix, word or fragment - only the typo tier is left.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from dataclasses import dataclass
 from app.store.catalog_keyword import Keyword
 
 MIN_PREFIX = 2  # letters a looked-up prefix needs (see the module docstring)
+MIN_INSIDE = 3  # letters a looked-up word ending or inner part needs: fewer leave the trigram index no trigram
+# How a catalog word must relate to a text for a tier to match: be it, start with it, end with it, hold it.
+IS, STARTS, ENDS, HOLDS = "is", "starts", "ends", "holds"
 
 
 def _split(word: str) -> list[tuple[str, str]]:
@@ -54,6 +62,29 @@ def lookups(word: Keyword) -> list[str]:
             if len(tail) >= MIN_PREFIX or not end:
                 patterns.add(tail + end)
     return sorted(patterns)
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What the catalog's words must hold for the keyword's tiers to match a name, as (how, text)
+    lookups, every one of them found. `starting`, for exact, prefix and word: the keyword's words
+    as words, the last one starting one. `inside`, for the fragment: its first word ending a word
+    (holding one, when it is the only one), the middle ones as words, the last one starting one."""
+
+    starting: tuple[tuple[str, str], ...]
+    inside: tuple[tuple[str, str], ...]
+
+
+def needs(word: Keyword) -> Needs:
+    """The lookups each tier needs found (a word ending or part shorter than MIN_INSIDE is not
+    looked up: it is taken as found)."""
+    if len(word.words) == 1:
+        only = word.words[0]
+        return Needs(((STARTS, only),), ((HOLDS, only),) if len(only) >= MIN_INSIDE else ())
+    first, *middle, last = word.words
+    between = tuple((IS, w) for w in middle)
+    ending = ((ENDS, first),) if len(first) >= MIN_INSIDE else ()
+    return Needs(((IS, first), *between, (STARTS, last)), (*ending, *between, (STARTS, last)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,12 +81,18 @@ def statements(app):
 
 def _sqlite_whole_table_reads(plan: list[str]) -> list[str]:
     """The plan's lines that read a table whole: a SCAN of anything but a subquery's result (its
-    CO-ROUTINE or MATERIALIZE) or a full-text table through its index."""
+    CO-ROUTINE or MATERIALIZE), a full-text table through its index, or the one row of a SELECT
+    without FROM (SCAN CONSTANT ROW)."""
     derived = {m.group(1) for line in plan if (m := re.match(r"(?:CO-ROUTINE|MATERIALIZE) (\S+)", line))}
     bad = []
     for line in plan:
         scanned = re.match(r"SCAN (\S+)", line)
-        if scanned is None or scanned.group(1) in derived or scanned.group(1).startswith("("):
+        if (
+            scanned is None
+            or scanned.group(1) in derived
+            or scanned.group(1).startswith("(")
+            or line == "SCAN CONSTANT ROW"
+        ):
             continue
         if not re.search(r"VIRTUAL TABLE INDEX \d+:\S", line):
             bad.append(line)

@@ -188,10 +188,10 @@ def test_the_popular_rows_answer_a_common_word(catalog, popular_first):
         "Drunk in Love",
     ]
     assert [catalog[i] for i in store().catalog.search(["track"], "despasito", 1)["track"].ids] == ["Despacito"]
-    # "in love": the word tier from the popular rows; "despasito": no word, no fragment (the popular
-    # rows and then the rest read, in one statement each), then the typo tier
+    # "in love": the word tier from the popular rows; "despasito": no catalog word holds it, so no
+    # word or fragment tier is read - only the typo tier
     named = [[catalog[i] for i in ids] for ids in popular_first]
-    assert named == [["Crazy in Love", "Drunk in Love"], [], [], ["Despacito"]]
+    assert named == [["Crazy in Love", "Drunk in Love"], ["Despacito"]]
 
 
 def test_ties_are_broken_by_popularity_then_id(catalog):

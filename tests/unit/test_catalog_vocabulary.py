@@ -12,8 +12,8 @@ from sqlalchemy import event, text
 from app.core.extensions import db
 from app.models import Album, Track
 from app.store import store
-from app.store.catalog_keyword import keyword
-from app.store.catalog_vocabulary import NearQuery, lookups, near_phrases, near_query
+from app.store.catalog_keyword import EXACT, FRAGMENT, PREFIX, WORD, keyword
+from app.store.catalog_vocabulary import ENDS, HOLDS, IS, STARTS, NearQuery, lookups, near_phrases, near_query, needs
 from tests.api_support import uid
 
 _TRACK = {"isrcs": [], "spotify_preview_url": "https://audio.example/1.mp3"}
@@ -80,6 +80,21 @@ def test_no_word_one_typo_away_means_no_name_is_read():
     assert near_query(_word("thelma"), {"the", "velma"}) is None  # "the" is a split only with an "lma..." after it
 
 
+def test_one_word_needs_a_word_starting_with_it_and_the_fragment_one_holding_it():
+    need = needs(_word("Younr"))
+    assert need.starting == ((STARTS, "younr"),) and need.inside == ((HOLDS, "younr"),)
+
+
+def test_more_words_need_the_inner_ones_whole_the_first_ending_one_and_the_last_starting_one():
+    need = needs(_word("summer of lo"))
+    assert need.starting == ((IS, "summer"), (IS, "of"), (STARTS, "lo"))
+    assert need.inside == ((ENDS, "summer"), (IS, "of"), (STARTS, "lo"))
+
+
+def test_an_ending_too_short_for_the_trigram_index_is_not_looked_up():
+    assert needs(_word("in lo")).inside == ((STARTS, "lo"),)  # " in lo" may be "...rain love": "in" ends a word
+
+
 @pytest.fixture
 def vocabulary():
     # Words outlive their names (by design), and the suite's other tests write names: start empty.
@@ -144,4 +159,28 @@ def test_the_buckets_of_one_search_share_one_vocabulary_lookup(vocabulary):
     found, statements = _searched(["profile", "track", "album"], "marigols")
     assert found["track"].ids == [uid(4, 2)] and found["album"].ids == [uid(4, 3)]
     assert found["profile"].ids == [] and found["profile"].total == 0
-    assert sum("FROM catalog_words" in s for s in statements) == 1
+    assert sum(s.startswith("SELECT word FROM catalog_words") for s in statements) == 1
+
+
+def test_a_keyword_no_catalog_word_holds_skips_every_tier_but_the_typo_one(vocabulary):
+    db.session.add(Track(id=uid(5, 2), title="Marigold Rain", popularity=10, **_TRACK, spotify_id="t5"))
+    db.session.commit()
+    assert store().catalog._possible_tiers(_word("marigols")) == ()
+    found, statements = _searched(["track"], "marigols")
+    assert found["track"].ids == [uid(5, 2)] and found["track"].total == 1  # the typo tier still finds it
+    assert "EXISTS" in statements[0] and "catalog_words" in statements[0]  # asked first, once
+    # The names are read twice, both by the typo tier (its count, its ids): no tier before it ran.
+    assert sum("FROM tracks" in s for s in statements) == 2
+
+
+def test_a_keyword_only_inside_a_word_is_read_by_the_fragment_tier_alone(vocabulary):
+    db.session.add(Track(id=uid(6, 2), title="Marigold Rain", popularity=10, **_TRACK, spotify_id="t6"))
+    db.session.commit()
+    catalog = store().catalog
+    assert catalog._possible_tiers(_word("igold")) == (FRAGMENT,)
+    assert catalog._possible_tiers(_word("old rai")) == (FRAGMENT,)  # "marigold" ends with "old", "rain" starts "rai"
+    assert catalog._possible_tiers(_word("marigold ra")) == (EXACT, PREFIX, WORD, FRAGMENT)
+    assert catalog._possible_tiers(_word("rain zebra")) == ()  # no word starts with "zebra"
+    assert catalog._possible_tiers(_word("ma")) == (EXACT, PREFIX, WORD)  # too short to ask about
+    for raw in ("igold", "old rai", "marigold ra"):
+        assert _names("track", raw) == ["Marigold Rain"], raw
