@@ -11,7 +11,9 @@ script adds a benchmark app, member and scale keys to it (fresh ones each run) a
 Each round measures, one client at a time over a keep-alive connection, the three sign-in
 operations idle, then again while `--search-clients` clients (a process of their own) loop
 `POST /v1/search` over the bench's keywords; a client refused with 503 (every catalog slot taken)
-waits `--retry-pause` seconds, less than the `Retry-After` it was given, to keep the slots full.
+waits what its `Retry-After` asks, as a client should - the slot is still never idle: the client
+holding it sends its next search at once - or, with `--retry-pause`, that many seconds whatever it
+was asked: clients that ignore `Retry-After`, a storm of refusals for the server to answer.
 Codes for the exchange are minted before each phase's load starts. `--guard off` runs the server
 without the guard (no catalog slots, no statement bound, one thread a worker: how it was before).
 
@@ -136,8 +138,9 @@ def start(
 # -- the search load: a process of its own ---------------------------------------------------------------
 
 
-async def search_load(harness: Any, origin: str, keys: list[str], clients: int, pause: float) -> dict:
-    """Searches from `clients` clients until SIGTERM; what they got."""
+async def search_load(harness: Any, origin: str, keys: list[str], clients: int, pause: float | None) -> dict:
+    """Searches from `clients` clients until SIGTERM; what they got. A refused client waits
+    `pause` seconds, or what the refusal's Retry-After asks (None)."""
     host, port = origin.removeprefix("http://").split(":")
     statuses: dict[int, int] = {}
     served: list[float] = []
@@ -171,7 +174,7 @@ async def search_load(harness: Any, origin: str, keys: list[str], clients: int, 
                 if response.status == 200:
                     served.append(time.perf_counter() - started)
                 else:
-                    await asyncio.sleep(pause)
+                    await asyncio.sleep(pause if pause is not None else float(response.header("Retry-After") or 1))
         finally:
             await conn.close()
 
@@ -192,14 +195,17 @@ def load_main(argv: list[str]) -> None:
     origin, clients, pause, harness_dir, out = argv
     keys = json.loads(sys.stdin.read())
     harness = load_harness(Path(harness_dir))
-    result = asyncio.run(search_load(harness, origin, keys, int(clients), float(pause)))
+    result = asyncio.run(
+        search_load(harness, origin, keys, int(clients), None if pause == "retry-after" else float(pause))
+    )
     Path(out).write_text(json.dumps(result))
 
 
 def start_load(a: argparse.Namespace, origin: str, keys: list[str], out: Path) -> subprocess.Popen:
     """The search clients, a process of their own: at `--load-nice`, standing for clients on other
     machines, whose work does not take the server's cores (0: as they are, on the same cores)."""
-    argv = [str(a.search_clients), str(a.retry_pause), a.harness, str(out)]
+    pause = "retry-after" if a.retry_pause is None else str(a.retry_pause)
+    argv = [str(a.search_clients), pause, a.harness, str(out)]
     proc = subprocess.Popen(  # noqa: S603 - this very script
         [sys.executable, "-m", "bench.starvation", "--load", origin, *argv],
         cwd=ROOT,
@@ -282,7 +288,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seconds", type=float, default=15.0, help="seconds of discovery and of userinfo per phase")
     ap.add_argument("--codes", type=int, default=150, help="codes exchanged per phase")
     ap.add_argument("--search-clients", type=int, default=6)
-    ap.add_argument("--retry-pause", type=float, default=0.05, help="a refused search client's pause (s)")
+    ap.add_argument(
+        "--retry-pause", type=float, default=None, help="a refused search client's pause (s), whatever Retry-After asks"
+    )
     ap.add_argument("--guard", choices=("on", "off"), default="on")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=None, help="WEB_THREADS (default: serve.py's)")
@@ -345,7 +353,8 @@ def main(argv: list[str] | None = None) -> None:
 def report(phases: dict[str, dict[str, list[float]]], loads: list[dict], a: argparse.Namespace) -> None:
     rows = {}
     print(
-        f"\nsign-in beside {a.search_clients} search clients (niceness {a.load_nice}), guard {a.guard}, "
+        f"\nsign-in beside {a.search_clients} search clients (niceness {a.load_nice}, a refused one waits "
+        f"{'as Retry-After asks' if a.retry_pause is None else f'{a.retry_pause} s'}), guard {a.guard}, "
         f"catalog pool {'on' if a.catalog_pool else 'off'}, "
         f"{a.workers} workers x {a.threads or 'serve.py default'} threads, {a.rounds} rounds"
     )
