@@ -151,8 +151,9 @@ class SqlCatalog:
 
     def search(self, kinds: Sequence[str], raw: str, limit: int) -> dict[str, Hits]:
         """Each kind's bucket for one keyword. The buckets share what the keyword alone decides:
-        its patterns, and the catalog words one typo from it (looked up once, and only when a
-        bucket's other tiers found fewer than `limit`)."""
+        its patterns, the tiers the catalog's words leave it (asked first, once), and the catalog
+        words one typo from it (looked up once, and only when a bucket's other tiers found fewer
+        than `limit`)."""
         word = keyword(raw)
         if word is None:
             return {kind: Hits(0, []) for kind in kinds}
