@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import psycopg  # noqa: E402# noqa: E402# noqa: E402# noqa: E402
+import psycopg  # noqa: E402
 
 from bench.run import DEFAULT_HARNESS, harness_config, load_harness, peer_target, start_persistent_peer  # noqa: E402
 from bench.servers import free_port  # noqa: E402
