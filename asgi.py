@@ -6,9 +6,7 @@ around it (app/web/toolserver/asgi.py)."""
 
 from __future__ import annotations
 
-import gc
-import logging
-
+from app.core.serving import settle_for_serving
 from app.web.toolserver.asgi import tool_server_app
 from app.web.toolserver.metadata import ResourceMetadata
 
@@ -23,11 +21,5 @@ def create_tool_server() -> ResourceMetadata:
     except ConfigError as exc:
         raise refusal(exc) from None
     application = tool_server_app(flask_app)
-    # As wsgi.py does for the provider: the objects loaded so far live as long as the process, so
-    # the cyclic collector stops walking them; logging skips what our JSON lines never print.
-    gc.freeze()
-    logging._srcfile = None
-    logging.logThreads = False
-    logging.logProcesses = False
-    logging.logMultiprocessing = False
+    settle_for_serving()  # as wsgi.py does for the provider
     return application

@@ -1,12 +1,11 @@
 """WSGI entry point: granian serves `wsgi:app` (serve.py), and `flask` finds the app here (FLASK_APP=wsgi)."""
 
-import gc
-import logging
 import sys
 
 from app import create_app
 from app.cli import asking_for_help, help_only_app
 from app.core.config import ConfigError, refusal
+from app.core.serving import settle_for_serving
 
 try:
     app = create_app()
@@ -15,17 +14,5 @@ except ConfigError as exc:  # `flask ...` and the server: the settings to fix, n
         raise refusal(exc) from None
     app = help_only_app(exc)  # `flask --help` works before anything is configured
 
-# Everything loaded so far (the app, its routes, SQLAlchemy's mappers, Authlib, the libraries:
-# a large heap) lives as long as the process. gc.freeze() moves it to a permanent generation that
-# the cyclic garbage collector no longer walks; otherwise a full collection walks it all, a pause
-# inside whichever request triggered it (the /v1 benchmark's p99 spikes; docs/performance.md).
-gc.freeze()
-
-# What Python's logging works out for every record and our JSON lines never print: the caller's
-# file and line (a walk up the stack), the thread's and the process's names. Switched off for the
-# served app as the logging HOWTO's "Optimization" section says to: a cost on every request that a
-# userinfo answered at the front would notice.
-logging._srcfile = None  # type: ignore[attr-defined]  # the HOWTO's documented switch
-logging.logThreads = False
-logging.logProcesses = False
-logging.logMultiprocessing = False
+# The start-up heap out of the collector's walks, logging's per-record look-ups off (app/core/serving.py).
+settle_for_serving()

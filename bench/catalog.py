@@ -58,17 +58,6 @@ def catalog_words(titles: list[str]) -> list[str]:
 PACE = 0.0125  # seconds from one request's start to the next's, at least: 80 a second at most
 
 
-def serve_as_production() -> None:
-    """What wsgi.py does once the app is loaded: freeze the heap, skip logging's caller look-ups."""
-    import gc
-    import logging
-
-    gc.freeze()
-    logging._srcfile = None  # type: ignore[attr-defined]  # the logging HOWTO's documented switch
-    logging.logThreads = False
-    logging.logProcesses = False
-
-
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -135,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
 
     # As wsgi.py serves it: the start-up heap out of the collector's walks, logging's per-record
     # look-ups off (without these the lookups' p99 is the collector's pauses, not the catalog's).
-    serve_as_production()
+    from app.core.serving import settle_for_serving
+
+    settle_for_serving()
     client = app.test_client()
     headers = {"x-api-key": secret}
 

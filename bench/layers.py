@@ -263,9 +263,9 @@ def main(argv: list[str] | None = None) -> None:
     driver = Driver(app, data)
     driver.roundtrip()  # a session and a remembered consent, so sso() mints codes
     access_token = driver.exchange(*driver.sso())["access_token"]
-    import gc
+    from app.core.serving import settle_for_serving
 
-    gc.freeze()  # as wsgi.py does: no collector walks of the start-up heap inside a batch
+    settle_for_serving()  # as wsgi.py does: no collector walks of the start-up heap inside a batch
 
     sections = [
         ("Crypto", crypto_rows(a.number, a.repeat)),

@@ -57,11 +57,10 @@ class Hits:
 
 @dataclass(frozen=True, slots=True)
 class KeywordSearch:
-    """One keyword's search, what its buckets share: the keyword, the tiers the catalog's words
-    leave it (in rank order), the statements' parameters, the typo patterns' parameter names, and
+    """One keyword's search, what its buckets share: the tiers the catalog's words leave the
+    keyword (in rank order), the statements' parameters, the typo patterns' parameter names, and
     the typo lookup (made at most once, for the first bucket that asks)."""
 
-    word: Keyword
     tiers: tuple[int, ...]
     params: dict[str, Any]
     names: list[str]
@@ -165,7 +164,7 @@ class SqlCatalog:
         def typos() -> dict[str, Any] | None:
             return self._fuzzy_params(word, names, patterns)
 
-        search = KeywordSearch(word, self._possible_tiers(word), params, names, typos)
+        search = KeywordSearch(self._possible_tiers(word), params, names, typos)
         return {kind: self._bucket(kind, search) for kind in kinds}
 
     def _possible_tiers(self, word: Keyword) -> tuple[int, ...]:
