@@ -31,6 +31,9 @@ Every number comes from the environment, with defaults for a small machine:
   CATALOG_CONCURRENCY   the catalog pool's worker processes                             1
   CATALOG_NICE          how much less CPU priority the catalog pool and the tool server
                         get than the sign-in's workers (0-19, as nice(1))                10
+  CATALOG_CPUS          the CPUs the catalog pool and the tool server run on ("1", "2-3",
+                        "0,2"); the sign-in's workers run on the others. Empty: all share
+                        every CPU (Linux only)                                           empty
 
 Two threads per worker by default, and no more: the app's requests are short and mostly CPU, so
 threads of one process mostly wait for its interpreter lock, and switching between them costs CPU:
@@ -53,6 +56,17 @@ server - at a lower CPU priority (CATALOG_NICE): where they share cores with the
 kernel gives a waiting sign-in request the core first. The pool shares the search slots and the
 statement bound; the provider's port still answers `/v1/` too, so a deployment without the proxy
 rule loses nothing (docs/operating.md; bench/starvation.py measures both).
+
+CATALOG_CPUS gives the catalog cores of its own. A lower priority is not enough where the sign-in's
+requests take a millisecond or less: bench/starvation.py found that neither CATALOG_NICE, nor the
+kernel's idle class, nor short scheduler slices for the sign-in kept its p99 beside a saturated
+catalog within twice the idle one, and that halving the catalog's share of a core made it worse:
+what the sign-in loses is not CPU time but a core to itself (most likely the caches a search
+fills, and where the kernel wakes a request). With the catalog pool and the tool server on their
+own CPUs (sched_setaffinity, which their workers and threads inherit) and the sign-in's workers on
+the others, it stayed within 1.4 times - the database's sessions still on every core
+(docs/performance.md). The price: the sign-in has only the other cores, so give the catalog the
+fewest that serve its searches.
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so
 any number of them, on any number of machines, serve one issuer; a worker that dies is replaced.
@@ -229,10 +243,35 @@ def catalog_niceness(environ: os._Environ | dict = os.environ) -> int:
     return int(raw)
 
 
-def _as_catalog_child(niceness: int) -> Callable[[], None]:
+def catalog_cpus(environ: os._Environ | dict = os.environ) -> tuple[set[int], set[int]] | None:
+    """CATALOG_CPUS as (the catalog's CPUs, the sign-in's: the others this process may run on);
+    None when unset. A list the machine cannot honour stops the start."""
+    raw = (environ.get("CATALOG_CPUS") or "").strip()
+    if not raw:
+        return None
+    if not hasattr(os, "sched_setaffinity"):
+        raise SystemExit("CATALOG_CPUS needs Linux (sched_setaffinity); leave it empty here")
+    catalog: set[int] = set()
+    for part in raw.split(","):
+        first, dash, last = part.strip().partition("-")
+        last = last if dash else first
+        if not (first.isdigit() and last.isdigit()) or int(first) > int(last):
+            raise SystemExit(f'CATALOG_CPUS must list CPUs such as "1", "2-3" or "0,2", not {raw!r}')
+        catalog |= set(range(int(first), int(last) + 1))
+    allowed = os.sched_getaffinity(0)
+    if not catalog <= allowed or not allowed - catalog:
+        raise SystemExit(
+            f"CATALOG_CPUS={raw!r} must name CPUs this process may run on ({sorted(allowed)}) and leave at least "
+            "one to the sign-in"
+        )
+    return catalog, allowed - catalog
+
+
+def _as_catalog_child(niceness: int, cpus: set[int] | None) -> Callable[[], None]:
     """What a catalog process does before it runs (in the child, before exec): stop when serve.py's
     process dies, however it dies (Linux's parent-death signal), rather than serve on alone; and
-    give up `niceness` of CPU priority, which its granian workers inherit."""
+    give up `niceness` of CPU priority and keep to `cpus` (None: any), which its granian workers
+    inherit."""
 
     def prepare() -> None:
         try:
@@ -243,11 +282,13 @@ def _as_catalog_child(niceness: int) -> Callable[[], None]:
             pass
         if niceness:
             os.nice(niceness)
+        if cpus is not None:
+            os.sched_setaffinity(0, cpus)
 
     return prepare
 
 
-def start_child(log: logging.Logger, role: str, niceness: int) -> subprocess.Popen:
+def start_child(log: logging.Logger, role: str, niceness: int, cpus: set[int] | None) -> subprocess.Popen:
     """`serve.py tools` or `serve.py catalog` as a child process. If it stops while the provider
     serves, the provider stops too, so that whatever supervises serve.py restarts all (a
     half-served platform is not left running)."""
@@ -256,7 +297,7 @@ def start_child(log: logging.Logger, role: str, niceness: int) -> subprocess.Pop
         cwd=ROOT,
         # Its database sessions named for it (libpq's PGAPPNAME): pg_stat_activity tells them apart.
         env={"PGAPPNAME": f"credits-id-{role}", **os.environ},
-        preexec_fn=_as_catalog_child(niceness),  # noqa: PLW1509 - no thread runs yet
+        preexec_fn=_as_catalog_child(niceness, cpus),  # noqa: PLW1509 - no thread runs yet
     )
 
     def watch() -> None:
@@ -266,6 +307,10 @@ def start_child(log: logging.Logger, role: str, niceness: int) -> subprocess.Pop
 
     threading.Thread(target=watch, name=f"{role}-watch", daemon=True).start()
     return child
+
+
+def _cpu_list(cpus: set[int]) -> str:
+    return ",".join(str(cpu) for cpu in sorted(cpus))
 
 
 stopping = threading.Event()
@@ -367,6 +412,10 @@ def main(argv: list[str] | None = None) -> None:
     folder, own = fresh_metrics_dir()
     slots, own_slots = fresh_slots_dir()  # before the workers and the tool server start: they inherit it
     niceness = catalog_niceness()
+    cpus = catalog_cpus()
+    catalog_side = cpus[0] if cpus is not None else None
+    if cpus is not None:  # first: every thread and process started here inherits it (the catalog's set its own)
+        os.sched_setaffinity(0, cpus[1])
     children: list[subprocess.Popen] = []
     try:
         if metrics_at is not None:
@@ -374,12 +423,18 @@ def main(argv: list[str] | None = None) -> None:
             log.info("metrics served on %s:%d", *metrics_at)
         options = server_options()
         if (tools_at := tool_server_bind()) is not None:
-            children.append(start_child(log, "tools", niceness))
+            children.append(start_child(log, "tools", niceness, catalog_side))
             log.info("tool server on %s:%d", *tools_at)
         if (catalog_at := catalog_pool_bind()) is not None:
             catalog_pool_options()  # a malformed setting stops the start here, not in the child
-            children.append(start_child(log, "catalog", niceness))
+            children.append(start_child(log, "catalog", niceness, catalog_side))
             log.info("catalog pool on %s:%d", *catalog_at)
+        if cpus is not None and not children:
+            raise SystemExit(
+                "CATALOG_CPUS names the catalog's CPUs, but neither CATALOG_BIND nor MCP_BIND starts a server there"
+            )
+        if cpus is not None:
+            log.info("catalog on CPUs %s, sign-in on CPUs %s", _cpu_list(cpus[0]), _cpu_list(cpus[1]))
         Granian(**options).serve()
     finally:
         for child in children:

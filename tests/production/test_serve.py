@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from serve import (
+    catalog_cpus,
     catalog_niceness,
     catalog_pool_bind,
     catalog_pool_options,
@@ -208,6 +209,27 @@ def test_the_catalog_pool_is_off_unless_asked_for():
             catalog_niceness({"CATALOG_NICE": bad})
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="CPU affinity is Linux's")
+def test_catalog_cpus_are_a_list_the_machine_can_honour_leaving_the_sign_in_some():
+    allowed = os.sched_getaffinity(0)
+    assert catalog_cpus({}) is None and catalog_cpus({"CATALOG_CPUS": " "}) is None
+    if len(allowed) >= 2:
+        first, *rest = sorted(allowed)
+        assert catalog_cpus({"CATALOG_CPUS": str(first)}) == ({first}, set(rest))
+        assert catalog_cpus({"CATALOG_CPUS": f"{first}-{first}, {first}"}) == ({first}, set(rest))
+    for bad in ("one", "1-", "3-2", "-1", "1;2"):
+        with pytest.raises(SystemExit, match="CATALOG_CPUS must list CPUs"):
+            catalog_cpus({"CATALOG_CPUS": bad})
+    for unusable in (",".join(map(str, sorted(allowed))), str(max(allowed) + 64)):  # every CPU, none there
+        with pytest.raises(SystemExit, match="leave at least one to the sign-in"):
+            catalog_cpus({"CATALOG_CPUS": unusable})
+
+
+def _cpus_of(pid: int) -> set[frozenset[int]]:
+    """The CPUs each thread of `pid` may run on."""
+    return {frozenset(os.sched_getaffinity(int(tid))) for tid in os.listdir(f"/proc/{pid}/task")}
+
+
 def _descendants(pid: int) -> set[int]:
     found = set()
     for child in _workers(pid):
@@ -215,10 +237,12 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def test_the_catalog_pool_serves_the_catalog_below_the_sign_ins_priority(app, settings, tmp_path):
+def test_the_catalog_pool_serves_the_catalog_below_the_sign_ins_priority_on_cpus_of_its_own(app, settings, tmp_path):
     _, secret = make_key("secret")
     port = free_port()
-    with running(settings, tmp_path, CATALOG_BIND=f"127.0.0.1:{port}", CATALOG_NICE="7") as server:
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    pinned = {"CATALOG_CPUS": str(allowed[-1])} if len(allowed) >= 2 else {}  # CI's machine has two
+    with running(settings, tmp_path, CATALOG_BIND=f"127.0.0.1:{port}", CATALOG_NICE="7", **pinned) as server:
         pool = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:
@@ -242,3 +266,12 @@ def test_the_catalog_pool_serves_the_catalog_below_the_sign_ins_priority(app, se
         assert {os.getpriority(os.PRIO_PROCESS, p) for p in pool_side} == {min(19, base + 7)}  # workers inherit it
         assert {os.getpriority(os.PRIO_PROCESS, p) for p in processes - pool_side} == {base}
         assert any(line.get("message", "").startswith("catalog pool on") for line in server.log_lines())
+        if pinned:  # every thread of the pool on the catalog's CPU; the provider, its workers, on the others
+            catalog, sign_in = frozenset(allowed[-1:]), frozenset(allowed[:-1])
+            assert set().union(*(_cpus_of(p) for p in pool_side)) == {catalog}
+            assert set().union(*(_cpus_of(p) for p in processes - pool_side | {server.proc.pid})) == {sign_in}
+            assert any(
+                line.get("message", "")
+                == f"catalog on CPUs {allowed[-1]}, sign-in on CPUs {','.join(map(str, allowed[:-1]))}"
+                for line in server.log_lines()
+            )
