@@ -15,7 +15,9 @@ waits what its `Retry-After` asks, as a client should - the slot is still never 
 holding it sends its next search at once - or, with `--retry-pause`, that many seconds whatever it
 was asked: clients that ignore `Retry-After`, a storm of refusals for the server to answer.
 Codes for the exchange are minted before each phase's load starts. `--guard off` runs the server
-without the guard (no catalog slots, no statement bound, one thread a worker: how it was before).
+without the guard (no catalog slots, no statement bound, one thread a worker: how it was before);
+`--catalog-cpus 1` gives the catalog pool a CPU of its own (CATALOG_CPUS), the sign-in the others.
+`--pace 0.005` sends the sign-in's requests every 5 ms rather than back to back.
 
 Figures: wall milliseconds per request as the client sees them (the load generator shares the
 machine's cores), the p99 ratio loaded / idle (target: at most 2), and what the search clients
@@ -101,7 +103,14 @@ def prepare(database_url: str, keys_dir: str) -> dict[str, Any]:
 
 
 def start(
-    database_url: str, keys_dir: str, guard: bool, workers: int, threads: int | None, pool: bool, log_path: Path
+    database_url: str,
+    keys_dir: str,
+    guard: bool,
+    workers: int,
+    threads: int | None,
+    pool: bool,
+    cpus: str,
+    log_path: Path,
 ) -> tuple[subprocess.Popen, str, str]:
     """`python serve.py` (no tool server), waited for; the process, its origin, and where the
     catalog is served (the catalog pool's origin with `pool`, else the same)."""
@@ -126,6 +135,8 @@ def start(
         env["WEB_THREADS"] = str(threads)
     if pool:
         env["CATALOG_BIND"] = catalog.removeprefix("http://")
+    if cpus:
+        env["CATALOG_CPUS"] = cpus
     if not guard:
         env.update({"CATALOG_SEARCH_CONCURRENCY": "0", "CATALOG_STATEMENT_TIMEOUT_MS": "0", "WEB_THREADS": "1"})
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
@@ -236,9 +247,12 @@ def config(harness: Any, origin: str, facts: dict) -> Any:
     return cfg
 
 
-async def measure(harness: Any, cfg: Any, codes: list, access_token: str, seconds: float) -> dict[str, list[float]]:
+async def measure(
+    harness: Any, cfg: Any, codes: list, access_token: str, seconds: float, pace: float
+) -> dict[str, list[float]]:
     """Each operation in turn, one client: discovery and userinfo for `seconds` each, then the
-    exchange of every minted code."""
+    exchange of every minted code; a request sent every `pace` seconds (0: each as soon as the
+    last is answered)."""
     latencies: dict[str, list[float]] = {name: [] for name in OPERATIONS}
     discovery = cfg.issuer + "/.well-known/openid-configuration"
     userinfo = cfg.disc["userinfo_endpoint"]
@@ -261,15 +275,24 @@ async def measure(harness: Any, cfg: Any, codes: list, access_token: str, second
                 started = time.perf_counter()
                 await get(url, headers)
                 latencies[name].append(time.perf_counter() - started)
+                await _until(started + pace)
         for code, verifier in codes:
             started = time.perf_counter()
             tokens = await harness.exchange(cfg, conn, code, verifier)
             latencies["token"].append(time.perf_counter() - started)
+            await _until(started + pace)
             if "id_token" not in tokens:
                 raise RuntimeError("the exchange returned no ID token")
     finally:
         await conn.close()
     return latencies
+
+
+async def _until(moment: float) -> None:
+    """Wait until `moment` (time.perf_counter's clock), if it is still to come."""
+    left = moment - time.perf_counter()
+    if left > 0:
+        await asyncio.sleep(left)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -289,12 +312,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--codes", type=int, default=150, help="codes exchanged per phase")
     ap.add_argument("--search-clients", type=int, default=6)
     ap.add_argument(
+        "--pace",
+        type=float,
+        default=0.0,
+        help="seconds from one sign-in request to the next (0: back to back, the measuring client a core's load of its own)",
+    )
+    ap.add_argument(
         "--retry-pause", type=float, default=None, help="a refused search client's pause (s), whatever Retry-After asks"
     )
     ap.add_argument("--guard", choices=("on", "off"), default="on")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=None, help="WEB_THREADS (default: serve.py's)")
     ap.add_argument("--catalog-pool", action="store_true", help="the catalog on a pool of its own (CATALOG_BIND)")
+    ap.add_argument(
+        "--catalog-cpus", default="", help="CATALOG_CPUS: the catalog pool's own CPUs (with --catalog-pool)"
+    )
     ap.add_argument("--load-nice", type=int, default=0, help="the search clients' niceness (19: as if remote)")
     ap.add_argument("--harness", default=str(DEFAULT_HARNESS))
     ap.add_argument("--json", default="", help="also write the figures here")
@@ -314,7 +346,14 @@ def main(argv: list[str] | None = None) -> None:
     try:
         facts = prepare(a.database_url, str(KEYS_DIR))
         proc, origin, catalog = start(
-            a.database_url, str(KEYS_DIR), a.guard == "on", a.workers, a.threads, a.catalog_pool, tmp / "server.log"
+            a.database_url,
+            str(KEYS_DIR),
+            a.guard == "on",
+            a.workers,
+            a.threads,
+            a.catalog_pool,
+            a.catalog_cpus,
+            tmp / "server.log",
         )
         cfg = config(harness, origin, facts)
         warm = asyncio.run(harness.mint_codes(cfg, 2, 1))
@@ -327,7 +366,7 @@ def main(argv: list[str] | None = None) -> None:
                 if phase == "loaded":
                     load = start_load(a, catalog, facts["keys"], result_file)
                     time.sleep(3)  # the search clients at full speed before anything is measured
-                measured = asyncio.run(measure(harness, cfg, codes, token, a.seconds))
+                measured = asyncio.run(measure(harness, cfg, codes, token, a.seconds, a.pace))
                 for name, values in measured.items():
                     phases[phase][name].extend(values)
                 if load is not None:
@@ -355,8 +394,10 @@ def report(phases: dict[str, dict[str, list[float]]], loads: list[dict], a: argp
     print(
         f"\nsign-in beside {a.search_clients} search clients (niceness {a.load_nice}, a refused one waits "
         f"{'as Retry-After asks' if a.retry_pause is None else f'{a.retry_pause} s'}), guard {a.guard}, "
-        f"catalog pool {'on' if a.catalog_pool else 'off'}, "
-        f"{a.workers} workers x {a.threads or 'serve.py default'} threads, {a.rounds} rounds"
+        f"catalog pool {'on' if a.catalog_pool else 'off'}"
+        f"{f' on CPUs {a.catalog_cpus}' if a.catalog_cpus else ''}, "
+        f"{a.workers} workers x {a.threads or 'serve.py default'} threads, {a.rounds} rounds, "
+        f"sign-in requests {f'every {a.pace * 1000:g} ms' if a.pace else 'back to back'}"
     )
     print(
         f"{'operation':<10} {'idle p50':>9} {'idle p99':>9} {'loaded p50':>11} {'loaded p99':>11} {'p99 ratio':>10}  n"
