@@ -64,7 +64,8 @@ catalog within twice the idle one, and that halving the catalog's share of a cor
 what the sign-in loses is not CPU time but a core to itself (most likely the caches a search
 fills, and where the kernel wakes a request). With the catalog pool and the tool server on their
 own CPUs (sched_setaffinity, which their workers and threads inherit) and the sign-in's workers on
-the others, it stayed within 1.4 times - the database's sessions still on every core
+the others, it stayed within 1.4 times with requests back to back; requests spaced apart also
+need the catalog's database sessions off the sign-in's cores, which serve.py cannot pin
 (docs/performance.md). The price: the sign-in has only the other cores, so give the catalog the
 fewest that serve its searches.
 
@@ -414,6 +415,10 @@ def main(argv: list[str] | None = None) -> None:
     niceness = catalog_niceness()
     cpus = catalog_cpus()
     catalog_side = cpus[0] if cpus is not None else None
+    if cpus is not None and tool_server_bind() is None and catalog_pool_bind() is None:
+        raise SystemExit(
+            "CATALOG_CPUS names the catalog's CPUs, but neither CATALOG_BIND nor MCP_BIND starts a server there"
+        )
     if cpus is not None:  # first: every thread and process started here inherits it (the catalog's set its own)
         os.sched_setaffinity(0, cpus[1])
     children: list[subprocess.Popen] = []
@@ -429,10 +434,6 @@ def main(argv: list[str] | None = None) -> None:
             catalog_pool_options()  # a malformed setting stops the start here, not in the child
             children.append(start_child(log, "catalog", niceness, catalog_side))
             log.info("catalog pool on %s:%d", *catalog_at)
-        if cpus is not None and not children:
-            raise SystemExit(
-                "CATALOG_CPUS names the catalog's CPUs, but neither CATALOG_BIND nor MCP_BIND starts a server there"
-            )
         if cpus is not None:
             log.info("catalog on CPUs %s, sign-in on CPUs %s", _cpu_list(cpus[0]), _cpu_list(cpus[1]))
         Granian(**options).serve()

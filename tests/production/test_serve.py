@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from serve import (
     tool_server_bind,
     tool_server_options,
 )
-from tests.conftest import free_port
+from tests.conftest import ROOT, free_port, server_env
 from tests.key_support import key_header, make_key
 from tests.production.servers import running
 
@@ -223,6 +225,19 @@ def test_catalog_cpus_are_a_list_the_machine_can_honour_leaving_the_sign_in_some
     for unusable in (",".join(map(str, sorted(allowed))), str(max(allowed) + 64)):  # every CPU, none there
         with pytest.raises(SystemExit, match="leave at least one to the sign-in"):
             catalog_cpus({"CATALOG_CPUS": unusable})
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to split"
+)
+def test_catalog_cpus_with_no_catalog_server_to_run_there_stop_the_start(settings):
+    cpu = str(min(os.sched_getaffinity(0)))
+    environment = server_env(settings, CATALOG_CPUS=cpu, CATALOG_BIND="off", MCP_BIND="off")
+    done = subprocess.run(
+        [sys.executable, "serve.py"], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert "neither CATALOG_BIND nor MCP_BIND starts a server there" in done.stderr
 
 
 def _cpus_of(pid: int) -> set[frozenset[int]]:
