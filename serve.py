@@ -92,7 +92,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from granian import Granian
 from granian.constants import Interfaces
@@ -244,9 +244,16 @@ def catalog_niceness(environ: os._Environ | dict = os.environ) -> int:
     return int(raw)
 
 
-def catalog_cpus(environ: os._Environ | dict = os.environ) -> tuple[set[int], set[int]] | None:
-    """CATALOG_CPUS as (the catalog's CPUs, the sign-in's: the others this process may run on);
-    None when unset. A list the machine cannot honour stops the start."""
+class CpuSplit(NamedTuple):
+    """CATALOG_CPUS: the catalog's CPUs, and the sign-in's (the others this process may run on)."""
+
+    catalog: set[int]
+    sign_in: set[int]
+
+
+def catalog_cpus(environ: os._Environ | dict = os.environ) -> CpuSplit | None:
+    """CATALOG_CPUS as the split of this process's CPUs; None when unset. A list the machine
+    cannot honour stops the start."""
     raw = (environ.get("CATALOG_CPUS") or "").strip()
     if not raw:
         return None
@@ -265,7 +272,7 @@ def catalog_cpus(environ: os._Environ | dict = os.environ) -> tuple[set[int], se
             f"CATALOG_CPUS={raw!r} must name CPUs this process may run on ({sorted(allowed)}) and leave at least "
             "one to the sign-in"
         )
-    return catalog, allowed - catalog
+    return CpuSplit(catalog, allowed - catalog)
 
 
 def _as_catalog_child(niceness: int, cpus: set[int] | None) -> Callable[[], None]:
@@ -414,13 +421,13 @@ def main(argv: list[str] | None = None) -> None:
     slots, own_slots = fresh_slots_dir()  # before the workers and the tool server start: they inherit it
     niceness = catalog_niceness()
     cpus = catalog_cpus()
-    catalog_side = cpus[0] if cpus is not None else None
+    catalog_side = cpus.catalog if cpus is not None else None
     if cpus is not None and tool_server_bind() is None and catalog_pool_bind() is None:
         raise SystemExit(
             "CATALOG_CPUS names the catalog's CPUs, but neither CATALOG_BIND nor MCP_BIND starts a server there"
         )
     if cpus is not None:  # first: every thread and process started here inherits it (the catalog's set its own)
-        os.sched_setaffinity(0, cpus[1])
+        os.sched_setaffinity(0, cpus.sign_in)
     children: list[subprocess.Popen] = []
     try:
         if metrics_at is not None:
@@ -435,7 +442,7 @@ def main(argv: list[str] | None = None) -> None:
             children.append(start_child(log, "catalog", niceness, catalog_side))
             log.info("catalog pool on %s:%d", *catalog_at)
         if cpus is not None:
-            log.info("catalog on CPUs %s, sign-in on CPUs %s", _cpu_list(cpus[0]), _cpu_list(cpus[1]))
+            log.info("catalog on CPUs %s, sign-in on CPUs %s", _cpu_list(cpus.catalog), _cpu_list(cpus.sign_in))
         Granian(**options).serve()
     finally:
         for child in children:

@@ -102,42 +102,34 @@ def prepare(database_url: str, keys_dir: str) -> dict[str, Any]:
         }
 
 
-def start(
-    database_url: str,
-    keys_dir: str,
-    guard: bool,
-    workers: int,
-    threads: int | None,
-    pool: bool,
-    cpus: str,
-    log_path: Path,
-) -> tuple[subprocess.Popen, str, str]:
-    """`python serve.py` (no tool server), waited for; the process, its origin, and where the
-    catalog is served (the catalog pool's origin with `pool`, else the same)."""
+def start(a: argparse.Namespace, log_path: Path) -> tuple[subprocess.Popen, str, str]:
+    """`python serve.py` (no tool server) as the options `a` ask, waited for; the process, its
+    origin, and where the catalog is served (the catalog pool's origin with --catalog-pool, else
+    the same)."""
     port = free_port()
     origin = f"http://127.0.0.1:{port}"
-    catalog = f"http://127.0.0.1:{free_port()}" if pool else origin
+    catalog = f"http://127.0.0.1:{free_port()}" if a.catalog_pool else origin
     env = {
         **os.environ,
         "APP_ENV": "development",
         "ISSUER_URL": origin,
-        "DATABASE_URL": database_url,
-        "KEYS_DIR": keys_dir,
+        "DATABASE_URL": a.database_url,
+        "KEYS_DIR": str(KEYS_DIR),
         "SECRET_KEY": "bench-" + secrets.token_hex(24),
         "SMTP_URL": "",
         "WEB_BIND": f"127.0.0.1:{port}",
-        "WEB_CONCURRENCY": str(workers),
+        "WEB_CONCURRENCY": str(a.workers),
         "MCP_BIND": "off",
         "LOG_LEVEL": "WARNING",
         **{k: str(v) for k, v in {**CHEAP_ARGON2, **BENCH_LIMITS}.items()},
     }
-    if threads is not None:
-        env["WEB_THREADS"] = str(threads)
-    if pool:
+    if a.threads is not None:
+        env["WEB_THREADS"] = str(a.threads)
+    if a.catalog_pool:
         env["CATALOG_BIND"] = catalog.removeprefix("http://")
-    if cpus:
-        env["CATALOG_CPUS"] = cpus
-    if not guard:
+    if a.catalog_cpus:
+        env["CATALOG_CPUS"] = a.catalog_cpus
+    if a.guard == "off":
         env.update({"CATALOG_SEARCH_CONCURRENCY": "0", "CATALOG_STATEMENT_TIMEOUT_MS": "0", "WEB_THREADS": "1"})
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen([sys.executable, "serve.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -345,16 +337,7 @@ def main(argv: list[str] | None = None) -> None:
     load: subprocess.Popen | None = None
     try:
         facts = prepare(a.database_url, str(KEYS_DIR))
-        proc, origin, catalog = start(
-            a.database_url,
-            str(KEYS_DIR),
-            a.guard == "on",
-            a.workers,
-            a.threads,
-            a.catalog_pool,
-            a.catalog_cpus,
-            tmp / "server.log",
-        )
+        proc, origin, catalog = start(a, tmp / "server.log")
         cfg = config(harness, origin, facts)
         warm = asyncio.run(harness.mint_codes(cfg, 2, 1))
         token = asyncio.run(harness.exchange(cfg, harness.Conn(*cfg.hostport), *warm[0]))["access_token"]
