@@ -84,6 +84,9 @@ def settings(tmp_path_factory, smtp_server) -> dict:
         "APP_ENV": "development",
         "ISSUER_URL": f"http://127.0.0.1:{port}",
         "DATABASE_URL": os.environ.get("TEST_DATABASE_URL") or f"sqlite:///{base / 'test.sqlite3'}",
+        # The catalog's reads on a database of their own (app/store/catalog_database.py), for a run
+        # that points it at the test database itself: every catalog test then reads through it.
+        "CATALOG_DATABASE_URL": os.environ.get("TEST_CATALOG_DATABASE_URL", ""),
         "KEYS_DIR": str(base / "keys"),
         "SECRET_KEY": "test-secret-key-" + "0123456789abcdef" * 2,
         # Cheap password hashing in tests; the real cost is measured by the benchmarks.

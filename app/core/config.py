@@ -170,6 +170,12 @@ DEFAULTS: dict[str, Setting] = {
         300,
         "Requests per minute to the `/v1` data API per sign-in (a grant: its access token and those refreshed from it).",
     ),
+    "CATALOG_DATABASE_URL": Setting(
+        "",
+        "A PostgreSQL read replica of DATABASE_URL's database that the catalog's reads (the key door's views, the "
+        "tool server's tools) go to, so their load runs on its CPUs, not the sign-in's; keys, limits and the meter "
+        "stay on DATABASE_URL. Empty: everything reads DATABASE_URL.",
+    ),
     "CATALOG_STATEMENT_TIMEOUT_MS": Setting(
         2000,
         "Milliseconds a statement of a catalog call (the key door, the tool server) may run before the call is "
@@ -332,6 +338,10 @@ def check_settings(settings: dict[str, Any], problems: list[str] | None = None) 
         refuse("API_RATE_LIMIT_PER_MINUTE must be a positive number of requests")
     if int(settings["CATALOG_STATEMENT_TIMEOUT_MS"]) < 0 or int(settings["CATALOG_SEARCH_CONCURRENCY"]) < 0:
         refuse("CATALOG_STATEMENT_TIMEOUT_MS and CATALOG_SEARCH_CONCURRENCY must be 0 (off) or a positive number")
+    if settings["CATALOG_DATABASE_URL"] and not (
+        settings["CATALOG_DATABASE_URL"].startswith("postgresql") and settings["DATABASE_URL"].startswith("postgresql")
+    ):
+        refuse("CATALOG_DATABASE_URL must be a PostgreSQL read replica of DATABASE_URL's PostgreSQL database")
     if int(settings["CATALOG_SEARCH_WEIGHT"]) < 1:
         refuse("CATALOG_SEARCH_WEIGHT must be 1 or more requests")
     profile_page = urlsplit(settings["PROFILE_PAGE_URL"]) if settings["PROFILE_PAGE_URL"] else None

@@ -26,6 +26,7 @@
     billing.py         developers' prepaid accounts: the append-only ledger, payments, provider events
     time_bound.py      how long a catalog call's statements may run (time_bound_postgresql.py:
                        statement_timeout; SQLite: the progress handler)
+    catalog_database.py  the catalog's reads on a read replica of their own (CATALOG_DATABASE_URL)
 
 The implementations are chosen once, when the app is created (`init_store`): no dialect is tested
 anywhere else, and SQLite (the local default) and PostgreSQL run the same code but where
@@ -46,6 +47,7 @@ from app.store.apps import SqlApps
 from app.store.audit_trail import SqlAuditTrail
 from app.store.billing import SqlBilling
 from app.store.catalog import SqlCatalog
+from app.store.catalog_database import init_catalog_database
 from app.store.catalog_postgresql import PostgresCatalog
 from app.store.catalog_reads import SqlCatalogReads
 from app.store.codes import SqlCodes
@@ -154,6 +156,7 @@ def init_store(app: Flask) -> None:
         chosen = sql_store()
     app.extensions[EXTENSION] = chosen
     init_time_bound(app, engine)  # catalog calls' statements bounded (app/store/time_bound.py)
+    init_catalog_database(app)  # the catalog's reads on a replica of their own, if there is one
 
 
 def store() -> Store:

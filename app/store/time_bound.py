@@ -98,6 +98,12 @@ def init_time_bound(app: Flask, engine: Engine) -> None:
     else:
         chosen = SqliteBound()
     app.extensions[EXTENSION] = chosen
+    bound_on_checkout(engine)
+
+
+def bound_on_checkout(engine: Engine) -> None:
+    """Conform each connection `engine`'s pool hands out to the bound the request taking it wants
+    (the main engine, and the catalog's own when it has one: app/store/catalog_database.py)."""
     if not event.contains(engine, "checkout", _on_checkout):
         event.listen(engine, "checkout", _on_checkout)
 

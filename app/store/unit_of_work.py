@@ -107,6 +107,34 @@ def unit_of_work() -> UnitOfWork:
     return unit
 
 
+@contextmanager
+def elsewhere(engine: Engine) -> Iterator[None]:
+    """Inside the block the request works on `engine` (app/store/catalog_database.py: the catalog's
+    replica): a unit of work and an ORM session of their own, which every statement of the store
+    and of `db.session` uses, closed when the block ends. The request's own are set aside meanwhile,
+    untouched - what they had read, written or left open - and back after it."""
+    own_unit = g.get(_KEY)
+    sessions = db.session.registry
+    own_session = sessions() if sessions.has() else None
+    unit = UnitOfWork(engine)
+    setattr(g, _KEY, unit)
+    session = db.session.session_factory()  # a BoundSession: on `unit`'s connection
+    sessions.set(session)
+    try:
+        yield
+    finally:
+        session.close()
+        unit.close()
+        if own_session is not None:
+            sessions.set(own_session)
+        else:
+            sessions.clear()
+        if own_unit is not None:
+            setattr(g, _KEY, own_unit)
+        else:
+            g.pop(_KEY, None)
+
+
 def commit() -> None:
     """Commit the request's unit of work: what owns the request calls this once (the token endpoint
     once more, for a revocation that must stand although the request is refused)."""

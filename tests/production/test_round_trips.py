@@ -21,6 +21,7 @@ from sqlalchemy.dialects import postgresql
 
 from app import create_app
 from app.core.extensions import db
+from app.store.catalog_database import catalog_engine
 from app.store.postgresql import PostgresTokens
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import csrf_token
@@ -46,7 +47,7 @@ def round_trips(app):
     import psycopg
 
     with app.app_context():
-        engine = db.engine
+        engines = [db.engine, *filter(None, [catalog_engine()])]  # and the catalog's own, if it has one
     fd, path = tempfile.mkstemp(prefix="pgtrace-")
 
     def trace(dbapi_conn, record, proxy):
@@ -56,14 +57,16 @@ def round_trips(app):
     def untrace(dbapi_conn, record):
         dbapi_conn.pgconn.untrace()
 
-    event.listen(engine, "checkout", trace)
-    event.listen(engine, "checkin", untrace)
+    for engine in engines:
+        event.listen(engine, "checkout", trace)
+        event.listen(engine, "checkin", untrace)
     trips: list[str] = []
     try:
         yield trips
     finally:
-        event.remove(engine, "checkout", trace)
-        event.remove(engine, "checkin", untrace)
+        for engine in engines:
+            event.remove(engine, "checkout", trace)
+            event.remove(engine, "checkin", untrace)
         os.close(fd)
         with open(path) as lines:
             messages = [fields for line in lines if len(fields := line.rstrip("\n").split("\t")) >= 3]

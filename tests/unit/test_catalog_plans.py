@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import event
 
 from app.core.extensions import db, limiter
+from app.store.catalog_database import catalog_engine
 from tests.api_support import make_catalog, uid
 from tests.key_support import index_catalog, key_header, make_key
 
@@ -63,13 +64,16 @@ def statements(app):
         if not executemany:
             seen.append((statement, parameters))
 
-    event.listen(db.engine, "before_cursor_execute", record)
+    engines = [db.engine, *filter(None, [catalog_engine()])]  # and the catalog's own, if it has one
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", record)
     try:
         for method, path, body in _requests(catalog.mine):
             response = getattr(client, method)(path, headers=key_header(secret), json=body)
             assert response.status_code == 200, (path, response.get_data(as_text=True))
     finally:
-        event.remove(db.engine, "before_cursor_execute", record)
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", record)
     reads = [
         (sql, params)
         for sql, params in seen

@@ -7,14 +7,15 @@ takes one connection from the pool. On SQLite and, under TEST_DATABASE_URL, on P
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import create_engine, event, func, select, text
+from sqlalchemy.exc import DBAPIError
 
 from app.core.extensions import db
 from app.models import AuditEvent
 from app.models.base import new_uuid
 from app.services.audit import event_row, write_event
 from app.store import statements
-from app.store.unit_of_work import commit, has_written
+from app.store.unit_of_work import commit, elsewhere, has_written
 
 EVENTS = AuditEvent.__table__
 
@@ -90,3 +91,32 @@ def test_a_request_takes_one_connection_whatever_runs_its_statements(app):
     finally:
         event.remove(db.engine, "checkout", listen)
     assert len(checkouts) == 1
+
+
+def test_elsewhere_sends_the_blocks_statements_to_another_database_and_gives_the_request_back(app, tmp_path):
+    """`elsewhere` (the catalog's replica, app/store/catalog_database.py): inside the block the
+    store's statements and the ORM's go to the other engine; the request's own work, written
+    before it and still uncommitted, is there after it and commits as usual."""
+    other = create_engine(f"sqlite:///{tmp_path / 'other.sqlite3'}")
+    with other.begin() as conn:
+        conn.execute(text("CREATE TABLE marks (name TEXT)"))
+        conn.execute(text("INSERT INTO marks VALUES ('elsewhere')"))
+    kept = an_address()
+    with app.app_context():
+        write_event(line(kept))  # the request's own transaction, open
+        with elsewhere(other):
+            assert statements.run(text("SELECT name FROM marks")).scalar_one() == "elsewhere"
+            assert db.session.scalar(text("SELECT name FROM marks")) == "elsewhere"
+            assert not has_written()  # the other unit has written nothing
+        assert has_written()
+        with pytest.raises(DBAPIError):  # no such table
+            statements.run(text("SELECT name FROM marks"))  # back on the request's own database
+        db.session.rollback()
+    assert committed(kept) == 0
+    with app.app_context():
+        write_event(line(kept))
+        with elsewhere(other):
+            statements.run(text("SELECT 1"))
+        commit()
+    assert committed(kept) == 1
+    other.dispose()

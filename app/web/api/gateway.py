@@ -54,6 +54,7 @@ from app.services.mail import send_later
 from app.services.metering import meter_request
 from app.services.rosters import reaches
 from app.services.throttle import Budget, Spent, spend_in_turn
+from app.store.catalog_database import reading_the_catalog
 from app.web.api.auth import authenticate, bearer_value, challenge
 from app.web.api.call_cost import call_cost, weighted_note
 from app.web.api.catalog_guard import catalog_call
@@ -249,7 +250,8 @@ def answer_and_meter(view: Callable, caller: KeyCaller, *args, **kwargs) -> Resp
     matched nothing still cost a lookup). A 400 (the input was refused), any other refusal and a
     failure on our side are not counted. The gateway's unit of work: the meter is committed here."""
     try:
-        response = view(caller, *args, **kwargs)
+        with reading_the_catalog():  # on the catalog's replica, when it has one; the meter is not
+            response = view(caller, *args, **kwargs)
     except ApiError as refusal:
         if refusal.status == 404:
             _count_call(caller)

@@ -39,6 +39,7 @@ from mcp.types import (
 from pydantic_core import to_json
 
 from app.core.extensions import db
+from app.store.catalog_database import reading_the_catalog
 from app.web.api.catalog_guard import catalog_call
 from app.web.api.envelope import STATUS_MESSAGES, ApiError
 from app.web.api.gateway import GatewayError
@@ -141,7 +142,8 @@ def _run(tool: CatalogTool, arguments: dict[str, Any]) -> tuple[int, WireResult]
     try:
         with catalog_call(tool.name):  # a time bound (and a slot for a search), as on /v1 (503 when refused)
             caller.admit(tool.name, arguments)
-            data = tool.call(arguments)
+            with reading_the_catalog():  # on the catalog's replica, when it has one
+                data = tool.call(arguments)
             caller.settle()
     except (ApiError, GatewayError) as refused:
         db.session.rollback()
