@@ -18,6 +18,9 @@ Codes for the exchange are minted before each phase's load starts. `--guard off`
 without the guard (no catalog slots, no statement bound, one thread a worker: how it was before);
 `--catalog-cpus 1` gives the catalog pool a CPU of its own (CATALOG_CPUS), the sign-in the others.
 `--pace 0.005` sends the sign-in's requests every 5 ms rather than back to back.
+`--catalog-replica` (as root, with --catalog-cpus) starts a streaming replica of the database on the
+catalog's CPUs and points CATALOG_DATABASE_URL at it (bench/replica.py): the catalog's statements
+then run there, not in the primary's processes beside the sign-in.
 
 Figures: wall milliseconds per request as the client sees them (the load generator shares the
 machine's cores), the p99 ratio loaded / idle (target: at most 2), and what the search clients
@@ -37,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,7 @@ if str(ROOT) not in sys.path:
 
 from bench.catalog import KEYWORDS  # noqa: E402
 from bench.dataset import BENCH_LIMITS, CHEAP_ARGON2, REDIRECT_URI  # noqa: E402
+from bench.replica import standby  # noqa: E402
 from bench.run import load_harness  # noqa: E402
 from bench.servers import free_port, stop, wait_for  # noqa: E402
 
@@ -129,6 +134,8 @@ def start(a: argparse.Namespace, log_path: Path) -> tuple[subprocess.Popen, str,
         env["CATALOG_BIND"] = catalog.removeprefix("http://")
     if a.catalog_cpus:
         env["CATALOG_CPUS"] = a.catalog_cpus
+    if a.catalog_database_url:
+        env["CATALOG_DATABASE_URL"] = a.catalog_database_url
     if a.guard == "off":
         env.update({"CATALOG_SEARCH_CONCURRENCY": "0", "CATALOG_STATEMENT_TIMEOUT_MS": "0", "WEB_THREADS": "1"})
     log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
@@ -319,12 +326,29 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--catalog-cpus", default="", help="CATALOG_CPUS: the catalog pool's own CPUs (with --catalog-pool)"
     )
+    ap.add_argument(
+        "--catalog-replica",
+        action="store_true",
+        help="the catalog's reads on a streaming replica started on --catalog-cpus (bench/replica.py; as root)",
+    )
     ap.add_argument("--load-nice", type=int, default=0, help="the search clients' niceness (19: as if remote)")
     ap.add_argument("--harness", default=str(DEFAULT_HARNESS))
     ap.add_argument("--json", default="", help="also write the figures here")
     a = ap.parse_args(argv)
     if not a.database_url:
         raise SystemExit("bench.starvation: --database-url (or DATABASE_URL) names the database with the catalog")
+    if a.catalog_replica and not a.catalog_cpus:
+        raise SystemExit("bench.starvation: --catalog-replica runs the replica on --catalog-cpus: name them")
+    with ExitStack() as replica:
+        a.catalog_database_url = ""
+        if a.catalog_replica:
+            print("starting the catalog's replica (pg_basebackup of the whole cluster)", file=sys.stderr)
+            a.catalog_database_url = replica.enter_context(standby(a.catalog_cpus, a.database_url, free_port()))
+        run(a)
+
+
+def run(a: argparse.Namespace) -> None:
+    """Prepare, start the server, measure each round idle and loaded, report."""
     a.harness = str(Path(a.harness).resolve())
     harness = load_harness(Path(a.harness))
     tmp = Path(tempfile.mkdtemp(prefix="credits-bench-starvation-"))
@@ -378,7 +402,8 @@ def report(phases: dict[str, dict[str, list[float]]], loads: list[dict], a: argp
         f"\nsign-in beside {a.search_clients} search clients (niceness {a.load_nice}, a refused one waits "
         f"{'as Retry-After asks' if a.retry_pause is None else f'{a.retry_pause} s'}), guard {a.guard}, "
         f"catalog pool {'on' if a.catalog_pool else 'off'}"
-        f"{f' on CPUs {a.catalog_cpus}' if a.catalog_cpus else ''}, "
+        f"{f' on CPUs {a.catalog_cpus}' if a.catalog_cpus else ''}"
+        f"{', its reads on a replica there' if a.catalog_replica else ''}, "
         f"{a.workers} workers x {a.threads or 'serve.py default'} threads, {a.rounds} rounds, "
         f"sign-in requests {f'every {a.pace * 1000:g} ms' if a.pace else 'back to back'}"
     )
