@@ -15,6 +15,7 @@ from app.core.extensions import db
 from app.models import Album, ChartRow, Credit, CreditRole, Profile, Token, Track, TrackArtist, credit_role_links
 from app.models.base import new_secret, new_uuid, sha256_hex, utcnow
 from app.store import store
+from app.store.catalog_database import catalog_engine
 from tests.factories import make_client, make_member
 
 ALL_SCOPES = "openid profile email credits:read analytics:read"
@@ -179,6 +180,11 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def database_engines() -> list:
+    """The app's engines: the main one, and the catalog's own when it has one (CATALOG_DATABASE_URL)."""
+    return [db.engine, *filter(None, [catalog_engine()])]
+
+
 @contextmanager
 def count_queries():
     """Every SQL statement the app sends while the block runs."""
@@ -187,8 +193,11 @@ def count_queries():
     def record(conn, cursor, statement, parameters, context, executemany):
         statements.append(statement)
 
-    event.listen(db.engine, "before_cursor_execute", record)
+    engines = database_engines()
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", record)
     try:
         yield statements
     finally:
-        event.remove(db.engine, "before_cursor_execute", record)
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", record)

@@ -258,8 +258,14 @@ _CHART_ROWS = (
     .order_by(ChartRow.chart_name, ChartRow.id)
 )
 
-_TRACK_BY_ISRC = (
-    select(TrackIsrc.track_id).where(TrackIsrc.isrc == bindparam("value")).order_by(TrackIsrc.track_id).limit(1)
+# One statement, one round trip: the ISRC index gives the id, the primary key the row.
+_TRACK_BY_ISRC = select(Track).where(
+    Track.id
+    == select(TrackIsrc.track_id)
+    .where(TrackIsrc.isrc == bindparam("value"))
+    .order_by(TrackIsrc.track_id)
+    .limit(1)
+    .scalar_subquery()
 )
 _TRACK_BY_SPOTIFY = select(Track).where(Track.spotify_id == bindparam("value")).order_by(Track.id).limit(1)
 _ALBUM_BY = {
@@ -397,8 +403,8 @@ class SqlCatalogReads:
         if id_key == "id":
             return db.session.get(Track, value)
         if id_key == "isrc":
-            track_id = db.session.scalar(_TRACK_BY_ISRC, {"value": value.upper().replace("-", "")})
-            return db.session.get(Track, track_id) if track_id else None
+            by_isrc: Track | None = db.session.scalar(_TRACK_BY_ISRC, {"value": value.upper().replace("-", "")})
+            return by_isrc
         if id_key == "spotify":
             track: Track | None = db.session.scalar(_TRACK_BY_SPOTIFY, {"value": value})
             return track

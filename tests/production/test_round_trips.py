@@ -21,8 +21,8 @@ from sqlalchemy.dialects import postgresql
 
 from app import create_app
 from app.core.extensions import db
-from app.store.catalog_database import catalog_engine
 from app.store.postgresql import PostgresTokens
+from tests.api_support import database_engines
 from tests.factories import PASSWORD, make_client, make_member
 from tests.flows import csrf_token
 from tests.integration.test_passkeys import options_on
@@ -47,7 +47,7 @@ def round_trips(app):
     import psycopg
 
     with app.app_context():
-        engines = [db.engine, *filter(None, [catalog_engine()])]  # and the catalog's own, if it has one
+        engines = database_engines()
     fd, path = tempfile.mkstemp(prefix="pgtrace-")
 
     def trace(dbapi_conn, record, proxy):

@@ -281,6 +281,8 @@ def test_key_door_pages_cost_a_fixed_number_of_queries(client, catalog, secret):
         assert queries("get", path + "?limit=1") == queries("get", path + "?limit=50"), path
     # Search: a count and a page per bucket, and the profile bucket's statistics, for ten rows at most.
     assert queries("post", "/v1/search", json={"keyword": "a"}) <= 14
+    # A track by its ISRC is one read, as by its id: the ISRC index gives the id inside the statement.
+    assert queries("get", "/v1/track/isrc/USAAA2000000") == queries("get", f"/v1/track/id/{uid(1, 2)}")
 
 
 def test_a_browser_may_preflight_the_widget_api(client, catalog):

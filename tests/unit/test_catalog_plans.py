@@ -13,8 +13,7 @@ import pytest
 from sqlalchemy import event
 
 from app.core.extensions import db, limiter
-from app.store.catalog_database import catalog_engine
-from tests.api_support import make_catalog, uid
+from tests.api_support import database_engines, make_catalog, uid
 from tests.key_support import index_catalog, key_header, make_key
 
 CATALOG_TABLES = {
@@ -64,7 +63,7 @@ def statements(app):
         if not executemany:
             seen.append((statement, parameters))
 
-    engines = [db.engine, *filter(None, [catalog_engine()])]  # and the catalog's own, if it has one
+    engines = database_engines()
     for engine in engines:
         event.listen(engine, "before_cursor_execute", record)
     try:
