@@ -2,11 +2,11 @@
 reads (CATALOG_DATABASE_URL, app/store/catalog_database.py) in bench.starvation: the catalog's
 statements then run in the replica's processes, on the catalog's cores, not the sign-in's.
 
-    with standby("1", database_url) as catalog_url:   # a replica on CPU 1, stopped and removed after
+    with standby("1", database_url, 5433) as catalog_url:   # on CPU 1, port 5433; removed after
         ...
 
 What it does, as an operator would by hand: `pg_basebackup -R` of the primary into a fresh folder
-(the primary's whole cluster: a few minutes for the full catalog), a minimal configuration of its
+(the primary's whole cluster: 17 s for the full catalog's on the bench machine), a minimal configuration of its
 own (the primary's may live outside its data folder, as Debian keeps it), then `pg_ctl start` as
 the cluster's owner under `taskset`, so the postmaster and every backend it forks stay on those
 CPUs. It needs to run as root (to start the server as its owner, `postgres`) on the machine of the
