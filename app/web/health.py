@@ -4,7 +4,10 @@
 `/readyz` says this process can serve sign-ins now (readiness: send me traffic): the database
 answers, its schema is at the migrations' head (or ahead of it, during a deploy), and a signing
 key is loaded. A failing check
-names itself, but never the reason's details (hosts, SQL): those go to the log.
+names itself, but never the reason's details (hosts, SQL): those go to the log. With a catalog
+database of its own (CATALOG_DATABASE_URL), `/readyz` also says whether that answers and is a
+replica - beside the checks, not among them: the sign-in never reads it, so a replica that is down
+takes no process out of the load balancer (its catalog calls answer 503 meanwhile).
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from pathlib import Path
 
 from alembic.script import ScriptDirectory
 from flask import Blueprint, Flask, Response, current_app, jsonify
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from app.core.config import PROJECT_ROOT
 from app.core.extensions import db
 from app.protocol.jwks import keystore
+from app.store.catalog_database import catalog_engine
 
 log = logging.getLogger(__name__)
 bp = Blueprint("health", __name__)
@@ -74,6 +78,13 @@ def check_signing_key() -> dict:
 CHECKS = {"database": check_database, "migrations": check_migrations, "signing_key": check_signing_key}
 
 
+def check_catalog_database(engine: Engine) -> dict:
+    """The catalog's own database answers; `replica`: it is a standby (in recovery), as it should be."""
+    with engine.connect() as connection:
+        standby = connection.scalar(text("SELECT pg_is_in_recovery()"))
+    return {"ok": True, "replica": bool(standby)}
+
+
 @bp.get("/readyz")
 def readyz() -> Response:
     results: dict[str, dict] = {}
@@ -88,7 +99,15 @@ def readyz() -> Response:
                 log.debug("rollback after a failed check failed too", exc_info=True)
             results[name] = {"ok": False, "error": "unavailable"}
     ready = all(r["ok"] for r in results.values())
-    return _json({"status": "ok" if ready else "unavailable", "checks": results}, 200 if ready else 503)
+    body: dict = {"status": "ok" if ready else "unavailable", "checks": results}
+    catalog = catalog_engine()
+    if catalog is not None:
+        try:
+            body["catalog_database"] = check_catalog_database(catalog)
+        except Exception:  # reported, and it decides nothing (the module's docstring)
+            log.warning("the catalog's database does not answer", exc_info=True)
+            body["catalog_database"] = {"ok": False, "error": "unavailable"}
+    return _json(body, 200 if ready else 503)
 
 
 def init_health(app: Flask) -> None:

@@ -131,6 +131,17 @@ def test_a_catalog_database_that_is_down_answers_503_and_the_sign_in_goes_on(set
     assert "127.0.0.1:1" not in response.get_data(as_text=True)  # no address or driver message leaks
     assert metered(key.id) == 0  # our failure: not counted
     assert client.get("/.well-known/openid-configuration").status_code == 200
+    ready = client.get("/readyz")  # the sign-in is ready; the catalog's database is reported down
+    assert ready.status_code == 200 and ready.get_json()["status"] == "ok"
+    assert ready.get_json()["catalog_database"] == {"ok": False, "error": "unavailable"}
+    assert "127.0.0.1:1" not in ready.get_data(as_text=True)
+
+
+def test_readiness_reports_the_catalogs_database_and_a_server_without_one_says_nothing(replicated, app):
+    body = replicated.test_client().get("/readyz").get_json()
+    assert body["status"] == "ok"
+    assert body["catalog_database"] == {"ok": True, "replica": False}  # the test database is a primary
+    assert "catalog_database" not in app.test_client().get("/readyz").get_json()
 
 
 @pytest.mark.live
