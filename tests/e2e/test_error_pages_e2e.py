@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 from app.core.extensions import db
 from app.services.apps import disable_app
+from tests.conftest import heard_elsewhere
 from tests.e2e.test_account_console_e2e import no_page_problems, sign_in_on_login_page
 from tests.factories import make_client, make_member
 from tests.flows import AUTHORIZE, RelyingParty
@@ -39,6 +40,7 @@ def test_a_refused_redirect_uri_is_named_with_the_app_and_a_developer_hint(live_
 
     disable_app(client, None)
     db.session.commit()
+    heard_elsewhere()  # the live server is another process: it drops its copy of the app at the notice
     response = page.goto(f"{live_server.url}{AUTHORIZE}?{urlencode(rp.auth_params('openid'))}")
     assert response.status == 403
     expect(page.locator("#error-app")).to_have_text("Liner Notes")
