@@ -65,8 +65,9 @@ what the sign-in loses is not CPU time but a core to itself (most likely the cac
 fills, and where the kernel wakes a request). With the catalog pool and the tool server on their
 own CPUs (sched_setaffinity, which their workers and threads inherit) and the sign-in's workers on
 the others, it stayed within 1.4 times with requests back to back; requests spaced apart also
-need the catalog's database sessions off the sign-in's cores, which serve.py cannot pin
-(docs/performance.md). The price: the sign-in has only the other cores, so give the catalog the
+need the catalog's database sessions off the sign-in's cores, which serve.py cannot pin: a read
+replica started on the catalog's CPUs does it (CATALOG_DATABASE_URL, app/store/catalog_database.py;
+docs/performance.md). The price: the sign-in has only the other cores, so give the catalog the
 fewest that serve its searches.
 
 Workers keep no state (sessions, codes, tokens, keys all live in the database and keys/), so

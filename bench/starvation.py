@@ -331,6 +331,7 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="the catalog's reads on a streaming replica started on --catalog-cpus (bench/replica.py; as root)",
     )
+    ap.set_defaults(catalog_database_url="")  # the replica's URL, once --catalog-replica has started it
     ap.add_argument("--load-nice", type=int, default=0, help="the search clients' niceness (19: as if remote)")
     ap.add_argument("--harness", default=str(DEFAULT_HARNESS))
     ap.add_argument("--json", default="", help="also write the figures here")
@@ -340,7 +341,6 @@ def main(argv: list[str] | None = None) -> None:
     if a.catalog_replica and not a.catalog_cpus:
         raise SystemExit("bench.starvation: --catalog-replica runs the replica on --catalog-cpus: name them")
     with ExitStack() as replica:
-        a.catalog_database_url = ""
         if a.catalog_replica:
             print("starting the catalog's replica (pg_basebackup of the whole cluster)", file=sys.stderr)
             a.catalog_database_url = replica.enter_context(standby(a.catalog_cpus, a.database_url, free_port()))
